@@ -1,0 +1,19 @@
+"""gemm_lab: the machinery behind the book. Chapters call these few functions.
+
+tile spec (catalog) -> CUDA source in kernels/ -> NVRTC compile (cached) -> launch -> verify against
+float64 -> time beside cuBLAS -> record -> plot. Without a GPU every call replays recorded results.
+"""
+from .timing import bench, bench_all, cublas
+from .catalog import KERNELS, validate
+from .compile import ptxas_report
+from .device import live, mode
+from .hardware import ceilings, counters
+from .records import measurements
+from .run import gemm, verify
+from .sweeps import sweep
+from .tables import measurements_table
+
+__all__ = [
+    "KERNELS", "bench", "bench_all", "ceilings", "counters", "cublas", "gemm", "live", "measurements",
+    "measurements_table", "mode", "ptxas_report", "sweep", "validate", "verify",
+]

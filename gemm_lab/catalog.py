@@ -1,0 +1,234 @@
+"""The kernels of the book as data: source file, template parameters and the rules they obey.
+
+Everything else (compile, launch, sweep, widgets) derives grid, block and shared memory from a
+spec here, so a kernel's rules are written once, with their reasons, and checked before anything
+is compiled or launched.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+ROOT = Path(__file__).resolve().parent.parent
+"""Repository root: `kernels/` and `records/` live here."""
+
+Params = Mapping[str, int]
+
+MAX_THREADS_PER_BLOCK = 1024
+STATIC_SMEM_LIMIT = 48 * 1024  # bytes of statically declared __shared__ memory per block
+MAX_GRID_Y = 65535
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A constraint on template parameters; `why` is what the user reads when it breaks."""
+
+    why: str
+    holds: Callable[[Params], bool]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One CUDA kernel template of `kernels/` and everything needed to launch it."""
+
+    name: str
+    source: str  # path relative to the repository root
+    function: str  # the template's name in the .cu file
+    title: str
+    choices: dict[str, tuple[int, ...]]  # template parameters, in template order -> values to offer
+    defaults: dict[str, int]
+    tile: Callable[[Params], tuple[int, int]]  # (rows, cols) of C computed by one block
+    threads: Callable[[Params], int]
+    smem_bytes: Callable[[Params], int]
+    rules: tuple[Rule, ...] = ()
+    chapter: str = ""
+    precision: str = "fp32"
+    notes: str = ""
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(self.choices)
+
+    @property
+    def path(self) -> Path:
+        return ROOT / self.source
+
+    def source_text(self) -> str:
+        return self.path.read_text()
+
+    def source_sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    def full_params(self, params: Params | None = None) -> dict[str, int]:
+        """Defaults overridden by `params`, in template order; unknown names are an error."""
+        params = dict(params or {})
+        unknown = set(params) - set(self.choices)
+        if unknown:
+            raise ValueError(
+                f"{self.name} has no parameter {', '.join(sorted(unknown))}; "
+                f"its parameters are {', '.join(self.param_names)}"
+            )
+        return {p: int(params.get(p, self.defaults[p])) for p in self.param_names}
+
+    def instance(self, params: Params) -> str:
+        """The C++ name expression of one template instance, e.g. `sgemm_smem_tiled<32, 32, 8>`."""
+        p = self.full_params(params)
+        return f"{self.function}<{', '.join(str(p[n]) for n in self.param_names)}>"
+
+    def grid(self, params: Params, m: int, n: int) -> tuple[int, int, int]:
+        bm, bn = self.tile(self.full_params(params))
+        return (math.ceil(n / bn), math.ceil(m / bm), 1)
+
+    def describe(self, params: Params | None = None) -> str:
+        p = self.full_params(params)
+        return f"{self.name}(" + ", ".join(f"{k}={v}" for k, v in p.items()) + ")"
+
+
+def _common_rules(spec_threads: Callable[[Params], int], smem: Callable[[Params], int]) -> tuple[Rule, ...]:
+    return (
+        Rule(
+            f"threads per block must be between 1 and {MAX_THREADS_PER_BLOCK} (the hardware's limit per block)",
+            lambda p: 1 <= spec_threads(p) <= MAX_THREADS_PER_BLOCK,
+        ),
+        Rule(
+            f"static shared memory must fit in {STATIC_SMEM_LIMIT // 1024} KiB per block "
+            "(more needs dynamic shared memory and an opt-in)",
+            lambda p: smem(p) <= STATIC_SMEM_LIMIT,
+        ),
+    )
+
+
+def _positive(*names: str) -> Rule:
+    return Rule(
+        f"{', '.join(names)} must be positive integers", lambda p: all(p[n] >= 1 for n in names)
+    )
+
+
+def _square_block(name: str, function: str, source: str, title: str, notes: str) -> KernelSpec:
+    threads = lambda p: p["BLOCK"] ** 2  # noqa: E731 - tiny derivations read best inline
+    smem = lambda p: 0  # noqa: E731
+    return KernelSpec(
+        name=name,
+        source=source,
+        function=function,
+        title=title,
+        choices={"BLOCK": (4, 8, 16, 32)},
+        defaults={"BLOCK": 32},
+        tile=lambda p: (p["BLOCK"], p["BLOCK"]),
+        threads=threads,
+        smem_bytes=smem,
+        rules=(_positive("BLOCK"), *_common_rules(threads, smem)),
+        chapter="ch01_naive_coalesced",
+        notes=notes,
+    )
+
+
+def _smem_tiled() -> KernelSpec:
+    threads = lambda p: p["BM"] * p["BN"]  # noqa: E731
+    smem = lambda p: 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+    return KernelSpec(
+        name="smem_tiled",
+        source="kernels/03_smem_tiling.cu",
+        function="sgemm_smem_tiled",
+        title="Shared-memory tiling",
+        choices={"BM": (4, 8, 16, 32, 64), "BN": (4, 8, 16, 32, 64), "BK": (4, 8, 16, 32, 64)},
+        defaults={"BM": 32, "BN": 32, "BK": 32},
+        tile=lambda p: (p["BM"], p["BN"]),
+        threads=threads,
+        smem_bytes=smem,
+        rules=(_positive("BM", "BN", "BK"), *_common_rules(threads, smem)),
+        chapter="ch02_smem_tiling",
+        notes="one output per thread, so the block has BM*BN threads",
+    )
+
+
+KERNELS: dict[str, KernelSpec] = {
+    spec.name: spec
+    for spec in (
+        _square_block(
+            "naive", "sgemm_naive", "kernels/01_naive.cu", "Naive",
+            "a warp's lanes take consecutive rows of C: strided, uncoalesced loads of A",
+        ),
+        _square_block(
+            "coalesced", "sgemm_coalesced", "kernels/02_coalesced.cu", "Coalesced",
+            "a warp's lanes take consecutive columns of C: coalesced loads of B and stores of C",
+        ),
+        _smem_tiled(),
+    )
+}
+
+
+def get(kernel: str | KernelSpec) -> KernelSpec:
+    """The spec of a kernel by name (a spec passes through)."""
+    if isinstance(kernel, KernelSpec):
+        return kernel
+    try:
+        return KERNELS[kernel]
+    except KeyError:
+        raise ValueError(f"unknown kernel {kernel!r}; the catalog has {', '.join(KERNELS)}") from None
+
+
+def validate(
+    kernel: str | KernelSpec,
+    params: Params | None = None,
+    shape: tuple[int, int, int] | None = None,
+    smem_limit: int | None = None,
+) -> dict[str, int]:
+    """Check parameters (and a problem shape) against the kernel's rules before anything compiles.
+
+    Returns the full parameter set (defaults filled in). Raises `ValueError` naming the broken
+    rule and the values that broke it. `smem_limit` is the device's per-block limit when known.
+    """
+    spec = get(kernel)
+    p = spec.full_params(params)
+    for rule in spec.rules:
+        if not rule.holds(p):
+            raise ValueError(
+                f"{spec.describe(p)} breaks a rule: {rule.why} "
+                f"(it needs {spec.threads(p)} threads and {spec.smem_bytes(p)} B of shared memory per block)"
+            )
+    if smem_limit is not None and spec.smem_bytes(p) > smem_limit:
+        raise ValueError(
+            f"{spec.describe(p)} needs {spec.smem_bytes(p)} bytes of shared memory per block; "
+            f"this GPU allows {smem_limit}"
+        )
+    if shape is not None:
+        _validate_shape(spec, p, shape)
+    return p
+
+
+def _validate_shape(spec: KernelSpec, p: dict[str, int], shape: tuple[int, int, int]) -> None:
+    m, n, k = shape
+    if min(m, n, k) < 1:
+        raise ValueError(f"shape M={m}, N={n}, K={k}: every dimension must be at least 1")
+    if max(m * k, k * n, m * n) > INT32_MAX:
+        raise ValueError(
+            f"shape M={m}, N={n}, K={k}: the kernels index with 32-bit integers, "
+            f"so each matrix must have fewer than 2**31 elements"
+        )
+    rows = spec.grid(p, m, n)[1]
+    if rows > MAX_GRID_Y:
+        raise ValueError(
+            f"shape M={m} with {spec.describe(p)} needs {rows} block rows; the grid's y dimension "
+            f"allows {MAX_GRID_Y}"
+        )
+
+
+def legal_grid(kernel: str | KernelSpec, choices: Mapping[str, tuple[int, ...]] | None = None) -> list[dict[str, int]]:
+    """Every combination of the offered values (or `choices`) that passes `validate`."""
+    spec = get(kernel)
+    choices = {**spec.choices, **(choices or {})}
+    combos: list[dict[str, int]] = [{}]
+    for name in spec.param_names:
+        combos = [{**c, name: v} for c in combos for v in choices[name]]
+    legal = []
+    for c in combos:
+        try:
+            legal.append(validate(spec, c))
+        except ValueError:
+            continue
+    return legal

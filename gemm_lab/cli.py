@@ -1,0 +1,111 @@
+"""`gemm-lab`: benchmark, sweep and record kernels, and check the recorded data."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import catalog, device, hardware, plan, records, sweeps, tables, timing
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gemm-lab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("bench", help="verify and time kernels beside cuBLAS (replays records without a GPU)")
+    p.add_argument("kernels", nargs="*", default=list(plan.HEADLINE), help="kernel names (default: %(default)s)")
+    p.add_argument("--size", type=int, default=4096, help="M = N = K (default: %(default)s)")
+    p.add_argument("--shape", type=int, nargs=3, metavar=("M", "N", "K"), help="a non-square shape")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="template parameter")
+    p.add_argument("--save", action="store_true", help="add the results to records/")
+
+    p = sub.add_parser("sweep", help="time every legal parameter combination of a kernel (resumable)")
+    p.add_argument("kernel", choices=sorted(catalog.KERNELS))
+    p.add_argument("--size", type=int, default=plan.EXPLORER_SIZE, help="M = N = K (default: %(default)s)")
+    p.add_argument("--restart", action="store_true", help="re-measure combinations already recorded")
+
+    p = sub.add_parser("record", help="re-record the book's data on this GPU (see gemm_lab/plan.py)")
+    p.add_argument("--only", choices=("device", "headline", "sweeps", "counters"), action="append",
+                   help="record only these parts (repeatable)")
+
+    p = sub.add_parser("records", help="summarise the recorded data")
+    p.add_argument("--check", action="store_true", help="fail if any record is malformed or stale")
+
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ValueError, LookupError, RuntimeError) as err:
+        print(f"gemm-lab {args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+def _bench(args: argparse.Namespace) -> int:
+    params = dict(_parse_param(x) for x in args.param)
+    shape = tuple(args.shape) if args.shape else args.size
+    ms = [timing.cublas(shape)]
+    for name in args.kernels:
+        spec = catalog.get(name)
+        ms.append(timing.bench(spec, shape, {k: v for k, v in params.items() if k in spec.choices}))
+    print(tables.measurements_table(ms))
+    if args.save:
+        _require_live("--save")
+        records.save(ms)
+    return 0
+
+
+def _parse_param(text: str) -> tuple[str, int]:
+    name, _, value = text.partition("=")
+    if not value.lstrip("-").isdigit():
+        raise ValueError(f"--param {text!r}: expected NAME=INTEGER, e.g. BM=64")
+    return name, int(value)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    _require_live("sweep")
+    ms = sweeps.sweep(args.kernel, args.size, resume=not args.restart)
+    best = sorted(ms, key=lambda x: -x.gflops)[:10]
+    print(tables.measurements_table(best))
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    _require_live("record")
+    parts = args.only or ["device", "headline", "sweeps", "counters"]
+    if "device" in parts:
+        hardware.save_ceilings(hardware.ceilings())
+        records.save(timing.cublas(size) for size in plan.SIZES)
+    if "headline" in parts:
+        cases = [(name, None, size) for size in plan.SIZES for name in plan.HEADLINE]
+        timing.bench_all(cases, desc="headline", save=True)
+    if "sweeps" in parts:
+        for name, choices in plan.SWEEPS.items():
+            sweeps.sweep(name, plan.EXPLORER_SIZE, choices)
+    if "counters" in parts:
+        size = (plan.COUNTER_SIZE,) * 3
+        hardware.save_counters([hardware.counters(name, size, p) for name, p in plan.COUNTERS])
+    print(f"recorded on {device.gpu().name} into {records.gpu_dir(device.gpu().name)}")
+    return 0
+
+
+def _records(args: argparse.Namespace) -> int:
+    if args.check:
+        problems = records.check()
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"records --check: {len(problems)} problem(s)")
+        return 1 if problems else 0
+    for folder in sorted(records.RECORDS_DIR.iterdir()):
+        if folder.is_dir():
+            files = sorted(folder.glob("*.json"))
+            print(f"{folder.name}: " + ", ".join(f"{f.stem} ({len(records.read_rows(f))})" for f in files))
+    return 0
+
+
+def _require_live(what: str) -> None:
+    if not device.live():
+        raise RuntimeError(f"{what} measures on a GPU, and none is in use (replay mode)")
+
+
+COMMANDS = {"bench": _bench, "sweep": _sweep, "record": _record, "records": _records}
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Compile kernel template instances with NVRTC: live through CuPy, offline through cuda-bindings.
+
+Live: `load()` returns a launchable `cupy.RawKernel` for the device's own architecture, cached per
+(source hash, template instance, arch) in this process; CuPy also keeps compiled modules on disk,
+so a second process does not recompile. Offline (no GPU needed, used by CI): `ptxas_report()`
+compiles to an sm_90 cubin with NVIDIA's pip NVRTC and reads registers, spills and shared memory
+from ptxas' verbose output.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from . import catalog, device
+from .catalog import KernelSpec, Params
+
+NVRTC_OPTIONS = ("-std=c++17",)
+_ERROR_LINE = re.compile(r"\((\d+)\): (error|warning)")
+
+
+class CompileError(RuntimeError):
+    """NVRTC refused a kernel; the message quotes the offending source lines."""
+
+
+def explain_log(log: str, spec: KernelSpec) -> str:
+    """Put the source line next to every error or warning that NVRTC reports."""
+    lines = spec.source_text().splitlines()
+    out = []
+    for entry in log.splitlines():
+        out.append(entry)
+        match = _ERROR_LINE.search(entry)
+        if match and 1 <= int(match.group(1)) <= len(lines):
+            no = int(match.group(1))
+            out.append(f"    {spec.source}:{no} | {lines[no - 1].strip()}")
+    return "\n".join(out)
+
+
+_live_cache: dict[tuple[str, str, str], Any] = {}
+
+
+def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
+    """Compile (once) and return the `cupy.RawKernel` of a validated template instance."""
+    import cupy
+
+    spec = catalog.get(kernel)
+    p = catalog.validate(spec, params, smem_limit=device.gpu().smem_per_block)
+    name = spec.instance(p)
+    key = (spec.source_sha256(), name, device.gpu().arch)
+    if key not in _live_cache:
+        module = cupy.RawModule(code=spec.source_text(), options=NVRTC_OPTIONS, name_expressions=[name])
+        try:
+            _live_cache[key] = module.get_function(name)  # NVRTC runs here, lazily
+        except cupy.cuda.compiler.CompileException as err:
+            raise CompileError(f"{name} failed to compile:\n{explain_log(str(err), spec)}") from None
+    return _live_cache[key]
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    """What ptxas says about one compiled instance."""
+
+    instance: str
+    arch: str
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack_bytes: int
+    smem_bytes: int
+
+    @property
+    def spills(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
+def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: str = "sm_90") -> PtxasReport:
+    """Registers, spills and shared memory of an instance, compiled offline (no GPU needed)."""
+    spec = catalog.get(kernel)
+    p = catalog.validate(spec, params)
+    return _offline(spec.name, spec.source_sha256(), spec.instance(p), arch)[1]
+
+
+def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str = "sm_90") -> bytes:
+    """The offline-compiled cubin of an instance (for disassembly without a GPU)."""
+    spec = catalog.get(kernel)
+    p = catalog.validate(spec, params)
+    return _offline(spec.name, spec.source_sha256(), spec.instance(p), arch)[0]
+
+
+@functools.cache
+def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasReport]:
+    """Compile with cuda-bindings' NVRTC; `sha` is part of the cache key so edits recompile."""
+    from cuda.bindings import nvrtc
+
+    spec = catalog.get(kernel)
+    _, prog = _check(nvrtc.nvrtcCreateProgram(spec.source_text().encode(), spec.path.name.encode(), 0, [], []))
+    try:
+        _check(nvrtc.nvrtcAddNameExpression(prog, name.encode()))
+        opts = [o.encode() for o in (*NVRTC_OPTIONS, f"-arch={arch}", "-Xptxas=-v")]
+        (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = _check(nvrtc.nvrtcGetProgramLogSize(prog))
+        log = b" " * size
+        _check(nvrtc.nvrtcGetProgramLog(prog, log))
+        log_text = log.decode(errors="replace").rstrip("\x00 \n")
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(f"{name} failed to compile for {arch}:\n{explain_log(log_text, spec)}")
+        _, size = _check(nvrtc.nvrtcGetCUBINSize(prog))
+        binary = b" " * size
+        _check(nvrtc.nvrtcGetCUBIN(prog, binary))
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return binary, _parse_ptxas(log_text, name, arch)
+
+
+def _check(result: tuple) -> tuple:
+    from cuda.bindings import nvrtc
+
+    if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"NVRTC call failed: {result[0]}")
+    return result
+
+
+def _parse_ptxas(log: str, name: str, arch: str) -> PtxasReport:
+    def number(pattern: str) -> int:
+        match = re.search(pattern, log)
+        return int(match.group(1)) if match else 0
+
+    if not re.search(r"Used (\d+) registers", log):
+        raise CompileError(f"no ptxas report for {name} in the NVRTC log:\n{log}")
+    return PtxasReport(
+        instance=name,
+        arch=arch,
+        registers=number(r"Used (\d+) registers"),
+        spill_stores=number(r"(\d+) bytes spill stores"),
+        spill_loads=number(r"(\d+) bytes spill loads"),
+        stack_bytes=number(r"(\d+) bytes stack frame"),
+        smem_bytes=number(r"(\d+) bytes smem"),
+    )

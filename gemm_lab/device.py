@@ -1,0 +1,149 @@
+"""Which GPU we run on, or that we replay: the one switch between live and recorded results.
+
+Live means CuPy imports and sees a CUDA device; set GEMM_LAB_REPLAY=1 to replay recorded results
+even on a GPU. Replay reads the records of GEMM_LAB_GPU, else of the live GPU, else of the H100
+on which the book's numbers were recorded.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+REPLAY_ENV = "GEMM_LAB_REPLAY"
+GPU_ENV = "GEMM_LAB_GPU"
+DEFAULT_REPLAY_GPU = "NVIDIA H100 80GB HBM3"
+
+# FP32 FMA lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput table).
+FP32_LANES_PER_SM = {
+    (6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
+    (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128, (12, 1): 128,
+}
+
+
+@dataclass(frozen=True)
+class GPU:
+    """What the book needs to know about the live device."""
+
+    name: str
+    cc: tuple[int, int]
+    sms: int
+    clock_mhz: float  # the boost clock the device reports
+    l2_bytes: int
+    smem_per_block: int  # the opt-in maximum of shared memory per block
+    driver: str
+    cuda_runtime: str
+    cupy: str
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    @property
+    def fp32_lanes_per_sm(self) -> int:
+        return FP32_LANES_PER_SM.get(self.cc, 128)
+
+    @property
+    def peak_gflops(self) -> float:
+        """FP32 FFMA peak: SMs x FP32 lanes per SM x 2 FLOP per FMA x clock."""
+        return self.sms * self.fp32_lanes_per_sm * 2 * self.clock_mhz / 1e3
+
+
+@functools.cache
+def live() -> bool:
+    """True when results are measured on a CUDA GPU, False when they are replayed from records."""
+    if os.environ.get(REPLAY_ENV, "0") not in ("", "0"):
+        return False
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device: all mean "replay"
+        return False
+
+
+def mode() -> str:
+    return "live" if live() else "replay"
+
+
+@functools.cache
+def gpu() -> GPU:
+    """The live device (raises RuntimeError when there is none)."""
+    if not live():
+        raise RuntimeError("no CUDA GPU in use (replay mode): this needs a live GPU")
+    import cupy
+
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return GPU(
+        name=name,
+        cc=(props["major"], props["minor"]),
+        sms=props["multiProcessorCount"],
+        clock_mhz=_clock_khz(dev.id) / 1e3,
+        l2_bytes=props["l2CacheSize"],
+        smem_per_block=props["sharedMemPerBlockOptin"],
+        driver=_driver_version(),
+        cuda_runtime=_version_string(cupy.cuda.runtime.runtimeGetVersion()),
+        cupy=cupy.__version__,
+    )
+
+
+def replay_gpu() -> str:
+    """Whose records to read: GEMM_LAB_GPU, else the live GPU, else the book's H100."""
+    if os.environ.get(GPU_ENV):
+        return os.environ[GPU_ENV]
+    return gpu().name if live() else DEFAULT_REPLAY_GPU
+
+
+def telemetry() -> dict[str, float]:
+    """SM clock (MHz), power (W) and temperature (C) right now, when NVML is available."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(_device_index())
+        return {
+            "sm_clock_mhz": float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
+            "power_w": pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,
+            "temperature_c": float(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
+        }
+    except Exception:  # NVML is optional: a missing library only drops these fields
+        return {}
+
+
+def _clock_khz(index: int) -> int:
+    """The SM boost clock: a device attribute (cudaDevAttrClockRate = 13), else NVML's maximum."""
+    import cupy
+
+    try:
+        return cupy.cuda.runtime.deviceGetAttribute(13, index)
+    except Exception:  # dropped from some CUDA versions: ask NVML instead
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return 1000 * pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)
+
+
+def _device_index() -> int:
+    import cupy
+
+    return cupy.cuda.Device().id
+
+
+def _driver_version() -> str:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        return v.decode() if isinstance(v, bytes) else str(v)
+    except Exception:
+        import cupy
+
+        return "CUDA " + _version_string(cupy.cuda.runtime.driverGetVersion())
+
+
+def _version_string(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"

@@ -1,0 +1,119 @@
+"""What the hardware says: Nsight Compute counters of one launch, and the GPU's measured ceilings.
+
+`counters()` runs one launch of a kernel instance under `ncu` in a child process (clock control
+off: the card is measured as it is) and returns the requested metrics in base units. `ceilings()`
+measures DRAM bandwidth with a large device-to-device copy and reads the FP32 peak from the device.
+Both are recorded (`ncu.json`, `device.json`) and replayed without a GPU.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+import shutil
+import subprocess
+import sys
+
+from . import catalog, device, records
+from .catalog import KernelSpec, Params
+
+TRAFFIC_METRICS = (
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",  # 32-byte sectors L1 asked of L2
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",  # 32-byte sectors of global loads at L1
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",  # global load instructions' requests
+    "gpu__time_duration.sum",
+)
+NCU_KEY = ("kernel", "params", "m", "n", "k")
+
+
+def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Params | None = None,
+             metrics: tuple[str, ...] = TRAFFIC_METRICS) -> dict:
+    """Hardware counters of one launch (live: ncu now; replay: the recorded row)."""
+    spec = catalog.get(kernel)
+    m, n, k = size
+    p = catalog.validate(spec, params, shape=(m, n, k))
+    if not device.live():
+        for row in records.read_kind("ncu"):
+            if row["kernel"] == spec.name and row["params"] == p and (row["m"], row["n"], row["k"]) == (m, n, k):
+                return row
+        raise LookupError(f"no recorded ncu counters for {spec.describe(p)} at {m}x{n}x{k} on {device.replay_gpu()}")
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        raise RuntimeError("Nsight Compute's `ncu` is not on PATH; install it to read hardware counters")
+    cmd = [ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(metrics),
+           "--kernel-name", f"regex:^{spec.function}", "--launch-count", "1",
+           sys.executable, "-m", "gemm_lab.hardware", spec.name, json.dumps(p), str(m), str(n), str(k)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    values = _parse_ncu_csv(out.stdout)
+    if out.returncode != 0 or not values:
+        raise RuntimeError(f"ncu failed ({out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return {
+        "kernel": spec.name, "source": spec.source, "source_sha256": spec.source_sha256(), "params": p,
+        "m": m, "n": n, "k": k, "metrics": values, "gpu": device.gpu().name, "recorded_at": _now(),
+    }
+
+
+def _parse_ncu_csv(text: str) -> dict[str, float]:
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    values = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        try:
+            values[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+        except (KeyError, ValueError):
+            continue
+    return values
+
+
+def save_counters(rows: list[dict]) -> None:
+    for gpu in {r["gpu"] for r in rows}:
+        records.upsert(records.gpu_dir(gpu) / "ncu.json", [r for r in rows if r["gpu"] == gpu], NCU_KEY)
+
+
+def ceilings() -> dict:
+    """FP32 peak (from the device) and DRAM bandwidth (measured, read + write bytes of a copy)."""
+    if not device.live():
+        rows = records.read_kind("device")
+        if not rows:
+            raise LookupError(f"no recorded device ceilings for {device.replay_gpu()}")
+        return rows[0]
+    import cupy
+
+    from .timing import median_ms
+
+    src = cupy.ones(256 * 2**20, dtype=cupy.float32)  # 1 GiB, far beyond L2
+    dst = cupy.empty_like(src)
+    ms = median_ms(lambda a, b, c: b.__setitem__(Ellipsis, a), [(src, dst, None)], 20)
+    gpu = device.gpu()
+    return {
+        "gpu": gpu.name, "recorded_at": _now(), "peak_gflops": gpu.peak_gflops, "sms": gpu.sms,
+        "clock_mhz": gpu.clock_mhz, "fp32_lanes_per_sm": gpu.fp32_lanes_per_sm, "l2_bytes": gpu.l2_bytes,
+        "dram_gbs": 2 * src.nbytes / (ms * 1e-3) / 1e9,
+        "versions": {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy},
+    }
+
+
+def save_ceilings(row: dict) -> None:
+    records.upsert(records.gpu_dir(row["gpu"]) / "device.json", [row], ("gpu",))
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _launch_once(argv: list[str]) -> None:
+    """Child process of `counters()`: one launch of the instance on random inputs."""
+    import cupy
+
+    from . import run
+
+    name, params, m, n, k = argv[0], json.loads(argv[1]), *map(int, argv[2:5])
+    a, b = run.random_inputs(m, n, k)
+    run.gemm(name, a, b, params)
+    cupy.cuda.Device().synchronize()
+
+
+if __name__ == "__main__":
+    _launch_once(sys.argv[1:])

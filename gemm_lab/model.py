@@ -1,0 +1,60 @@
+"""Paper models of a GEMM: FLOPs, bytes moved, arithmetic intensity and the roofline.
+
+Every chapter predicts with these before it measures, and puts prediction and measurement side
+by side.
+"""
+from __future__ import annotations
+
+from . import catalog
+from .catalog import KernelSpec, Params
+
+WORD = 4  # bytes per float32
+
+
+def flops(m: int, n: int, k: int) -> float:
+    """A GEMM does m*n*k multiply-adds: 2*m*n*k floating-point operations."""
+    return 2.0 * m * n * k
+
+
+def compulsory_bytes(m: int, n: int, k: int) -> float:
+    """The least DRAM traffic: read A and B once, write C once."""
+    return WORD * (m * k + k * n + m * n)
+
+
+def reuse(kernel: str | KernelSpec, params: Params | None = None) -> tuple[int, int]:
+    """How many outputs share one global load of A and of B.
+
+    Without tiling each thread loads its own row of A and column of B (reuse 1, 1). A block
+    that stages a BM x BK tile of A and a BK x BN tile of B in shared memory reuses each element
+    of A for BN outputs and each element of B for BM outputs.
+    """
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    if spec.name in ("naive", "coalesced"):
+        return (1, 1)
+    bm, bn = spec.tile(p)
+    return (bn, bm)
+
+
+def global_load_bytes(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> float:
+    """Bytes the kernel asks global memory for: m*n*k*(1/BM + 1/BN) words for a BM x BN tile.
+
+    The model counts requests, before any cache: the L2 (and L1) may serve many of them, so DRAM
+    sees this much only when nothing is reused across blocks.
+    """
+    reuse_a, reuse_b = reuse(kernel, params)
+    return WORD * m * n * k * (1 / reuse_a + 1 / reuse_b)
+
+
+def store_bytes(m: int, n: int) -> float:
+    return WORD * m * n
+
+
+def intensity(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> float:
+    """FLOPs per byte of global traffic the model predicts (loads + stores of C)."""
+    return flops(m, n, k) / (global_load_bytes(kernel, m, n, k, params) + store_bytes(m, n))
+
+
+def roofline(intensity_flop_per_byte: float, peak_gflops: float, bandwidth_gbs: float) -> float:
+    """Attainable GFLOP/s at an arithmetic intensity: min(peak, intensity x bandwidth)."""
+    return min(peak_gflops, intensity_flop_per_byte * bandwidth_gbs)

@@ -1,0 +1,30 @@
+"""What `gemm-lab record` measures: the book's recorded data, declared once.
+
+Chapters replay exactly these cases without a GPU, so a chapter that shows a new case adds it here.
+"""
+from __future__ import annotations
+
+SIZES = (1024, 2048, 4096, 8192)
+EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure live on every change
+
+# Every kernel at its default parameters at every size (the scoreboard and the chapters' charts).
+HEADLINE = ("naive", "coalesced", "smem_tiled")
+
+# Parameter grids recorded at EXPLORER_SIZE, for the explorers and the tile-size charts.
+SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
+    "naive": {"BLOCK": (8, 16, 32)},
+    "coalesced": {"BLOCK": (8, 16, 32)},
+    "smem_tiled": {"BM": (8, 16, 32, 64), "BN": (8, 16, 32, 64), "BK": (8, 16, 32)},
+}
+
+# Hardware counters (Nsight Compute) at 4096: coalescing (ch1) and the traffic model (ch2).
+COUNTER_SIZE = 4096
+COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
+    ("naive", {"BLOCK": 32}),
+    ("coalesced", {"BLOCK": 32}),
+    ("smem_tiled", {"BM": 8, "BN": 8, "BK": 8}),
+    ("smem_tiled", {"BM": 16, "BN": 16, "BK": 16}),
+    ("smem_tiled", {"BM": 32, "BN": 32, "BK": 32}),
+    ("smem_tiled", {"BM": 64, "BN": 16, "BK": 16}),
+    ("smem_tiled", {"BM": 16, "BN": 64, "BK": 16}),
+)

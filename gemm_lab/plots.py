@@ -1,0 +1,211 @@
+"""The book's charts. Every chart drawn from measurements says on its face where they came from."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from . import catalog, model
+from .records import CUBLAS, Measurement
+from .tables import params_text, provenance
+
+CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
+
+
+def color(kernel: str) -> str:
+    """One colour per kernel, the same on every page."""
+    names = list(catalog.KERNELS)
+    return "black" if kernel == CUBLAS else f"C{names.index(kernel) % 10}" if kernel in names else "grey"
+
+
+def stamp(fig: Figure, text: str) -> Figure:
+    """Write the data's provenance at the foot of a figure."""
+    if text:
+        fig.text(0.99, 0.005, text, ha="right", va="bottom", fontsize=7, color="dimgray", style="italic")
+    return fig
+
+
+def bars(ms: Sequence[Measurement], title: str = "") -> Figure:
+    """GFLOP/s per kernel at one shape, each bar labelled with its share of cuBLAS (same run)."""
+    fig, ax = plt.subplots(figsize=(7, 0.55 * len(ms) + 1.4))
+    labels = [f"{x.kernel}\n{params_text(x.params)}" for x in ms]
+    y = range(len(ms))
+    ax.barh(y, [x.gflops for x in ms], color=[color(x.kernel) for x in ms])
+    for i, x in enumerate(ms):
+        ax.text(x.gflops, i, f"  {x.gflops:,.0f}  ({x.pct_cublas:.1f}% of cuBLAS)", va="center", fontsize=8)
+    cublas = sum(x.cublas_gflops for x in ms) / len(ms)
+    ax.axvline(cublas, **CUBLAS_STYLE, label=f"cuBLAS SGEMM, same runs ({cublas:,.0f})")
+    ax.set_yticks(list(y), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("GFLOP/s (higher is better)")
+    ax.set_xlim(0, max(cublas, max(x.gflops for x in ms)) * 1.45)
+    shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
+    ax.set_title(title or f"SGEMM at M x N x K = {', '.join(shapes)}", fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return stamp(fig, provenance(ms))
+
+
+def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size") -> Figure:
+    """GFLOP/s against M = N = K for each kernel, with cuBLAS (median of the same runs) as reference."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    series: dict[str, list[Measurement]] = {}
+    for x in ms:
+        series.setdefault(x.kernel, []).append(x)
+    cublas: dict[int, list[float]] = {}
+    for name, xs in series.items():
+        xs = sorted(xs, key=lambda x: x.m)
+        if name != CUBLAS:
+            ax.plot([x.m for x in xs], [x.gflops for x in xs], "o-", color=color(name), label=name)
+        for x in xs:
+            cublas.setdefault(x.m, []).append(x.cublas_gflops)
+    sizes = sorted(cublas)
+    ax.plot(sizes, [sorted(cublas[s])[len(cublas[s]) // 2] for s in sizes], **CUBLAS_STYLE, marker="s",
+            label="cuBLAS SGEMM")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel("GFLOP/s (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return stamp(fig, provenance(ms))
+
+
+def roofline(ceilings: dict, ms: Sequence[Measurement], title: str = "") -> Figure:
+    """Attainable GFLOP/s vs arithmetic intensity (measured DRAM bandwidth, FP32 peak), kernels on it.
+
+    Each kernel sits at the intensity its traffic model predicts, which is what it would reach if
+    every global load went to DRAM; caches move real kernels to the right of that point.
+    """
+    peak, bw = ceilings["peak_gflops"], ceilings["dram_gbs"]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    xs = [2**e for e in range(-4, 13)]
+    ax.plot(xs, [model.roofline(i, peak, bw) for i in xs], color="dimgray", linewidth=2)
+    ax.text(xs[0] * 1.2, bw * xs[0] * 1.6, f"DRAM {bw / 1e3:.2f} TB/s (measured)", rotation=33, fontsize=8)
+    ax.text(xs[-1], peak * 1.08, f"FP32 FFMA peak {peak / 1e3:.1f} TFLOP/s", ha="right", fontsize=8)
+    for x in ms:
+        if x.kernel == CUBLAS:
+            i = 2 * x.m * x.n * x.k / model.compulsory_bytes(x.m, x.n, x.k)
+        else:
+            i = model.intensity(x.kernel, x.m, x.n, x.k, x.params)
+        ax.plot(i, x.gflops, "o", color=color(x.kernel), label=f"{x.kernel} ({x.m}$^3$)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of global traffic, model)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(title or f"Roofline of the {ceilings['gpu']}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    date = ceilings["recorded_at"][:10]
+    return stamp(fig, provenance(ms) + f"; ceilings recorded on {ceilings['gpu']}, {date}")
+
+
+def tile_heatmaps(ms: Sequence[Measurement], x: str, y: str, facet: str, title: str = "") -> Figure:
+    """GFLOP/s over two parameters, one panel per value of a third (empty cells: illegal or not run)."""
+    import numpy as np
+
+    facets = sorted({m.params[facet] for m in ms})
+    xs, ys = sorted({m.params[x] for m in ms}), sorted({m.params[y] for m in ms})
+    fig, axes = plt.subplots(1, len(facets), figsize=(3.2 * len(facets) + 0.8, 3.3), squeeze=False)
+    top = max(m.gflops for m in ms)
+    for ax, f in zip(axes[0], facets):
+        grid = np.full((len(ys), len(xs)), np.nan)
+        for m in ms:
+            if m.params[facet] == f:
+                grid[ys.index(m.params[y]), xs.index(m.params[x])] = m.gflops
+        image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=top)
+        for (r, c), v in np.ndenumerate(grid):
+            if not np.isnan(v):
+                ax.text(c, r, f"{v / 1e3:.1f}", ha="center", va="center", fontsize=7,
+                        color="white" if v < 0.6 * top else "black")
+        ax.set_xticks(range(len(xs)), xs)
+        ax.set_yticks(range(len(ys)), ys)
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(f"{facet} = {f}", fontsize=9)
+    fig.colorbar(image, ax=axes[0].tolist(), label="GFLOP/s (cells: TFLOP/s)", shrink=0.9)
+    shape = ms[0]
+    fig.suptitle(title or f"{shape.kernel} at {shape.m}x{shape.n}x{shape.k}", fontsize=10)
+    return stamp(fig, provenance(ms))
+
+
+def tiling(bm: int, bn: int, bk: int, m: int = 256, n: int = 256, k: int = 256) -> Figure:
+    """Which tiles of A and B one block of C reads as it walks K (drawn to scale)."""
+    fig, axes = plt.subplots(1, 3, figsize=(9, 3.2), gridspec_kw={"width_ratios": [k, n, n]})
+    panels = (("A", m, k, (bm, bk)), ("B", k, n, (bk, bn)), ("C", m, n, (bm, bn)))
+    for ax, (name, rows, cols, (th, tw)) in zip(axes, panels):
+        ax.add_patch(Rectangle((0, 0), cols, rows, fill=False, linewidth=1))
+        row0 = rows // 2 - (rows // 2) % th if name != "B" else 0
+        col0 = cols // 2 - (cols // 2) % tw if name != "A" else 0
+        if name == "A":
+            for j, c in enumerate(range(0, cols, tw)):
+                ax.add_patch(Rectangle((c, row0), tw, th, color="C0", alpha=0.9 if j == 1 else 0.3))
+        elif name == "B":
+            for j, r in enumerate(range(0, rows, th)):
+                ax.add_patch(Rectangle((col0, r), tw, th, color="C1", alpha=0.9 if j == 1 else 0.3))
+        else:
+            ax.add_patch(Rectangle((col0, row0), tw, th, color="C2"))
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title({"A": f"A: BM x BK = {bm} x {bk} tiles", "B": f"B: BK x BN = {bk} x {bn} tiles",
+                      "C": f"C: one block's {bm} x {bn} tile"}[name], fontsize=9)
+    fig.suptitle("One block walks K: the dark tiles are in shared memory now, the light ones come next",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def warp_access(block: int = 32, k_step: int = 0) -> Figure:
+    """Which addresses of A, B and C the 32 lanes of warp 0 touch in one step, naive vs coalesced."""
+    import numpy as np
+
+    fig, axes = plt.subplots(2, 3, figsize=(9, 5.6))
+    lanes = np.arange(32)
+    for row_ax, kernel in zip(axes, ("naive", "coalesced")):
+        rows, cols = (lanes % block, lanes // block) if kernel == "naive" else (lanes // block, lanes % block)
+        touched = {"A": (rows, np.full(32, k_step)), "B": (np.full(32, k_step), cols), "C": (rows, cols)}
+        for ax, (name, (r, c)) in zip(row_ax, touched.items()):
+            grid = np.zeros((32, 32))
+            grid[r, c] = 1
+            ax.imshow(grid, cmap="Blues", vmin=0, vmax=1.3)
+            lines = len({(int(a), int(b) // 32) for a, b in zip(r, c)})  # 128-byte lines: 32 floats of a row
+            ax.set_title(f"{kernel}: {name}, {lines} line{'s' if lines > 1 else ''} of 128 B", fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_xlabel("column (row-major: contiguous)", fontsize=7)
+            ax.set_ylabel("row", fontsize=7)
+    fig.suptitle(f"Warp 0 of a {block}x{block} block, one iteration of k: cells touched by its 32 lanes",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def traffic(rows: Sequence[dict], predicted: Sequence[float], labels: Sequence[str], title: str = "") -> Figure:
+    """Bytes the traffic model predicts beside what the L2 and DRAM counters measured."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    x = np.arange(len(rows))
+    l2 = [r["metrics"]["lts__t_sectors_srcunit_tex_op_read.sum"] * 32 for r in rows]
+    dram = [r["metrics"]["dram__bytes_read.sum"] for r in rows]
+    ax.bar(x - 0.27, [p / 1e9 for p in predicted], 0.27, label="model: global loads requested", color="C7")
+    ax.bar(x, [v / 1e9 for v in l2], 0.27, label="measured: L2 reads from L1 (ncu)", color="C0")
+    ax.bar(x + 0.27, [v / 1e9 for v in dram], 0.27, label="measured: DRAM reads (ncu)", color="C3")
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("GB per GEMM (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    gpu, date = rows[0]["gpu"], min(r["recorded_at"] for r in rows)[:10]
+    return stamp(fig, f"counters recorded with Nsight Compute on {gpu}, {date}")

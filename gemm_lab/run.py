@@ -1,0 +1,127 @@
+"""Launch a catalogued kernel on CuPy arrays and check it against a float64 reference."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import catalog, compile, device, records
+from .catalog import KernelSpec, Params
+
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-11}
+
+
+def gemm(
+    kernel: str | KernelSpec,
+    a: Any,
+    b: Any,
+    params: Params | None = None,
+    *,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    out: Any = None,
+) -> Any:
+    """C = alpha * A @ B + beta * C with a catalogued kernel; row-major CuPy float32 arrays.
+
+    Inputs that are not C-contiguous are copied to contiguous arrays first; anything that is not
+    a 2-D float32 CuPy array is refused with a TypeError. With beta == 0, `out` is never read.
+    Everything is validated before the kernel is compiled or launched.
+    """
+    import cupy
+
+    spec = catalog.get(kernel)
+    a, b = (_as_operand(x, name) for x, name in ((a, "A"), (b, "B")))
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"A is {m}x{k} and B is {k2}x{n}: inner dimensions differ")
+    p = catalog.validate(spec, params, shape=(m, n, k), smem_limit=device.gpu().smem_per_block)
+    if out is None:
+        out = cupy.empty((m, n), dtype=cupy.float32)
+    elif out.shape != (m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float32 array of shape ({m}, {n})")
+    fn = compile.load(spec, p)
+    fn(spec.grid(p, m, n), (spec.threads(p),),
+       (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out))
+    return out
+
+
+def _as_operand(x: Any, name: str) -> Any:
+    import cupy
+
+    if not isinstance(x, cupy.ndarray):
+        raise TypeError(f"{name} must be a CuPy array on the GPU (got {type(x).__name__}); use cupy.asarray")
+    if x.dtype != cupy.float32:
+        raise TypeError(f"{name} has dtype {x.dtype}; SGEMM kernels take float32 (convert with .astype)")
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix (got {x.ndim} dimensions)")
+    return cupy.ascontiguousarray(x)
+
+
+def random_inputs(m: int, n: int, k: int, seed: int | None = None) -> tuple[Any, Any]:
+    """Fresh uniform(-1, 1) float32 A (m x k) and B (k x n) on the GPU: never zeros."""
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    return (rng.uniform(-1, 1, (m, k), dtype=cupy.float32), rng.uniform(-1, 1, (k, n), dtype=cupy.float32))
+
+
+def max_rel_err(c: Any, ref: Any) -> float:
+    """max |C - ref| / max |ref| over every element; infinite if any element is NaN or inf."""
+    xp = _array_module(c)
+    c64 = c.astype(xp.float64)
+    if not bool(xp.isfinite(c64).all()):
+        return math.inf
+    scale = float(xp.abs(ref).max()) or 1.0
+    return float(xp.abs(c64 - ref).max()) / scale
+
+
+def tolerance(k: int, precision: str = "fp32") -> float:
+    """Accepted max_rel_err: rounding error grows like sqrt(K) unit roundoffs, with a margin of 32."""
+    return 32 * UNIT_ROUNDOFF[precision] * math.sqrt(k)
+
+
+@dataclass(frozen=True)
+class Verification:
+    kernel: str
+    params: dict[str, int]
+    m: int
+    n: int
+    k: int
+    max_rel_err: float
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return self.max_rel_err <= self.tolerance
+
+
+def verify(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> Verification:
+    """Run on fresh random inputs into a NaN-poisoned C and compare with float64 (replay: recorded)."""
+    spec = catalog.get(kernel)
+    p = catalog.validate(spec, params, shape=(m, n, k))
+    if not device.live():
+        err = records.lookup(spec.name, p, m, n, k).max_rel_err
+    else:
+        err = check(spec, p, m, n, k)
+    return Verification(spec.name, p, m, n, k, err, tolerance(k, spec.precision))
+
+
+def check(spec: KernelSpec, params: Params, m: int, n: int, k: int) -> float:
+    """max_rel_err of one live run on fresh inputs with C poisoned by NaN."""
+    import cupy
+
+    a, b = random_inputs(m, n, k)
+    out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
+    gemm(spec, a, b, params, out=out)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    return max_rel_err(out, ref)
+
+
+def _array_module(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return np
+    import cupy
+
+    return cupy.get_array_module(x)

@@ -1,0 +1,46 @@
+"""Measure every legal parameter combination of a kernel, keeping each result as soon as it exists.
+
+A sweep is resumable: combinations already recorded from the current kernel source are skipped,
+and each new measurement is saved (atomically) before the next starts, so an interrupted sweep
+loses at most the case in flight. In replay, a sweep returns what was recorded.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+from . import catalog, device, records, timing
+from .catalog import KernelSpec
+from .records import Measurement
+
+
+def sweep(kernel: str | KernelSpec, size: int | Sequence[int],
+          choices: Mapping[str, tuple[int, ...]] | None = None, *, resume: bool = True,
+          save: bool = True, progress: bool = True) -> list[Measurement]:
+    """GFLOP/s of every legal combination of `choices` (default: the catalog's) at one shape."""
+    spec = catalog.get(kernel)
+    m, n, k = timing.shape_of(size)
+    grid = catalog.legal_grid(spec, choices)
+    if not device.live():
+        recorded = {_key(x.params): x for x in records.measurements(spec.name) if (x.m, x.n, x.k) == (m, n, k)}
+        return [recorded[_key(p)] for p in grid if _key(p) in recorded]
+    done = {}
+    if resume:
+        sha = spec.source_sha256()
+        done = {_key(x.params): x for x in records.measurements(spec.name, device.gpu().name)
+                if (x.m, x.n, x.k) == (m, n, k) and x.source_sha256 == sha}
+    out = []
+    for p in tqdm(grid, desc=f"sweep {spec.name} {m}x{n}x{k}", disable=not progress):
+        if _key(p) in done:
+            out.append(done[_key(p)])
+            continue
+        result = timing.bench(spec, (m, n, k), p)
+        if save:
+            records.save([result])
+        out.append(result)
+    return out
+
+
+def _key(params: Mapping[str, int]) -> tuple:
+    return tuple(sorted(params.items()))

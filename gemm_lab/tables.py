@@ -1,0 +1,56 @@
+"""Measurements as tables: plain text for the terminal, HTML (with its provenance) for the book."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from .records import Measurement
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+
+    def __str__(self) -> str:
+        cells = [self.columns, *self.rows]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
+        lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines + ([self.caption] if self.caption else []))
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        cap = f"<caption style='caption-side:bottom'>{html.escape(self.caption)}</caption>" if self.caption else ""
+        return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def params_text(params: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
+
+
+def provenance(measurements: Iterable[Measurement]) -> str:
+    """'recorded on <GPU>, <date>' (replay) or 'measured live on <GPU>' - shown on every chart and table."""
+    ms = list(measurements)
+    if not ms:
+        return ""
+    gpus = sorted({x.gpu for x in ms})
+    if any(x.replayed for x in ms):
+        dates = sorted({x.date for x in ms})
+        span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+        return f"recorded on {', '.join(gpus)}, {span} (replayed: no GPU in use)"
+    return f"measured live on {', '.join(gpus)}"
+
+
+def measurements_table(ms: Sequence[Measurement]) -> Table:
+    """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak."""
+    rows = tuple(
+        (x.kernel, params_text(x.params), f"{x.m}x{x.n}x{x.k}", f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}",
+         f"{x.pct_cublas:.1f}%", f"{x.pct_peak:.1f}%", f"{x.max_rel_err:.1e}")
+        for x in ms
+    )
+    return Table(("kernel", "params", "M x N x K", "GFLOP/s", "cuBLAS GFLOP/s", "% cuBLAS", "% FP32 peak",
+                  "max rel err"), rows, provenance(ms))

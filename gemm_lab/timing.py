@@ -1,0 +1,148 @@
+"""Time a kernel beside cuBLAS, in the same process, on inputs that do not fit in L2.
+
+Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses
+CUDA events around every launch after a warm-up, and reports the median of at least 20 runs.
+When A, B and C together fit in twice the L2 cache, launches rotate over enough copies that each
+run reads from DRAM, as a real workload would.
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import statistics
+from typing import Any, Callable, Iterable, Sequence
+
+from tqdm.auto import tqdm
+
+from . import catalog, device, records, run
+from .catalog import KernelSpec, Params
+from .records import Measurement
+
+MIN_RUNS = 20
+WARMUP = 3
+
+Shape = tuple[int, int, int]
+
+
+class VerificationError(RuntimeError):
+    """The kernel's output disagreed with the float64 reference: no time is reported."""
+
+
+def shape_of(size: int | Sequence[int]) -> Shape:
+    """`4096` -> (4096, 4096, 4096); `(m, n, k)` passes through."""
+    if isinstance(size, int):
+        return (size, size, size)
+    m, n, k = size
+    return (int(m), int(n), int(k))
+
+
+def gflops(m: int, n: int, k: int, ms: float) -> float:
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e9
+
+
+def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | None = None,
+          *, runs: int = MIN_RUNS) -> Measurement:
+    """Verify, then time one kernel instance and cuBLAS on one shape (replay: the recorded result)."""
+    spec = catalog.get(kernel)
+    m, n, k = shape_of(size)
+    p = catalog.validate(spec, params, shape=(m, n, k))
+    if not device.live():
+        return records.lookup(spec.name, p, m, n, k)
+    if runs < MIN_RUNS:
+        raise ValueError(f"runs={runs}: the median needs at least {MIN_RUNS} runs")
+    err = run.check(spec, p, m, n, k)
+    if not err <= run.tolerance(k, spec.precision):
+        raise VerificationError(
+            f"{spec.describe(p)} at M={m}, N={n}, K={k}: max relative error {err:.3g} exceeds "
+            f"{run.tolerance(k, spec.precision):.3g}, so no time is reported"
+        )
+    sets = _input_sets(m, n, k)
+    ms = median_ms(lambda a, b, c: run.gemm(spec, a, b, p, out=c), sets, runs)
+    cublas_ms = cublas_median_ms(sets, runs)
+    return _measurement(spec.name, spec.source, spec.source_sha256(), p, (m, n, k), ms, cublas_ms, err, runs)
+
+
+def _measurement(kernel: str, source: str, sha: str, params: dict[str, int], shape: Shape,
+                 ms: float, cublas_ms: float, err: float, runs: int) -> Measurement:
+    gpu = device.gpu()
+    m, n, k = shape
+    return Measurement(
+        kernel=kernel, source=source, source_sha256=sha, params=params, m=m, n=n, k=k,
+        precision="fp32", gflops=gflops(m, n, k, ms), cublas_gflops=gflops(m, n, k, cublas_ms),
+        max_rel_err=err, gpu=gpu.name,
+        recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        time_ms=ms, cublas_time_ms=cublas_ms, runs=runs, peak_gflops=gpu.peak_gflops,
+        versions={"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy},
+        telemetry=device.telemetry(),
+    )
+
+
+def cublas(size: int | Sequence[int], *, runs: int = MIN_RUNS) -> Measurement:
+    """cuBLAS SGEMM alone, as a measurement of the pseudo-kernel "cublas" (replay: recorded)."""
+    import cupy
+
+    m, n, k = shape_of(size)
+    if not device.live():
+        return records.lookup(records.CUBLAS, {}, m, n, k)
+    a, b = run.random_inputs(m, n, k)
+    out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
+    cupy.matmul(a, b, out=out)
+    err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
+    ms = cublas_median_ms(_input_sets(m, n, k), runs)
+    return _measurement(records.CUBLAS, "", "", {}, (m, n, k), ms, ms, err, runs)
+
+
+def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS) -> float:
+    """cuBLAS SGEMM through `cupy.matmul` with FP32 math (TF32 off), on the same inputs."""
+    import cupy
+
+    if os.environ.get("CUPY_TF32", "0") != "0":
+        raise RuntimeError("CUPY_TF32 is set: cuBLAS would use TF32 tensor cores, not an FP32 baseline")
+    return median_ms(lambda a, b, c: cupy.matmul(a, b, out=c), sets, runs)
+
+
+def median_ms(launch: Callable[[Any, Any, Any], Any], sets: list[tuple[Any, Any, Any]], runs: int) -> float:
+    """Median milliseconds of `runs` launches timed by CUDA events, after a warm-up."""
+    import cupy
+
+    for i in range(WARMUP):
+        launch(*sets[i % len(sets)])
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
+    for i, (start, end) in enumerate(events):
+        start.record()
+        launch(*sets[i % len(sets)])
+        end.record()
+    events[-1][1].synchronize()
+    return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
+
+
+def _input_sets(m: int, n: int, k: int) -> list[tuple[Any, Any, Any]]:
+    """Enough (A, B, C) copies that cycling through them moves more than twice the L2 size."""
+    import cupy
+
+    per_set = 4 * (m * k + k * n + m * n)
+    count = max(1, math.ceil(2 * device.gpu().l2_bytes / per_set))
+    sets = []
+    for _ in range(count):
+        a, b = run.random_inputs(m, n, k)
+        sets.append((a, b, cupy.empty((m, n), dtype=cupy.float32)))
+    return sets
+
+
+def bench_all(cases: Iterable[tuple[str, Params | None, int | Sequence[int]]], *,
+              desc: str = "benchmarks", progress: bool = True, save: bool = False) -> list[Measurement]:
+    """Run a declared list of (kernel, params, size) cases with a progress bar.
+
+    Live, every case is measured (and saved as soon as it is, with `save`); in replay, every case
+    is looked up in the records.
+    """
+    cases = list(cases)
+    out = []
+    bar = tqdm(cases, desc=f"{desc} ({device.mode()})", disable=not progress or not device.live(), leave=False)
+    for name, params, size in bar:
+        bar.set_postfix_str(f"{name} {shape_of(size)}")
+        out.append(bench(name, size, params))
+        if save:
+            records.save(out[-1:])
+    return out

@@ -1,0 +1,90 @@
+"""The tile explorer: sliders for a kernel's template parameters and a GFLOP/s chart that follows them.
+
+Live, every change is validated, compiled (cached), verified against float64 and timed beside
+cuBLAS; the chart keeps every configuration tried so far. In replay, the sliders move over the
+recorded sweep grid and each position shows the recorded measurement, said so on the chart.
+"""
+from __future__ import annotations
+
+import ipywidgets as w
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+from . import catalog, compile, device, plan, plots, records, timing
+from .records import Measurement
+from .tables import params_text
+
+
+def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE) -> w.VBox:
+    """A slider per template parameter of `kernel`; the chart re-measures (or replays) on each change."""
+    spec = catalog.get(kernel)
+    shape = timing.shape_of(size)
+    if device.live():
+        choices = spec.choices
+    else:
+        recorded = [x.params for x in records.measurements(spec.name) if (x.m, x.n, x.k) == shape]
+        if not recorded:
+            raise LookupError(f"no recorded sweep of {spec.name} at {shape} on {device.replay_gpu()}")
+        choices = {p: tuple(sorted({r[p] for r in recorded})) for p in spec.param_names}
+    defaults = spec.full_params()
+    sliders = {
+        p: w.SelectionSlider(options=values, value=defaults[p] if defaults[p] in values else values[0],
+                             description=p, continuous_update=False)
+        for p, values in choices.items()
+    }
+    status = w.HTML()
+    out = w.Output()
+    history: dict[tuple, Measurement] = {}
+
+    def update(_: object = None) -> None:
+        params = {p: s.value for p, s in sliders.items()}
+        try:
+            result = timing.bench(spec, shape, params)
+        except (ValueError, LookupError) as err:  # a broken rule or a point outside the recorded grid
+            status.value = f"<span style='color:#b00'>&#10007; {err}</span>"
+            return
+        history[tuple(params.items())] = result
+        status.value = _status(spec, result)
+        with out:
+            out.clear_output(wait=True)
+            display(_chart(list(history.values()), result))
+            plt.close("all")
+
+    for s in sliders.values():
+        s.observe(update, names="value")
+    update()
+    mode = ("<b>live</b>: each change compiles, verifies and times on this GPU" if device.live() else
+            f"<b>replay</b>: no GPU in use; the sliders move over the grid recorded on {device.replay_gpu()}")
+    header = w.HTML(f"{spec.title} tile explorer at {shape[0]}x{shape[1]}x{shape[2]} ({mode})")
+    return w.VBox([header, w.HBox(list(sliders.values())), status, out])
+
+
+def _status(spec: catalog.KernelSpec, x: Measurement) -> str:
+    text = (f"&#10003; {spec.describe(x.params)}: {spec.threads(x.params)} threads, "
+            f"{spec.smem_bytes(x.params)} B shared memory, {_registers(spec, x.params)}; "
+            f"verified (max rel err {x.max_rel_err:.1e}); <b>{x.gflops:,.0f} GFLOP/s</b> = "
+            f"{x.pct_cublas:.1f}% of cuBLAS")
+    return text
+
+
+def _registers(spec: catalog.KernelSpec, params: dict[str, int]) -> str:
+    """Registers per thread: from the live kernel, else from the offline ptxas report."""
+    try:
+        regs = compile.load(spec, params).num_regs if device.live() else compile.ptxas_report(spec, params).registers
+    except ImportError:  # offline compiler not installed: the count is optional here
+        return "registers unknown"
+    return f"{regs} registers/thread"
+
+
+def _chart(history: list[Measurement], current: Measurement):
+    ordered = sorted(history, key=lambda x: x.gflops)
+    fig, ax = plt.subplots(figsize=(7, 0.3 * len(ordered) + 1.6))
+    ax.barh([params_text(x.params) for x in ordered], [x.gflops for x in ordered],
+            color=["C3" if x is current else "C0" for x in ordered])
+    ax.axvline(current.cublas_gflops, **plots.CUBLAS_STYLE, label=f"cuBLAS ({current.cublas_gflops:,.0f})")
+    ax.set_xlabel("GFLOP/s")
+    ax.set_title("configurations tried so far (red: current)", fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.tick_params(axis="y", labelsize=7)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return plots.stamp(fig, plots.provenance(history))

@@ -1,0 +1,80 @@
+"""On a GPU: every catalogued kernel is right on many shapes, and bad input never launches."""
+import pytest
+
+from gemm_lab import catalog, plan, run, timing
+
+pytestmark = pytest.mark.gpu
+
+# 30+ shapes: tile multiples, one off either side, primes, 1x1x1, K = 1, tall/skinny and wide/short.
+SHAPES = [
+    (1, 1, 1), (1, 1, 7), (7, 1, 1), (1, 9, 1), (2, 3, 1), (64, 64, 1), (1, 512, 512), (512, 1, 512),
+    (512, 512, 1), (17, 19, 23), (31, 33, 29), (33, 31, 65), (63, 65, 64), (64, 64, 64), (65, 63, 127),
+    (127, 129, 128), (128, 128, 128), (97, 101, 103), (255, 257, 33), (256, 256, 256), (1000, 3, 1000),
+    (3, 1000, 1000), (2048, 16, 8), (16, 2048, 8), (8, 8, 2048), (1001, 517, 333), (333, 1001, 517),
+    (513, 511, 257), (1024, 1024, 1024), (1023, 1025, 1000), (4099, 31, 97), (31, 4099, 97),
+]
+
+
+def _instances():
+    for name in catalog.KERNELS:
+        grid = catalog.legal_grid(name, plan.SWEEPS.get(name))
+        picked = {tuple(catalog.get(name).full_params().items())}
+        picked |= {tuple(grid[0].items()), tuple(grid[-1].items()), tuple(grid[len(grid) // 2].items())}
+        for p in sorted(picked):
+            yield pytest.param(name, dict(p), id=f"{name}-{'-'.join(str(v) for _, v in p)}")
+
+
+@pytest.mark.parametrize("kernel,params", list(_instances()))
+def test_correct_on_every_shape(kernel, params):
+    for m, n, k in SHAPES:
+        err = run.check(catalog.get(kernel), params, m, n, k)
+        assert err <= run.tolerance(k), f"{kernel} {params} at {m}x{n}x{k}: max rel err {err}"
+
+
+def test_alpha_beta_follow_blas():
+    import cupy
+
+    a, b = run.random_inputs(70, 50, 30)
+    c = cupy.random.default_rng(1).uniform(-1, 1, (70, 50), dtype=cupy.float32)
+    want = 0.5 * (a.astype(cupy.float64) @ b.astype(cupy.float64)) - 2.0 * c.astype(cupy.float64)
+    for name in catalog.KERNELS:
+        got = run.gemm(name, a, b, alpha=0.5, beta=-2.0, out=c.copy())
+        assert run.max_rel_err(got, want) < 1e-5, name
+
+
+@pytest.mark.parametrize("kernel,params", [("smem_tiled", {"BM": 64, "BN": 64}), ("naive", {"BLOCK": 64}),
+                                           ("smem_tiled", {"BM": 64, "BN": 16, "BK": 256})])
+def test_invalid_params_raise_before_launch(kernel, params, monkeypatch):
+    from gemm_lab import compile
+
+    monkeypatch.setattr(compile, "load", lambda *a, **k: pytest.fail("compiled an invalid instance"))
+    a, b = run.random_inputs(64, 64, 64)
+    with pytest.raises(ValueError, match="breaks a rule"):
+        run.gemm(kernel, a, b, params)
+
+
+def test_bad_operands_are_refused():
+    import cupy
+    import numpy as np
+
+    a, b = run.random_inputs(8, 8, 8)
+    with pytest.raises(TypeError, match="CuPy array"):
+        run.gemm("naive", np.ones((8, 8), np.float32), b)
+    with pytest.raises(TypeError, match="float32"):
+        run.gemm("naive", a.astype(cupy.float64), b)
+    with pytest.raises(ValueError, match="inner dimensions"):
+        run.gemm("naive", a, run.random_inputs(8, 8, 9)[1])
+    transposed = run.gemm("coalesced", a.T, b)  # a non-contiguous view is copied, not misread
+    assert run.max_rel_err(transposed, a.T.astype(cupy.float64) @ b.astype(cupy.float64)) < 1e-5
+
+
+def test_bench_reports_a_verified_time():
+    x = timing.bench("smem_tiled", 512)
+    assert x.gflops > 0 and x.cublas_gflops > 0 and x.max_rel_err <= run.tolerance(512)
+    assert x.source_sha256 == catalog.get("smem_tiled").source_sha256()
+
+
+def test_bench_refuses_a_wrong_kernel(monkeypatch):
+    monkeypatch.setattr(run, "check", lambda *a: 0.5)
+    with pytest.raises(timing.VerificationError):
+        timing.bench("naive", 256)
