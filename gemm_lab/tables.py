@@ -54,3 +54,29 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
     )
     return Table(("kernel", "params", "M x N x K", "GFLOP/s", "cuBLAS GFLOP/s", "% cuBLAS", "% FP32 peak",
                   "max rel err"), rows, provenance(ms))
+
+
+@dataclass(frozen=True)
+class Banner:
+    """Says at the top of a chapter whether its numbers are measured now or replayed."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return f"<div style='border-left:4px solid #36c;padding:4px 10px;background:#f4f7fc'>{html.escape(self.text)}</div>"
+
+
+def banner() -> Banner:
+    from . import device, records
+
+    if device.live():
+        gpu = device.gpu()
+        return Banner(f"Live: measuring on {gpu.name} ({gpu.sms} SMs, FP32 peak {gpu.peak_gflops / 1e3:.1f} "
+                      f"TFLOP/s at {gpu.clock_mhz:.0f} MHz). Every number below is measured now.")
+    dates = sorted({x.date for x in records.measurements()})
+    when = f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
+    return Banner(f"Replay: no CUDA GPU in use, so every number below was recorded on {device.replay_gpu()}"
+                  f"{when}. Run this page on a machine with an NVIDIA GPU to measure your own.")

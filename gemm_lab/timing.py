@@ -80,11 +80,11 @@ def _measurement(kernel: str, source: str, sha: str, params: dict[str, int], sha
 
 def cublas(size: int | Sequence[int], *, runs: int = MIN_RUNS) -> Measurement:
     """cuBLAS SGEMM alone, as a measurement of the pseudo-kernel "cublas" (replay: recorded)."""
-    import cupy
-
     m, n, k = shape_of(size)
     if not device.live():
         return records.lookup(records.CUBLAS, {}, m, n, k)
+    import cupy
+
     a, b = run.random_inputs(m, n, k)
     out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
     cupy.matmul(a, b, out=out)
