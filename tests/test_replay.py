@@ -1,0 +1,92 @@
+"""Without a GPU every public function replays recorded H100 results, and says so."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+
+import gemm_lab as gl
+from gemm_lab import catalog, cli, device, model, plan, plots, widgets
+
+
+@pytest.fixture(autouse=True)
+def replay(monkeypatch):
+    monkeypatch.setenv(device.REPLAY_ENV, "1")
+    monkeypatch.delenv(device.GPU_ENV, raising=False)
+    device.live.cache_clear()
+    yield
+    device.live.cache_clear()
+
+
+def test_mode_and_banner():
+    assert gl.mode() == "replay" and not gl.live()
+    assert "recorded on NVIDIA H100 80GB HBM3" in str(gl.banner())
+
+
+def test_bench_verify_and_cublas_replay_records():
+    x = gl.bench("smem_tiled", 4096)
+    assert x.replayed and x.gpu == device.DEFAULT_REPLAY_GPU and x.gflops > 0 and 0 < x.pct_cublas < 100
+    assert gl.verify("naive", 2048, 2048, 2048).ok
+    assert gl.cublas(8192).gflops > 10 * gl.bench("naive", 8192).gflops
+    with pytest.raises(LookupError, match="no recorded result"):
+        gl.bench("smem_tiled", 4096, {"BM": 4, "BN": 4, "BK": 4})
+    with pytest.raises(ValueError, match="breaks a rule"):
+        gl.bench("smem_tiled", 4096, {"BM": 64, "BN": 64})
+
+
+def test_every_headline_case_is_recorded():
+    ms = gl.bench_all([(k, None, s) for k in plan.HEADLINE for s in plan.SIZES])
+    assert len(ms) == len(plan.HEADLINE) * len(plan.SIZES)
+    assert "recorded on NVIDIA H100" in str(gl.measurements_table(ms))
+
+
+def test_sweeps_replay_the_whole_grid():
+    for name, choices in plan.SWEEPS.items():
+        assert len(gl.sweep(name, plan.EXPLORER_SIZE, choices)) == len(catalog.legal_grid(name, choices))
+
+
+def test_recorded_counters_match_the_traffic_model_exactly():
+    n = plan.COUNTER_SIZE
+    for name, params in plan.COUNTERS:
+        sectors = gl.counters(name, (n, n, n), params)["metrics"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+        if name == "smem_tiled":
+            assert sectors * 32 == model.global_load_bytes(name, n, n, n, params)
+
+
+def test_ceilings_and_plots_carry_provenance():
+    ceil = gl.ceilings()
+    assert 60_000 < ceil["peak_gflops"] < 70_000 and ceil["dram_gbs"] > 1000
+    ms = gl.bench_all([(k, None, 4096) for k in plan.HEADLINE])
+
+    def texts(fig):
+        return " ".join(t.get_text() for t in fig.texts)
+
+    assert "recorded on NVIDIA H100 80GB HBM3" in texts(plots.bars(ms))
+    assert "recorded on" in texts(plots.vs_size(ms))
+    assert "ceilings recorded" in texts(plots.roofline(ceil, ms))
+    grid = gl.sweep("smem_tiled", plan.EXPLORER_SIZE, plan.SWEEPS["smem_tiled"])
+    assert "recorded on" in texts(plots.tile_heatmaps(grid, "BN", "BM", "BK"))
+    plots.tiling(32, 32, 8)
+    plots.warp_access()
+
+
+def test_tile_explorer_moves_over_the_recorded_grid():
+    box = widgets.tile_explorer("smem_tiled")
+    header, sliders, status, _ = box.children
+    assert "replay" in header.value
+    bm, bn, bk = sliders.children
+    assert bm.options == plan.SWEEPS["smem_tiled"]["BM"]
+    assert "GFLOP/s" in status.value
+    bm.value, bn.value = 64, 64  # 4096 threads: refused with the rule, nothing looked up
+    assert "threads per block" in status.value
+
+
+def test_cli(capsys):
+    assert cli.main(["bench", "--size", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "smem_tiled" in out and "% cuBLAS" in out and "recorded on" in out
+    assert cli.main(["records", "--check"]) == 0
+    assert cli.main(["record"]) == 2  # measuring needs a GPU: a clear error, not a traceback
+    assert "measures on a GPU" in capsys.readouterr().err
+    assert cli.main(["bench", "--param", "BM=x"]) == 2
+    assert "expected NAME=INTEGER" in capsys.readouterr().err
