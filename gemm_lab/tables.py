@@ -37,11 +37,14 @@ def provenance(measurements: Iterable[Measurement]) -> str:
     ms = list(measurements)
     if not ms:
         return ""
+    from . import device
+
     gpus = sorted({x.gpu for x in ms})
     if any(x.replayed for x in ms):
         dates = sorted({x.date for x in ms})
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-        return f"recorded on {', '.join(gpus)}, {span} (replayed: no GPU in use)"
+        how = "read back from records/" if device.live() else "replayed: no GPU in use"
+        return f"recorded on {', '.join(gpus)}, {span} ({how})"
     return f"measured live on {', '.join(gpus)}"
 
 
