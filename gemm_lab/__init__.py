@@ -5,7 +5,7 @@ float64 -> time beside cuBLAS -> record -> plot. Without a GPU every call replay
 """
 from .timing import bench, bench_all, cublas
 from .catalog import KERNELS, validate
-from .compile import ptxas_report
+from .compile import ptxas_report, resources
 from .device import live, mode
 from .hardware import ceilings, counters
 from .records import measurements
@@ -15,5 +15,5 @@ from .tables import banner, measurements_table
 
 __all__ = [
     "KERNELS", "banner", "bench", "bench_all", "ceilings", "counters", "cublas", "gemm", "live", "measurements",
-    "measurements_table", "mode", "ptxas_report", "sweep", "validate", "verify",
+    "measurements_table", "mode", "ptxas_report", "resources", "sweep", "validate", "verify",
 ]

@@ -74,6 +74,26 @@ class PtxasReport:
         return self.spill_stores + self.spill_loads
 
 
+@dataclass(frozen=True)
+class Resources:
+    """Per-thread registers, shared memory per block and local memory (spills) of an instance."""
+
+    registers: int
+    smem_bytes: int
+    local_bytes: int
+    origin: str  # where the numbers come from
+
+
+def resources(kernel: str | KernelSpec, params: Params | None = None) -> Resources:
+    """Live: the loaded kernel's attributes on this GPU; otherwise the offline sm_90 ptxas report."""
+    if device.live():
+        fn = load(kernel, params)
+        return Resources(fn.num_regs, fn.shared_size_bytes, fn.local_size_bytes,
+                         f"the compiled kernel on {device.gpu().name}")
+    r = ptxas_report(kernel, params)
+    return Resources(r.registers, r.smem_bytes, r.stack_bytes + r.spills, f"ptxas, offline for {r.arch}")
+
+
 def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: str = "sm_90") -> PtxasReport:
     """Registers, spills and shared memory of an instance, compiled offline (no GPU needed)."""
     spec = catalog.get(kernel)

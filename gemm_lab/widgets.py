@@ -68,12 +68,10 @@ def _status(spec: catalog.KernelSpec, x: Measurement) -> str:
 
 
 def _registers(spec: catalog.KernelSpec, params: dict[str, int]) -> str:
-    """Registers per thread: from the live kernel, else from the offline ptxas report."""
     try:
-        regs = compile.load(spec, params).num_regs if device.live() else compile.ptxas_report(spec, params).registers
-    except ImportError:  # offline compiler not installed: the count is optional here
+        return f"{compile.resources(spec, params).registers} registers/thread"
+    except ImportError:  # replay without the offline compiler installed: the count is optional here
         return "registers unknown"
-    return f"{regs} registers/thread"
 
 
 def _chart(history: list[Measurement], current: Measurement):
