@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -58,10 +59,20 @@ class KernelSpec:
         return ROOT / self.source
 
     def source_text(self) -> str:
-        return self.path.read_text()
+        """The .cu file with its local `#include "..."` headers inlined (once each, `#line`-marked).
+
+        NVRTC then compiles one self-contained string, so CuPy's on-disk cache (keyed by the
+        string) notices header edits, and errors still name the original file and line.
+        """
+        return _expand(self.path, set())
 
     def source_sha256(self) -> str:
+        """sha256 of the .cu file's bytes (the record format's `source_sha256`)."""
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    def build_sha256(self) -> str:
+        """sha256 of what is compiled: the .cu file with its headers, so header edits are seen too."""
+        return hashlib.sha256(self.source_text().encode()).hexdigest()
 
     def full_params(self, params: Params | None = None) -> dict[str, int]:
         """Defaults overridden by `params`, in template order; unknown names are an error."""
@@ -86,6 +97,24 @@ class KernelSpec:
     def describe(self, params: Params | None = None) -> str:
         p = self.full_params(params)
         return f"{self.name}(" + ", ".join(f"{k}={v}" for k, v in p.items()) + ")"
+
+
+_INCLUDE = re.compile(r'^#include "([^"]+)"\s*$')
+
+
+def _expand(path: Path, seen: set[Path]) -> str:
+    out = [f'#line 1 "{path.name}"']
+    for no, line in enumerate(path.read_text().splitlines(), start=1):
+        match = _INCLUDE.match(line)
+        if not match:
+            out.append(line)
+            continue
+        header = path.parent / match.group(1)
+        if header not in seen:
+            seen.add(header)
+            out.append(_expand(header, seen))
+        out.append(f'#line {no + 1} "{path.name}"')
+    return "\n".join(out)
 
 
 def _common_rules(spec_threads: Callable[[Params], int], smem: Callable[[Params], int]) -> tuple[Rule, ...]:
@@ -146,6 +175,39 @@ def _smem_tiled() -> KernelSpec:
     )
 
 
+def _divides(small: str, big: str, why: str) -> Rule:
+    return Rule(f"{small} must divide {big} ({why})", lambda p: p[big] % p[small] == 0)
+
+
+def _multiple_of_4(*names: str) -> Rule:
+    return Rule(f"{', '.join(names)} must be multiples of 4 (they are read as float4 vectors)",
+                lambda p: all(p[n] % 4 == 0 for n in names))
+
+
+def _thread_tile(name: str, source: str, function: str, title: str, dims: str, notes: str,
+                 extra: tuple[Rule, ...] = (), bk: int = 8) -> KernelSpec:
+    """Kernels whose threads each compute a TM x TN tile (TN fixed to 1 for the 1-D kernel)."""
+    tn = (lambda p: p["TN"]) if "TN" in dims else (lambda p: 1)
+    threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // tn(p))  # noqa: E731
+    smem = lambda p: 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+    choices = {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8, 16)}
+    defaults = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
+    rules = [
+        _positive(*dims.split()),
+        _divides("TM", "BM", "each thread owns TM whole rows of the tile"),
+        Rule("at most 512 threads per block: at 1024 the register file leaves 64 registers per thread, "
+             "too few for the accumulators and fragments without spilling", lambda p: threads(p) <= 512),
+    ]
+    if "TN" in dims:
+        choices, defaults = {**choices, "TM": (4, 8), "TN": (4, 8)}, {"BM": 128, "BN": 128, "BK": bk, "TM": 8, "TN": 8}
+        rules.append(_divides("TN", "BN", "each thread owns TN whole columns of the tile"))
+    return KernelSpec(
+        name=name, source=source, function=function, title=title, choices=choices, defaults=defaults,
+        tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem,
+        rules=(*rules, *extra, *_common_rules(threads, smem)), chapter="", notes=notes,
+    )
+
+
 KERNELS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
@@ -158,6 +220,19 @@ KERNELS: dict[str, KernelSpec] = {
             "a warp's lanes take consecutive columns of C: coalesced loads of B and stores of C",
         ),
         _smem_tiled(),
+        _thread_tile(
+            "thread_tile_1d", "kernels/04_thread_tile_1d.cu", "sgemm_thread_tile_1d", "1-D thread tile",
+            "BM BN BK TM", "each thread computes TM outputs of a column from registers",
+        ),
+        _thread_tile(
+            "thread_tile_2d", "kernels/05_thread_tile_2d.cu", "sgemm_thread_tile_2d", "2-D thread tile",
+            "BM BN BK TM TN", "each thread computes a TM x TN tile as outer products in registers",
+        ),
+        _thread_tile(
+            "vectorized", "kernels/06_vectorized.cu", "sgemm_vectorized", "Vectorized, A transposed",
+            "BM BN BK TM TN", "float4 global and shared accesses, A transposed in shared memory",
+            (_multiple_of_4("BK", "TM", "TN"),), bk=32,
+        ),
     )
 }
 

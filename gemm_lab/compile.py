@@ -17,7 +17,7 @@ from . import catalog, device
 from .catalog import KernelSpec, Params
 
 NVRTC_OPTIONS = ("-std=c++17",)
-_ERROR_LINE = re.compile(r"\((\d+)\): (error|warning)")
+_ERROR_LINE = re.compile(r"([\w.]+)\((\d+)\): (error|warning)")
 
 
 class CompileError(RuntimeError):
@@ -25,15 +25,16 @@ class CompileError(RuntimeError):
 
 
 def explain_log(log: str, spec: KernelSpec) -> str:
-    """Put the source line next to every error or warning that NVRTC reports."""
-    lines = spec.source_text().splitlines()
+    """Put the source line next to every error or warning that NVRTC reports (file(line): ...)."""
     out = []
     for entry in log.splitlines():
         out.append(entry)
         match = _ERROR_LINE.search(entry)
-        if match and 1 <= int(match.group(1)) <= len(lines):
-            no = int(match.group(1))
-            out.append(f"    {spec.source}:{no} | {lines[no - 1].strip()}")
+        path = spec.path.parent / match.group(1) if match else None
+        if path is not None and path.is_file():
+            lines, no = path.read_text().splitlines(), int(match.group(2))
+            if 1 <= no <= len(lines):
+                out.append(f"    {path.relative_to(path.parent.parent)}:{no} | {lines[no - 1].strip()}")
     return "\n".join(out)
 
 
@@ -47,7 +48,7 @@ def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
     spec = catalog.get(kernel)
     p = catalog.validate(spec, params, smem_limit=device.gpu().smem_per_block)
     name = spec.instance(p)
-    key = (spec.source_sha256(), name, device.gpu().arch)
+    key = (spec.build_sha256(), name, device.gpu().arch)
     if key not in _live_cache:
         module = cupy.RawModule(code=spec.source_text(), options=NVRTC_OPTIONS, name_expressions=[name])
         try:
@@ -98,14 +99,14 @@ def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: s
     """Registers, spills and shared memory of an instance, compiled offline (no GPU needed)."""
     spec = catalog.get(kernel)
     p = catalog.validate(spec, params)
-    return _offline(spec.name, spec.source_sha256(), spec.instance(p), arch)[1]
+    return _offline(spec.name, spec.build_sha256(), spec.instance(p), arch)[1]
 
 
 def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str = "sm_90") -> bytes:
     """The offline-compiled cubin of an instance (for disassembly without a GPU)."""
     spec = catalog.get(kernel)
     p = catalog.validate(spec, params)
-    return _offline(spec.name, spec.source_sha256(), spec.instance(p), arch)[0]
+    return _offline(spec.name, spec.build_sha256(), spec.instance(p), arch)[0]
 
 
 @functools.cache

@@ -51,7 +51,8 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
     if out.returncode != 0 or not values:
         raise RuntimeError(f"ncu failed ({out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     return {
-        "kernel": spec.name, "source": spec.source, "source_sha256": spec.source_sha256(), "params": p,
+        "kernel": spec.name, "source": spec.source, "source_sha256": spec.source_sha256(),
+        "build_sha256": spec.build_sha256(), "params": p,
         "m": m, "n": n, "k": k, "metrics": values, "gpu": device.gpu().name, "recorded_at": _now(),
     }
 

@@ -8,13 +8,16 @@ SIZES = (1024, 2048, 4096, 8192)
 EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure live on every change
 
 # Every kernel at its default parameters at every size (the scoreboard and the chapters' charts).
-HEADLINE = ("naive", "coalesced", "smem_tiled")
+HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2d", "vectorized")
 
 # Parameter grids recorded at EXPLORER_SIZE, for the explorers and the tile-size charts.
 SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
     "naive": {"BLOCK": (8, 16, 32)},
     "coalesced": {"BLOCK": (8, 16, 32)},
     "smem_tiled": {"BM": (8, 16, 32, 64), "BN": (8, 16, 32, 64), "BK": (8, 16, 32)},
+    "thread_tile_1d": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8, 16)},
+    "thread_tile_2d": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
+    "vectorized": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
 }
 
 # Hardware counters (Nsight Compute) at 4096: coalescing (ch1) and the traffic model (ch2).

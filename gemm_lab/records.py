@@ -48,6 +48,7 @@ class Measurement:
     max_rel_err: float
     gpu: str
     recorded_at: str
+    build_sha256: str = ""  # sha256 of the compiled text: the .cu file with its headers
     time_ms: float = 0.0
     cublas_time_ms: float = 0.0
     runs: int = 0
@@ -218,6 +219,11 @@ def check(root: Path = RECORDS_DIR) -> list[str]:
                 problems.append(
                     f"{path}: {r['kernel']} {r.get('params')} was recorded from an older {r['source']} "
                     "(sha256 differs): re-record it on a GPU with `gemm-lab record`"
+                )
+            elif r.get("build_sha256", catalog.get(r["kernel"]).build_sha256()) != catalog.get(r["kernel"]).build_sha256():
+                problems.append(
+                    f"{path}: {r['kernel']} {r.get('params')} was recorded before a header it includes changed "
+                    "(build_sha256 differs): re-record it on a GPU with `gemm-lab record`"
                 )
     return problems
 

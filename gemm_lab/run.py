@@ -25,8 +25,10 @@ def gemm(
 ) -> Any:
     """C = alpha * A @ B + beta * C with a catalogued kernel; row-major CuPy float32 arrays.
 
-    Inputs that are not C-contiguous are copied to contiguous arrays first; anything that is not
-    a 2-D float32 CuPy array is refused with a TypeError. With beta == 0, `out` is never read.
+    Inputs that are not C-contiguous or not 16-byte aligned (a view with an offset) are copied
+    first, so vector loads are always legal; anything that is not a 2-D float32 CuPy array is
+    refused with a TypeError. `out` must be C-contiguous and 16-byte aligned; with beta == 0 it
+    is never read.
     Everything is validated before the kernel is compiled or launched.
     """
     import cupy
@@ -39,8 +41,8 @@ def gemm(
     p = catalog.validate(spec, params, shape=(m, n, k), smem_limit=device.gpu().smem_per_block)
     if out is None:
         out = cupy.empty((m, n), dtype=cupy.float32)
-    elif out.shape != (m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a C-contiguous float32 array of shape ({m}, {n})")
+    elif out.shape != (m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous or out.data.ptr % 16:
+        raise ValueError(f"out must be a C-contiguous, 16-byte aligned float32 array of shape ({m}, {n})")
     fn = compile.load(spec, p)
     fn(spec.grid(p, m, n), (spec.threads(p),),
        (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out))
@@ -56,7 +58,8 @@ def _as_operand(x: Any, name: str) -> Any:
         raise TypeError(f"{name} has dtype {x.dtype}; SGEMM kernels take float32 (convert with .astype)")
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix (got {x.ndim} dimensions)")
-    return cupy.ascontiguousarray(x)
+    x = cupy.ascontiguousarray(x)
+    return x if x.data.ptr % 16 == 0 else x.copy()
 
 
 def random_inputs(m: int, n: int, k: int, seed: int | None = None) -> tuple[Any, Any]:

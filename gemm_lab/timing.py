@@ -60,15 +60,18 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
     sets = _input_sets(m, n, k)
     ms = median_ms(lambda a, b, c: run.gemm(spec, a, b, p, out=c), sets, runs)
     cublas_ms = cublas_median_ms(sets, runs)
-    return _measurement(spec.name, spec.source, spec.source_sha256(), p, (m, n, k), ms, cublas_ms, err, runs)
+    return _measurement(spec, p, (m, n, k), ms, cublas_ms, err, runs)
 
 
-def _measurement(kernel: str, source: str, sha: str, params: dict[str, int], shape: Shape,
+def _measurement(spec: KernelSpec | None, params: dict[str, int], shape: Shape,
                  ms: float, cublas_ms: float, err: float, runs: int) -> Measurement:
+    """A live measurement of a kernel, or of cuBLAS alone when `spec` is None."""
     gpu = device.gpu()
     m, n, k = shape
     return Measurement(
-        kernel=kernel, source=source, source_sha256=sha, params=params, m=m, n=n, k=k,
+        kernel=spec.name if spec else records.CUBLAS, source=spec.source if spec else "",
+        source_sha256=spec.source_sha256() if spec else "", build_sha256=spec.build_sha256() if spec else "",
+        params=params, m=m, n=n, k=k,
         precision="fp32", gflops=gflops(m, n, k, ms), cublas_gflops=gflops(m, n, k, cublas_ms),
         max_rel_err=err, gpu=gpu.name,
         recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -90,7 +93,7 @@ def cublas(size: int | Sequence[int], *, runs: int = MIN_RUNS) -> Measurement:
     cupy.matmul(a, b, out=out)
     err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
     ms = cublas_median_ms(_input_sets(m, n, k), runs)
-    return _measurement(records.CUBLAS, "", "", {}, (m, n, k), ms, ms, err, runs)
+    return _measurement(None, {}, (m, n, k), ms, ms, err, runs)
 
 
 def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS) -> float:

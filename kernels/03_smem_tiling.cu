@@ -6,6 +6,8 @@
 // Each element loaded from global memory is reused BN times (A) or BM times (B),
 // so global traffic drops from 2*M*N*K to M*N*K*(1/BM + 1/BN) floats.
 // Tiles past the edge of A or B are filled with zeros, so any M, N, K works.
+#include "tiles.cuh"
+
 template <int BM, int BN, int BK>
 __global__ void __launch_bounds__(BM * BN)
 sgemm_smem_tiled(int M, int N, int K, float alpha, const float* __restrict__ A,
@@ -13,7 +15,6 @@ sgemm_smem_tiled(int M, int N, int K, float alpha, const float* __restrict__ A,
   __shared__ float As[BM][BK];
   __shared__ float Bs[BK][BN];
 
-  constexpr int THREADS = BM * BN;
   const int tr = threadIdx.x / BN;  // this thread's row and column inside the C tile;
   const int tc = threadIdx.x % BN;  // tc moves fastest, so a warp reads Bs rows contiguously
   const int row0 = blockIdx.y * BM;
@@ -21,25 +22,13 @@ sgemm_smem_tiled(int M, int N, int K, float alpha, const float* __restrict__ A,
 
   float acc = 0.0f;
   for (int k0 = 0; k0 < K; k0 += BK) {
-    // Cooperative copy; consecutive threads take consecutive addresses (coalesced).
-    for (int i = threadIdx.x; i < BM * BK; i += THREADS) {
-      const int r = i / BK, c = i % BK;
-      As[r][c] = (row0 + r < M && k0 + c < K) ? A[(row0 + r) * K + k0 + c] : 0.0f;
-    }
-    for (int i = threadIdx.x; i < BK * BN; i += THREADS) {
-      const int r = i / BN, c = i % BN;
-      Bs[r][c] = (k0 + r < K && col0 + c < N) ? B[(k0 + r) * N + col0 + c] : 0.0f;
-    }
+    load_tile<BM, BK, BM * BN>(As, A, row0, k0, M, K);
+    load_tile<BK, BN, BM * BN>(Bs, B, k0, col0, K, N);
     __syncthreads();  // the tiles are complete before anyone reads them
 
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];
     __syncthreads();  // everyone is done reading before the next copy overwrites them
   }
-
-  const int row = row0 + tr, col = col0 + tc;
-  if (row < M && col < N) {
-    float* c = &C[row * N + col];
-    *c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
-  }
+  store_c(C, row0 + tr, col0 + tc, M, N, alpha, beta, acc);
 }

@@ -78,3 +78,17 @@ def test_bench_refuses_a_wrong_kernel(monkeypatch):
     monkeypatch.setattr(run, "check", lambda *a: 0.5)
     with pytest.raises(timing.VerificationError):
         timing.bench("naive", 256)
+
+
+def test_misaligned_views_are_copied_not_misread():
+    import cupy
+
+    a, b_sq = run.random_inputs(64, 64, 64)
+    a_off = cupy.empty(64 * 64 + 1, dtype=cupy.float32)[1:].reshape(64, 64)  # one float past an aligned start
+    a_off[...] = a
+    assert a_off.data.ptr % 16
+    got = run.gemm("vectorized", a_off, b_sq)
+    assert run.max_rel_err(got, a_off.astype(cupy.float64) @ b_sq.astype(cupy.float64)) < 1e-5
+    bad_out = cupy.empty(64 * 64 + 1, dtype=cupy.float32)[1:].reshape(64, 64)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        run.gemm("vectorized", a_off, b_sq, out=bad_out)

@@ -1,0 +1,71 @@
+// Step 6: 128-bit loads and stores, and A transposed in shared memory.
+//
+// Relative to 05_thread_tile_2d.cu: global loads of A and B and stores of C move four floats per
+// instruction (float4), and the A tile is stored transposed (As[k][m]), so that for every kk a
+// thread's TM values of A, like its TN values of B, are contiguous in shared memory and arrive in
+// TM/4 + TN/4 vector loads instead of TM + TN scalar ones. A thread's TN columns are TN/4 groups
+// of four spaced BN/(TN/4) apart, so the lanes of a warp that read Bs together read consecutive
+// 16-byte words: each quarter-warp's float4 loads cover one contiguous 128-byte row segment.
+// float4 global access needs 16-byte alignment: it is used when K % 4 == 0 (rows of A) and
+// N % 4 == 0 (rows of B and C); other shapes take guarded scalar loads and stores, never a
+// misaligned access. The launcher guarantees 16-byte aligned base pointers.
+#include "tiles.cuh"
+
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+sgemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A,
+                 const float* __restrict__ B, float beta, float* __restrict__ C) {
+  constexpr int THREADS = (BM / TM) * (BN / TN);
+  __shared__ __align__(16) float As[BK][BM];  // transposed: column kk of the A tile is row kk here
+  __shared__ __align__(16) float Bs[BK][BN];
+
+  const bool vec_a = K % 4 == 0, vec_bc = N % 4 == 0;
+  constexpr int GROUP_STRIDE = BN / (TN / 4);   // distance between a thread's float4 column groups
+  const int tr = threadIdx.x / (BN / TN) * TM;   // first of this thread's TM rows
+  const int tc = threadIdx.x % (BN / TN) * 4;    // first column of its first float4 group
+  const int row0 = blockIdx.y * BM;
+  const int col0 = blockIdx.x * BN;
+
+  float acc[TM][TN] = {};
+  float a[TM], b[TN];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int i = threadIdx.x; i < BM * BK / 4; i += THREADS) {
+      const int r = i / (BK / 4), c = i % (BK / 4) * 4;
+      const float4 v = load4(A, row0 + r, k0 + c, M, K, vec_a);
+      As[c + 0][r] = v.x;  // the transposing store: four scalar writes
+      As[c + 1][r] = v.y;
+      As[c + 2][r] = v.z;
+      As[c + 3][r] = v.w;
+    }
+    for (int i = threadIdx.x; i < BK * BN / 4; i += THREADS) {
+      const int r = i / (BN / 4), c = i % (BN / 4) * 4;
+      *reinterpret_cast<float4*>(&Bs[r][c]) = load4(B, k0 + r, col0 + c, K, N, vec_bc);
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+#pragma unroll
+      for (int i = 0; i < TM; i += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(&As[kk][tr + i]);
+        a[i] = v.x, a[i + 1] = v.y, a[i + 2] = v.z, a[i + 3] = v.w;
+      }
+#pragma unroll
+      for (int j = 0; j < TN; j += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(&Bs[kk][tc + j / 4 * GROUP_STRIDE]);
+        b[j] = v.x, b[j + 1] = v.y, b[j + 2] = v.z, b[j + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; j += 4)
+      store4(C, row0 + tr + i, col0 + tc + j / 4 * GROUP_STRIDE, M, N, alpha, beta,
+             make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), vec_bc);
+}
