@@ -46,6 +46,33 @@ def global_load_bytes(kernel: str | KernelSpec, m: int, n: int, k: int, params: 
     return WORD * m * n * k * (1 / reuse_a + 1 / reuse_b)
 
 
+def thread_tile(kernel: str | KernelSpec, params: Params | None = None) -> tuple[int, int]:
+    """(TM, TN): the outputs one thread computes from registers (1 x 1 without register blocking)."""
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    return (p.get("TM", 1), p.get("TN", 1))
+
+
+def shared_load_bytes(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> float:
+    """Bytes read from shared memory: BM*BN*BK*(1/TM + 1/TN) words per block step, m*n*k*(1/TM + 1/TN) in all.
+
+    Each value a thread loads from shared memory feeds TN (from A) or TM (from B) multiply-adds.
+    """
+    tm, tn = thread_tile(kernel, params)
+    return WORD * m * n * k * (1 / tm + 1 / tn)
+
+
+def shared_bandwidth_gbs(ceilings: dict) -> float:
+    """Shared-memory bandwidth of the whole GPU: 32 banks x 4 bytes per clock per SM."""
+    return ceilings["sms"] * 32 * WORD * ceilings["clock_mhz"] / 1e3
+
+
+def register_floor(kernel: str | KernelSpec, params: Params | None = None) -> dict[str, int]:
+    """Registers a thread cannot do without: TM*TN accumulators and TM + TN operand fragments."""
+    tm, tn = thread_tile(kernel, params)
+    return {"accumulators": tm * tn, "fragments": tm + tn}
+
+
 def store_bytes(m: int, n: int) -> float:
     return WORD * m * n
 

@@ -209,3 +209,64 @@ def traffic(rows: Sequence[dict], predicted: Sequence[float], labels: Sequence[s
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     gpu, date = rows[0]["gpu"], min(r["recorded_at"] for r in rows)[:10]
     return stamp(fig, f"counters recorded with Nsight Compute on {gpu}, {date}")
+
+
+def levels(kernel: str, params: dict[str, int], ceilings: dict, registers: int, size: int = 4096) -> Figure:
+    """Arithmetic intensity at the global and shared levels against each level's ridge point, and
+    the register budget of one thread (accumulators, fragments, the rest) as the compiler reports it."""
+    n = size
+    flop = model.flops(n, n, n)
+    peak = ceilings["peak_gflops"]
+    levels_ = {
+        "global\n(L2/DRAM)": (flop / model.global_load_bytes(kernel, n, n, n, params), peak / ceilings["dram_gbs"]),
+        "shared\nmemory": (flop / model.shared_load_bytes(kernel, n, n, n, params),
+                           peak / model.shared_bandwidth_gbs(ceilings)),
+    }
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(8, 3.3), gridspec_kw={"width_ratios": [2, 1]})
+    for i, (name, (intensity, ridge)) in enumerate(levels_.items()):
+        ok = intensity >= ridge
+        ax.bar(i, intensity, color="C2" if ok else "C3", width=0.6)
+        ax.plot([i - 0.4, i + 0.4], [ridge, ridge], "k--", linewidth=1)
+        ax.text(i, intensity * 1.15, f"{intensity:.2f}", ha="center", fontsize=8)
+        ax.text(i + 0.42, ridge, f"ridge {ridge:.1f}", va="center", fontsize=7)
+    ax.set_xticks(range(len(levels_)), list(levels_), fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylim(0.05, 4 * max(max(v) for v in levels_.values()))
+    ax.set_xlim(-0.6, len(levels_) - 0.1)
+    ax.set_ylabel("FLOP per byte (model)")
+    ax.set_title("intensity per level (green: above the ridge)", fontsize=9)
+    budget = model.register_floor(kernel, params)
+    bottom = 0
+    for (name, count), c in zip([*budget.items(), ("other", max(registers - sum(budget.values()), 0))], ("C0", "C1", "C7")):
+        ax2.bar(0, count, bottom=bottom, color=c, label=f"{name} ({count})", width=0.5)
+        bottom += count
+    ax2.axhline(255, color="k", linestyle=":", linewidth=1)
+    ax2.text(0.3, 255, "255 max", va="bottom", fontsize=7)
+    ax2.set_xticks([])
+    ax2.set_xlim(-0.5, 1.0)
+    ax2.set_ylim(0, 280)
+    ax2.set_ylabel("registers per thread")
+    ax2.set_title(f"register budget ({registers} used)", fontsize=9)
+    ax2.legend(fontsize=7, loc="upper right")
+    spec = catalog.get(kernel)
+    fig.suptitle(f"{spec.describe(params)}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def paired(pairs: Sequence[tuple[Measurement, Measurement]], label_a: str, label_b: str, title: str = "") -> Figure:
+    """GFLOP/s of the same tiles under two kernels: points above the diagonal favour the second."""
+    fig, ax = plt.subplots(figsize=(5.2, 5))
+    xs, ys = [a.gflops for a, _ in pairs], [b.gflops for _, b in pairs]
+    ax.scatter(xs, ys, s=14, color="C0")
+    top = max(xs + ys) * 1.05
+    ax.plot([0, top], [0, top], "k:", linewidth=1)
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel(f"{label_a}: GFLOP/s")
+    ax.set_ylabel(f"{label_b}: GFLOP/s")
+    wins = sum(y > x for x, y in zip(xs, ys))
+    ax.set_title(title + f"\n{label_b} faster on {wins} of {len(pairs)} tiles", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return stamp(fig, provenance([m for pair in pairs for m in pair]))

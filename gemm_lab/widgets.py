@@ -6,17 +6,24 @@ recorded sweep grid and each position shows the recorded measurement, said so on
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import ipywidgets as w
 import matplotlib.pyplot as plt
 from IPython.display import display
+from matplotlib.figure import Figure
 
 from . import catalog, compile, device, plan, plots, records, timing
 from .records import Measurement
 from .tables import params_text
 
 
-def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE) -> w.VBox:
-    """A slider per template parameter of `kernel`; the chart re-measures (or replays) on each change."""
+def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
+                  extra: Callable[[dict[str, int]], Figure] | None = None) -> w.VBox:
+    """A slider per template parameter of `kernel`; the chart re-measures (or replays) on each change.
+
+    `extra(params)` may draw a second figure (a model of the current tile) under the chart.
+    """
     spec = catalog.get(kernel)
     shape = timing.shape_of(size)
     if device.live():
@@ -48,6 +55,8 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE) ->
         with out:
             out.clear_output(wait=True)
             display(_chart(list(history.values()), result))
+            if extra is not None:
+                display(extra(params))
             plt.close("all")
 
     for s in sliders.values():
@@ -77,8 +86,8 @@ def _registers(spec: catalog.KernelSpec, params: dict[str, int]) -> str:
 def _chart(history: list[Measurement], current: Measurement):
     ordered = sorted(history, key=lambda x: x.gflops)
     fig, ax = plt.subplots(figsize=(7, 0.3 * len(ordered) + 1.6))
-    ax.barh([params_text(x.params) for x in ordered], [x.gflops for x in ordered],
-            color=["C3" if x is current else "C0" for x in ordered])
+    ax.barh([f"{params_text(x.params)} ({_registers(catalog.get(x.kernel), x.params)})" for x in ordered],
+            [x.gflops for x in ordered], color=["C3" if x is current else "C0" for x in ordered])
     ax.axvline(current.cublas_gflops, **plots.CUBLAS_STYLE, label=f"cuBLAS ({current.cublas_gflops:,.0f})")
     ax.set_xlabel("GFLOP/s")
     ax.set_title("configurations tried so far (red: current)", fontsize=9)

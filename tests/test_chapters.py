@@ -26,7 +26,8 @@ def test_chapter_executes(path, mode, monkeypatch):
     nb = jupytext.read(path)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
+    errors = [f"{o['ename']}: {o['evalue']}" for o in outputs if o.get("output_type") == "error"]
+    assert not errors, errors
     text = " ".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
     if "gl.banner()" in path.read_text():
         assert ("recorded on NVIDIA H100" if mode == "replay" else "Live: measuring on") in text
