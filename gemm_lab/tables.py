@@ -23,7 +23,7 @@ class Table:
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        body = "".join("<tr>" + "".join(f"<td style='white-space:nowrap'>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
         cap = f"<caption style='caption-side:bottom'>{html.escape(self.caption)}</caption>" if self.caption else ""
         return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
