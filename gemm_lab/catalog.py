@@ -46,7 +46,7 @@ class KernelSpec:
     threads: Callable[[Params], int]
     smem_bytes: Callable[[Params], int]
     rules: tuple[Rule, ...] = ()
-    chapter: str = ""
+    chapter: str = ""  # the book page that introduces it
     precision: str = "fp32"
     notes: str = ""
 
@@ -184,7 +184,7 @@ def _multiple_of_4(*names: str) -> Rule:
                 lambda p: all(p[n] % 4 == 0 for n in names))
 
 
-def _thread_tile(name: str, source: str, function: str, title: str, dims: str, notes: str,
+def _thread_tile(name: str, source: str, function: str, title: str, dims: str, notes: str, chapter: str,
                  extra: tuple[Rule, ...] = (), bk: int = 8) -> KernelSpec:
     """Kernels whose threads each compute a TM x TN tile (TN fixed to 1 for the 1-D kernel)."""
     tn = (lambda p: p["TN"]) if "TN" in dims else (lambda p: 1)
@@ -204,7 +204,7 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     return KernelSpec(
         name=name, source=source, function=function, title=title, choices=choices, defaults=defaults,
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem,
-        rules=(*rules, *extra, *_common_rules(threads, smem)), chapter="", notes=notes,
+        rules=(*rules, *extra, *_common_rules(threads, smem)), chapter=chapter, notes=notes,
     )
 
 
@@ -222,15 +222,16 @@ KERNELS: dict[str, KernelSpec] = {
         _smem_tiled(),
         _thread_tile(
             "thread_tile_1d", "kernels/04_thread_tile_1d.cu", "sgemm_thread_tile_1d", "1-D thread tile",
-            "BM BN BK TM", "each thread computes TM outputs of a column from registers",
+            "BM BN BK TM", "each thread computes TM outputs of a column from registers", "ch03_register_blocking",
         ),
         _thread_tile(
             "thread_tile_2d", "kernels/05_thread_tile_2d.cu", "sgemm_thread_tile_2d", "2-D thread tile",
             "BM BN BK TM TN", "each thread computes a TM x TN tile as outer products in registers",
+            "ch03_register_blocking",
         ),
         _thread_tile(
             "vectorized", "kernels/06_vectorized.cu", "sgemm_vectorized", "Vectorized, A transposed",
-            "BM BN BK TM TN", "float4 global and shared accesses, A transposed in shared memory",
+            "BM BN BK TM TN", "float4 global and shared accesses, A transposed in shared memory", "ch04_vectorized",
             (_multiple_of_4("BK", "TM", "TN"),), bk=32,
         ),
     )
