@@ -184,16 +184,24 @@ def _multiple_of_4(*names: str) -> Rule:
                 lambda p: all(p[n] % 4 == 0 for n in names))
 
 
+A_LAYOUTS = {0: "plain", 1: "padded", 2: "swizzled"}  # LAYOUT of 07_bank_conflicts.cu
+
+
+def a_pad(p: Params) -> int:
+    """Floats of padding per row of the A tile (LAYOUT 1 pads by one float4)."""
+    return 4 if p.get("LAYOUT") == 1 else 0
+
+
 def _thread_tile(name: str, source: str, function: str, title: str, dims: str, notes: str, chapter: str,
                  extra: tuple[Rule, ...] = (), bk: int = 8) -> KernelSpec:
     """Kernels whose threads each compute a TM x TN tile (TN fixed to 1 for the 1-D kernel)."""
     tn = (lambda p: p["TN"]) if "TN" in dims else (lambda p: 1)
     threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // tn(p))  # noqa: E731
-    smem = lambda p: 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+    smem = lambda p: 4 * ((p["BM"] + a_pad(p)) * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
     choices = {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8, 16)}
     defaults = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
     rules = [
-        _positive(*dims.split()),
+        _positive(*(d for d in dims.split() if d != "LAYOUT")),
         _divides("TM", "BM", "each thread owns TM whole rows of the tile"),
         Rule("at most 512 threads per block: at 1024 the register file leaves 64 registers per thread, "
              "too few for the accumulators and fragments without spilling", lambda p: threads(p) <= 512),
@@ -201,6 +209,13 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     if "TN" in dims:
         choices, defaults = {**choices, "TM": (4, 8), "TN": (4, 8)}, {"BM": 128, "BN": 128, "BK": bk, "TM": 8, "TN": 8}
         rules.append(_divides("TN", "BN", "each thread owns TN whole columns of the tile"))
+    if "LAYOUT" in dims:
+        choices, defaults = {**choices, "LAYOUT": tuple(A_LAYOUTS)}, {**defaults, "LAYOUT": 2}
+        rules += [
+            Rule(f"LAYOUT must be one of {A_LAYOUTS}", lambda p: p["LAYOUT"] in A_LAYOUTS),
+            Rule("the swizzled layout (LAYOUT 2) needs BM to be a multiple of 32 (it XORs m with up to 28)",
+                 lambda p: p["LAYOUT"] != 2 or p["BM"] % 32 == 0),
+        ]
     return KernelSpec(
         name=name, source=source, function=function, title=title, choices=choices, defaults=defaults,
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem,
@@ -233,6 +248,11 @@ KERNELS: dict[str, KernelSpec] = {
             "vectorized", "kernels/06_vectorized.cu", "sgemm_vectorized", "Vectorized, A transposed",
             "BM BN BK TM TN", "float4 global and shared accesses, A transposed in shared memory", "ch04_vectorized",
             (_multiple_of_4("BK", "TM", "TN"),), bk=32,
+        ),
+        _thread_tile(
+            "bank_conflicts", "kernels/07_bank_conflicts.cu", "sgemm_bank_conflicts", "A-tile layouts",
+            "BM BN BK TM TN LAYOUT", "the vectorized kernel with its A tile plain, padded or XOR-swizzled",
+            "ch05_bank_conflicts", (_multiple_of_4("BK", "TM", "TN"),), bk=32,
         ),
     )
 }

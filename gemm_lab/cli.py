@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("record", help="re-record the book's data on this GPU (see gemm_lab/plan.py)")
     p.add_argument("--only", choices=("device", "headline", "sweeps", "counters"), action="append",
                    help="record only these parts (repeatable)")
+    p.add_argument("--fresh", action="store_true",
+                   help="re-measure cases already recorded from the current kernel sources")
 
     p = sub.add_parser("records", help="summarise the recorded data")
     p.add_argument("--check", action="store_true", help="fail if any record is malformed or stale")
@@ -73,17 +75,34 @@ def _record(args: argparse.Namespace) -> int:
     if "device" in parts:
         hardware.save_ceilings(hardware.ceilings())
         records.save(timing.cublas(size) for size in plan.SIZES)
+    gpu = device.gpu().name
     if "headline" in parts:
-        cases = [(name, None, size) for size in plan.SIZES for name in plan.HEADLINE]
-        timing.bench_all(cases, desc="headline", save=True)
+        cases = [(name, None, size) for size in plan.SIZES for name in plan.HEADLINE] + list(plan.EXTRA)
+        todo = [c for c in cases if args.fresh or not _recorded(*c, gpu)]
+        timing.bench_all(todo, desc="headline", save=True)
     if "sweeps" in parts:
         for name, choices in plan.SWEEPS.items():
-            sweeps.sweep(name, plan.EXPLORER_SIZE, choices)
+            sweeps.sweep(name, plan.EXPLORER_SIZE, choices, resume=not args.fresh)
     if "counters" in parts:
         size = (plan.COUNTER_SIZE,) * 3
-        hardware.save_counters([hardware.counters(name, size, p) for name, p in plan.COUNTERS])
-    print(f"recorded on {device.gpu().name} into {records.gpu_dir(device.gpu().name)}")
+        for name, p in plan.COUNTERS:
+            spec = catalog.get(name)
+            row = hardware.recorded_counters(spec, spec.full_params(p), size, gpu)
+            if args.fresh or row is None or row.get("build_sha256") != spec.build_sha256() \
+                    or not set(hardware.METRICS) <= set(row["metrics"]):
+                hardware.save_counters([hardware.counters(name, size, p)])
+    print(f"recorded on {gpu} into {records.gpu_dir(gpu)}")
     return 0
+
+
+def _recorded(name: str, params: dict | None, size: int, gpu: str) -> bool:
+    """Is this case recorded on this GPU from the current kernel source (with its headers)?"""
+    spec = catalog.get(name)
+    try:
+        x = records.lookup(name, spec.full_params(params), size, size, size, gpu=gpu)
+    except LookupError:
+        return False
+    return x.build_sha256 == spec.build_sha256()
 
 
 def _records(args: argparse.Namespace) -> int:

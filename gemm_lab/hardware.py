@@ -26,20 +26,29 @@ TRAFFIC_METRICS = (
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",  # global load instructions' requests
     "gpu__time_duration.sum",
 )
+BANK_METRICS = (
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "smsp__inst_executed_op_shared_ld.sum",
+    "smsp__inst_executed_op_shared_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+)
+METRICS = TRAFFIC_METRICS + BANK_METRICS  # one set for every recorded launch, so rows compare
 NCU_KEY = ("kernel", "params", "m", "n", "k")
 
 
 def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Params | None = None,
-             metrics: tuple[str, ...] = TRAFFIC_METRICS) -> dict:
+             metrics: tuple[str, ...] = METRICS) -> dict:
     """Hardware counters of one launch (live: ncu now; replay: the recorded row)."""
     spec = catalog.get(kernel)
     m, n, k = size
     p = catalog.validate(spec, params, shape=(m, n, k))
     if not device.live():
-        for row in records.read_kind("ncu"):
-            if row["kernel"] == spec.name and row["params"] == p and (row["m"], row["n"], row["k"]) == (m, n, k):
-                return row
-        raise LookupError(f"no recorded ncu counters for {spec.describe(p)} at {m}x{n}x{k} on {device.replay_gpu()}")
+        row = recorded_counters(spec, p, (m, n, k))
+        if row is None:
+            raise LookupError(f"no recorded ncu counters for {spec.describe(p)} at {m}x{n}x{k} on {device.replay_gpu()}")
+        return row
     ncu = shutil.which("ncu")
     if ncu is None:
         raise RuntimeError("Nsight Compute's `ncu` is not on PATH; install it to read hardware counters")
@@ -55,6 +64,15 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
         "build_sha256": spec.build_sha256(), "params": p,
         "m": m, "n": n, "k": k, "metrics": values, "gpu": device.gpu().name, "recorded_at": _now(),
     }
+
+
+def recorded_counters(spec: KernelSpec, params: dict[str, int], size: tuple[int, int, int],
+                      gpu: str | None = None) -> dict | None:
+    """The recorded ncu row of exactly this instance and shape, if any."""
+    for row in records.read_kind("ncu", gpu):
+        if row["kernel"] == spec.name and row["params"] == params and (row["m"], row["n"], row["k"]) == size:
+            return row
+    return None
 
 
 def _parse_ncu_csv(text: str) -> dict[str, float]:

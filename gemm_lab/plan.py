@@ -8,7 +8,13 @@ SIZES = (1024, 2048, 4096, 8192)
 EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure live on every change
 
 # Every kernel at its default parameters at every size (the scoreboard and the chapters' charts).
-HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2d", "vectorized")
+HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2d", "vectorized", "bank_conflicts")
+
+# Single cases a chapter shows beside the headline ones.
+EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
+    ("bank_conflicts", {"LAYOUT": 0}, 4096),
+    ("bank_conflicts", {"LAYOUT": 1}, 4096),
+)
 
 # Parameter grids recorded at EXPLORER_SIZE, for the explorers and the tile-size charts.
 SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
@@ -18,9 +24,10 @@ SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
     "thread_tile_1d": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8, 16)},
     "thread_tile_2d": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
     "vectorized": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
+    "bank_conflicts": {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (8,), "TN": (8,), "LAYOUT": (0, 1, 2)},
 }
 
-# Hardware counters (Nsight Compute) at 4096: coalescing (ch1) and the traffic model (ch2).
+# Hardware counters (Nsight Compute) at 4096: coalescing (ch1), the traffic model (ch2), banks (ch5).
 COUNTER_SIZE = 4096
 COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("naive", {"BLOCK": 32}),
@@ -30,4 +37,9 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("smem_tiled", {"BM": 32, "BN": 32, "BK": 32}),
     ("smem_tiled", {"BM": 64, "BN": 16, "BK": 16}),
     ("smem_tiled", {"BM": 16, "BN": 64, "BK": 16}),
+    ("thread_tile_2d", {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}),
+    ("vectorized", {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8}),
+    ("bank_conflicts", {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "LAYOUT": 0}),
+    ("bank_conflicts", {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "LAYOUT": 1}),
+    ("bank_conflicts", {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "LAYOUT": 2}),
 )

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from . import catalog, model
+from . import banks, catalog, model
 from .records import CUBLAS, Measurement
 from .tables import params_text, provenance
 
@@ -270,3 +270,36 @@ def paired(pairs: Sequence[tuple[Measurement, Measurement]], label_a: str, label
     ax.grid(True, alpha=0.3)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return stamp(fig, provenance([m for pair in pairs for m in pair]))
+
+
+def bank_grid(access: banks.Access, title: str = "") -> Figure:
+    """The 32 banks (columns) and the 128-byte rows of shared memory a warp's access touches,
+    each touched word labelled with its lanes; red columns need more than one wavefront."""
+    import numpy as np
+
+
+    words: dict[int, list[int]] = {}
+    for lane, addr in enumerate(access.addresses):
+        for w in range(access.width // banks.WORD):
+            words.setdefault(addr // banks.WORD + w, []).append(lane)
+    rows = sorted({w // banks.BANKS for w in words})
+    load = np.zeros(banks.BANKS, dtype=int)
+    for w in words:
+        load[w % banks.BANKS] += 1
+    fig, ax = plt.subplots(figsize=(10, 0.42 * len(rows) + 1.6))
+    for w, lanes in words.items():
+        r, b = rows.index(w // banks.BANKS), w % banks.BANKS
+        ax.add_patch(Rectangle((b, r), 1, 1, color="C3" if load[b] > access.ideal else "C0", alpha=0.75))
+        label = ",".join(map(str, lanes[:2])) + ("+" if len(lanes) > 2 else "")
+        ax.text(b + 0.5, r + 0.5, label, ha="center", va="center", fontsize=5.5, color="white")
+    ax.set_xlim(0, banks.BANKS)
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([b + 0.5 for b in range(banks.BANKS)], range(banks.BANKS), fontsize=6)
+    ax.set_yticks([r + 0.5 for r in range(len(rows))], [f"{4 * 32 * row} B" for row in rows], fontsize=6)
+    ax.set_xlabel("bank (cells: the lanes that touch this 4-byte word)")
+    ax.set_ylabel("row of 128 bytes")
+    ax.grid(False)
+    ax.set_title(title or f"{access.name}: {access.width * 8}-bit, {access.wavefronts} wavefront(s), "
+                 f"{access.conflicts} conflict(s)", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -95,3 +95,42 @@ def _chart(history: list[Measurement], current: Measurement):
     ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return plots.stamp(fig, plots.provenance(history))
+
+
+def bank_explorer(size: int = plan.COUNTER_SIZE) -> w.VBox:
+    """Pick an A-tile layout and a shared-memory instruction: see its bank grid, and the model's
+    whole-launch conflict count beside the hardware's (live: Nsight Compute now; replay: recorded)."""
+    from . import banks, hardware
+
+    layout = w.Dropdown(options=[(f"{v} ({k})", k) for k, v in catalog.A_LAYOUTS.items()], value=0,
+                        description="A layout")
+    site = w.Dropdown(options=[(s.name, i) for i, s in enumerate(banks.sites("bank_conflicts"))], value=0,
+                      description="instruction", layout=w.Layout(width="420px"))
+    counters = w.HTML()
+    out = w.Output()
+
+    def update(_: object = None) -> None:
+        params = catalog.get("bank_conflicts").full_params({"LAYOUT": layout.value})
+        with out:
+            out.clear_output(wait=True)
+            display(plots.bank_grid(banks.sites("bank_conflicts", params)[site.value]))
+            plt.close("all")
+        counters.value = "counting with Nsight Compute..." if device.live() else ""
+        try:
+            row = hardware.counters("bank_conflicts", (size,) * 3, params)
+        except (LookupError, RuntimeError) as err:
+            counters.value = f"<span style='color:#b00'>{err}</span>"
+            return
+        predicted = banks.predict("bank_conflicts", size, size, size, params)
+        m = row["metrics"]
+        counters.value = (
+            f"whole launch at {size}<sup>3</sup>: store conflicts predicted {predicted['st_conflicts']:,.0f}, "
+            f"hardware {m['l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum']:,.0f}; load conflicts "
+            f"predicted {predicted['ld_conflicts']:,.0f}, hardware "
+            f"{m['l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum']:,.0f} "
+            f"({'measured now' if device.live() else 'recorded on ' + row['gpu'] + ', ' + row['recorded_at'][:10]})")
+
+    layout.observe(update, names="value")
+    site.observe(update, names="value")
+    update()
+    return w.VBox([w.HBox([layout, site]), counters, out])

@@ -1,0 +1,133 @@
+"""Shared-memory bank model: which bank each lane of a warp hits, and how many wavefronts it costs.
+
+Shared memory has 32 banks of 4-byte words; bank = (byte address / 4) mod 32. One wavefront serves
+at most one word per bank, and any number of lanes reading the same word (a broadcast). A warp's
+request therefore takes as many wavefronts as the busiest bank has distinct words; a 128-bit access
+by 32 lanes moves 512 bytes and needs at least 4. Conflicts are the wavefronts above that minimum,
+which is how Nsight Compute counts `l1tex__data_bank_conflicts_pipe_lsu_mem_shared_*`.
+
+`sites()` lists the shared-memory instructions of a catalogued kernel with the addresses its first
+warp touches, so the model can be checked against the hardware's counters for a whole launch.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import catalog
+from .catalog import KernelSpec, Params
+
+BANKS = 32
+WORD = 4
+
+
+@dataclass(frozen=True)
+class Access:
+    """One shared-memory instruction of one warp: the byte address of each active lane."""
+
+    name: str
+    addresses: tuple[int, ...]
+    width: int = 4  # bytes per lane: 4, 8 or 16
+    store: bool = False
+    per_step: int = 1  # times each warp issues it per K step of the main loop (per block)
+
+    def words(self) -> set[int]:
+        return {a // WORD + w for a in self.addresses for w in range(self.width // WORD)}
+
+    @property
+    def wavefronts(self) -> int:
+        per_bank: dict[int, int] = {}
+        for word in self.words():
+            per_bank[word % BANKS] = per_bank.get(word % BANKS, 0) + 1
+        return max(per_bank.values())
+
+    @property
+    def ideal(self) -> int:
+        """Fewest wavefronts for the distinct bytes requested (128 bytes per wavefront)."""
+        return max(1, math.ceil(len(self.words()) * WORD / (BANKS * WORD)))
+
+    @property
+    def conflicts(self) -> int:
+        return self.wavefronts - self.ideal
+
+    def banks(self) -> list[int]:
+        """First bank touched by each lane."""
+        return [(a // WORD) % BANKS for a in self.addresses]
+
+
+def access(name: str, words: list[int], width: int = 4, store: bool = False, per_step: int = 1) -> Access:
+    """An access from per-lane word offsets (float indices) into shared memory."""
+    return Access(name, tuple(WORD * w for w in words), width, store, per_step)
+
+
+def sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access]:
+    """The shared-memory loads and stores of the kernel's main loop, as warp 0 issues them first."""
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    lanes = range(32)
+    threads = spec.threads(p)
+    if spec.name == "smem_tiled":
+        bm, bn, bk = p["BM"], p["BN"], p["BK"]
+        return [
+            access("store As[r][c]", [(i // bk) * bk + i % bk for i in lanes], store=True,
+                   per_step=math.ceil(bm * bk / threads)),
+            access("store Bs[r][c]", [(i // bn) * bn + i % bn for i in lanes], store=True,
+                   per_step=math.ceil(bk * bn / threads)),
+            access("load As[tr][kk]", [(t // bn) * bk for t in lanes], per_step=bk),
+            access("load Bs[kk][tc]", [t % bn for t in lanes], per_step=bk),
+        ]
+    if spec.name == "thread_tile_2d":
+        bm, bn, bk, tm, tn = (p[x] for x in ("BM", "BN", "BK", "TM", "TN"))
+        return [
+            access("store As[r][c]", [(i // bk) * bk + i % bk for i in lanes], store=True,
+                   per_step=math.ceil(bm * bk / threads)),
+            access("store Bs[r][c]", [(i // bn) * bn + i % bn for i in lanes], store=True,
+                   per_step=math.ceil(bk * bn / threads)),
+            access("load As[tr+i][kk]", [(t // (bn // tn) * tm) * bk for t in lanes], per_step=bk * tm),
+            access("load Bs[kk][tc+j]", [t % (bn // tn) * tn for t in lanes], per_step=bk * tn),
+        ]
+    if spec.name in ("vectorized", "bank_conflicts"):
+        return _vectorized_sites(p, threads)
+    raise ValueError(f"no shared-memory access model for {spec.name}")
+
+
+def a_col(layout: int, k: int, m: int) -> int:
+    """Stored column of A-tile element (k, m) under LAYOUT 0/1 (identity) or 2 (XOR swizzle)."""
+    return m ^ ((k // 4) % 8 * 4) if layout == 2 else m
+
+
+def _vectorized_sites(p: dict[str, int], threads: int) -> list[Access]:
+    bm, bn, bk, tm, tn = (p[x] for x in ("BM", "BN", "BK", "TM", "TN"))
+    layout = p.get("LAYOUT", 0)
+    row = bm + catalog.a_pad(p)  # floats per stored row of the A tile
+    lanes = range(32)
+    per_thread_a = math.ceil(bm * bk / 4 / threads)
+    sites_ = []
+    for q in range(4):  # the transposing store: four scalar writes per float4 read from A
+        words = []
+        for i in lanes:
+            r, c = i // (bk // 4), i % (bk // 4) * 4
+            words.append((c + q) * row + a_col(layout, c + q, r))
+        sites_.append(access(f"store As[c+{q}][r] (transposing)", words, store=True, per_step=per_thread_a))
+    sites_.append(access("store Bs[r][c] (float4)",
+                         [(i // (bn // 4)) * bn + i % (bn // 4) * 4 for i in lanes], width=16, store=True,
+                         per_step=math.ceil(bk * bn / 4 / threads)))
+    sites_.append(access("load As[kk][tr+i] (float4)",
+                         [a_col(layout, 0, t // (bn // tn) * tm) for t in lanes], width=16, per_step=bk * tm // 4))
+    sites_.append(access("load Bs[kk][tc+j] (float4)", [t % (bn // tn) * 4 for t in lanes], width=16,
+                         per_step=bk * tn // 4))
+    return sites_
+
+
+def predict(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> dict[str, float]:
+    """Whole-launch totals the hardware counts: shared instructions and bank conflicts, loads and stores."""
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    gx, gy, _ = spec.grid(p, m, n)
+    warps = gx * gy * math.ceil(spec.threads(p) / 32) * math.ceil(k / p["BK"])
+    totals = {"ld_instructions": 0.0, "st_instructions": 0.0, "ld_conflicts": 0.0, "st_conflicts": 0.0}
+    for s in sites(spec, p):
+        kind = "st" if s.store else "ld"
+        totals[f"{kind}_instructions"] += warps * s.per_step
+        totals[f"{kind}_conflicts"] += warps * s.per_step * s.conflicts
+    return totals

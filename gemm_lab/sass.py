@@ -1,0 +1,125 @@
+"""Register banks of the FFMAs in a kernel's SASS, read from the offline cubin (no GPU needed).
+
+Model (an assumption for Hopper, which no public microbenchmark study covers to our knowledge):
+Volta and Turing have two 64-bit register banks, bank = register index mod 2, and an instruction
+stalls for a bank conflict only when all three of its source registers that are not served by
+the operand reuse cache sit in the same bank (Jia, Maggioni, Staiger and Scarpazza, "Dissecting
+the NVIDIA Volta GPU Architecture via Microbenchmarking", arXiv:1804.06826, 2018; Jia, Maggioni,
+Smith and Scarpazza, "Dissecting the NVidia Turing T4 GPU via Microbenchmarking",
+arXiv:1903.07486, 2019). Maxwell and Pascal had four 32-bit banks (index mod 4) and conflicted
+when two sources shared one, the model the seed article on GEMM register blocking describes; we
+count under both. A source operand marked `.reuse` by the previous instruction in the same slot
+is read from the reuse cache, not from a bank.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import compile
+from .catalog import KernelSpec, Params
+
+_FFMA = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?P\d\s+)?FFMA\s+(R\d+|RZ),\s*(.+?)\s*;")
+_REG = re.compile(r"^-?\|?(R\d+)(\.reuse)?\|?$")
+
+
+@dataclass(frozen=True)
+class Ffma:
+    """One FFMA: its offset, destination and three source operands (register or None) with reuse flags."""
+
+    offset: int
+    dest: str
+    sources: tuple[str | None, str | None, str | None]
+    reuse: tuple[bool, bool, bool]
+    text: str
+
+
+def nvdisasm() -> str:
+    """Path of nvdisasm: on PATH (CUDA toolkit) or from NVIDIA's pip wheel nvidia-cuda-nvdisasm."""
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    try:
+        import nvidia
+    except ImportError:
+        nvidia = None
+    for root in getattr(nvidia, "__path__", []):
+        for candidate in sorted(Path(root).glob("cu*/bin/nvdisasm")):
+            return str(candidate)
+    raise RuntimeError("nvdisasm not found: install the CUDA toolkit or `pip install nvidia-cuda-nvdisasm`")
+
+
+def disassemble(kernel: str | KernelSpec, params: Params | None = None, arch: str = "sm_90") -> str:
+    """SASS of the offline-compiled instance."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(compile.cubin(kernel, params, arch))
+        f.flush()
+        return subprocess.run([nvdisasm(), f.name], capture_output=True, text=True, check=True).stdout
+
+
+def ffmas(sass: str) -> list[Ffma]:
+    out = []
+    for line in sass.splitlines():
+        match = _FFMA.match(line)
+        if not match:
+            continue
+        operands = [o.strip() for o in match.group(3).split(",")]
+        regs, reuse = [], []
+        for o in operands[:3]:
+            m = _REG.match(o)
+            regs.append(m.group(1) if m and m.group(1) != "RZ" else None)
+            reuse.append(bool(m and m.group(2)))
+        out.append(Ffma(int(match.group(1), 16), match.group(2), tuple(regs), tuple(reuse), line.strip()))
+    return out
+
+
+def bank_reads(ffma: list[Ffma], banks: int) -> list[list[int]]:
+    """For each FFMA, the banks of the source registers read from the register file (not the reuse cache)."""
+    reads = []
+    previous: Ffma | None = None
+    for f in ffma:
+        banks_read = []
+        for slot, reg in enumerate(f.sources):
+            cached = previous is not None and previous.reuse[slot] and previous.sources[slot] == reg
+            if reg is not None and not cached:
+                banks_read.append(int(reg[1:]) % banks)
+        reads.append(banks_read)
+        previous = f
+    return reads
+
+
+def conflicts(ffma: list[Ffma], model: str = "volta") -> list[bool]:
+    """Whether each FFMA stalls for a register bank conflict under the 'volta' or 'maxwell' model."""
+    if model == "volta":
+        return [len(b) == 3 and len(set(b)) == 1 for b in bank_reads(ffma, 2)]
+    if model == "maxwell":
+        return [len(b) != len(set(b)) for b in bank_reads(ffma, 4)]
+    raise ValueError(f"model must be 'volta' or 'maxwell', not {model!r}")
+
+
+@dataclass(frozen=True)
+class Report:
+    ffma: int
+    with_reuse: int
+    volta_conflicts: int
+    maxwell_conflicts: int
+
+
+def report(kernel: str | KernelSpec, params: Params | None = None) -> Report:
+    """Counts over all FFMAs of an instance's SASS."""
+    f = ffmas(disassemble(kernel, params))
+    return Report(len(f), sum(any(x.reuse) for x in f), sum(conflicts(f, "volta")), sum(conflicts(f, "maxwell")))
+
+
+def annotate(ffma: list[Ffma], limit: int = 16) -> str:
+    """The first FFMAs with the banks they read, for the book."""
+    lines = []
+    v, mx = conflicts(ffma, "volta"), conflicts(ffma, "maxwell")
+    for f, b2, b4, cv, cm in zip(ffma[:limit], bank_reads(ffma, 2), bank_reads(ffma, 4), v, mx):
+        flag = ("VOLTA-CONFLICT " if cv else "") + ("maxwell-conflict" if cm else "")
+        lines.append(f"{f.text:<60s} banks(mod 2) {b2!s:<10s} banks(mod 4) {b4!s:<10s} {flag}")
+    return "\n".join(lines)

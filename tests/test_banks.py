@@ -1,0 +1,58 @@
+"""The shared-memory bank model on cases worked out by hand, and the register-bank analysis of SASS."""
+import pytest
+
+from gemm_lab import banks, sass
+
+
+@pytest.mark.parametrize("stride,wavefronts", [(1, 1), (2, 2), (4, 4), (32, 32), (33, 1), (0, 1)])
+def test_scalar_strides(stride, wavefronts):
+    a = banks.access("x", [lane * stride for lane in range(32)])
+    assert a.wavefronts == wavefronts and a.conflicts == wavefronts - 1
+
+
+def test_float4_accesses():
+    contiguous = banks.access("x", [4 * lane for lane in range(32)], width=16)  # 512 distinct bytes
+    assert (contiguous.wavefronts, contiguous.ideal, contiguous.conflicts) == (4, 4, 0)
+    strided = banks.access("x", [8 * lane for lane in range(32)], width=16)  # half of each 32-byte pair
+    assert (strided.wavefronts, strided.ideal, strided.conflicts) == (8, 4, 4)
+    broadcast = banks.access("x", [0] * 32, width=16)
+    assert (broadcast.wavefronts, broadcast.conflicts) == (1, 0)
+
+
+def test_banks_of_lanes():
+    assert banks.access("x", [lane * 33 for lane in range(4)]).banks() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("layout,ways", [(0, 8), (1, 4), (2, 1)])
+def test_transposing_store_by_layout(layout, ways):
+    store = banks.sites("bank_conflicts", {"LAYOUT": layout})[0]
+    assert store.store and store.wavefronts == ways
+
+
+def test_swizzle_keeps_float4_reads_contiguous():
+    for k in range(32):
+        cols = [banks.a_col(2, k, m) for m in range(8, 12)]
+        assert cols == list(range(cols[0], cols[0] + 4)) and cols[0] % 4 == 0
+
+
+def test_predicted_totals_scale_with_the_grid():
+    small = banks.predict("bank_conflicts", 1024, 1024, 1024, {"LAYOUT": 0})
+    big = banks.predict("bank_conflicts", 2048, 2048, 2048, {"LAYOUT": 0})
+    assert big["st_conflicts"] == 8 * small["st_conflicts"] > 0
+    assert banks.predict("bank_conflicts", 1024, 1024, 1024, {"LAYOUT": 2})["st_conflicts"] == 0
+
+
+def test_sass_register_banks_from_the_offline_cubin():
+    ffma = sass.ffmas(sass.disassemble("vectorized"))
+    assert len(ffma) >= 128 * 8 * 2  # at least BK x TM x TN FFMAs in the unrolled main loop
+    r = sass.report("vectorized")
+    assert r.ffma == len(ffma) and 0 < r.with_reuse <= r.ffma
+    assert 0 <= r.volta_conflicts <= r.maxwell_conflicts
+
+
+def test_reuse_cache_hides_a_bank_read():
+    line = "        /*0010*/                   FFMA R1, R2.reuse, R4, R6 ;"
+    nxt = "        /*0020*/                   FFMA R3, R2, R8, R10 ;"
+    f = sass.ffmas(f"{line}\n{nxt}")
+    assert sass.bank_reads(f, 2) == [[0, 0, 0], [0, 0]]
+    assert sass.conflicts(f, "volta") == [True, False]
