@@ -1,13 +1,16 @@
 """Shared-memory bank model: which bank each lane of a warp hits, and how many wavefronts it costs.
 
 Shared memory has 32 banks of 4-byte words; bank = (byte address / 4) mod 32. One wavefront serves
-at most one word per bank, and any number of lanes reading the same word (a broadcast). A warp's
-request therefore takes as many wavefronts as the busiest bank has distinct words; a 128-bit access
-by 32 lanes moves 512 bytes and needs at least 4. Conflicts are the wavefronts above that minimum,
-which is how Nsight Compute counts `l1tex__data_bank_conflicts_pipe_lsu_mem_shared_*`.
+at most one word per bank, to any number of lanes that want that word (a broadcast). A 32-bit
+request of a warp is served in one phase; a 64-bit request in two half-warp phases and a 128-bit
+request in four quarter-warp phases (each at most 128 bytes), where consecutive phases that ask
+for exactly the same addresses share a pass. Each phase takes as many wavefronts as its busiest
+bank has distinct words; conflicts are the wavefronts above one per phase, which is how Nsight
+Compute counts `l1tex__data_bank_conflicts_pipe_lsu_mem_shared_*` (the phase rule for wide
+accesses is the one that reproduces the counters recorded on the H100 in chapter 5).
 
-`sites()` lists the shared-memory instructions of a catalogued kernel with the addresses its first
-warp touches, so the model can be checked against the hardware's counters for a whole launch.
+`sites()` lists the shared-memory instructions of a catalogued kernel, as compiled, with the
+addresses its first warp touches, so the model can be checked against the hardware for a launch.
 """
 from __future__ import annotations
 
@@ -31,20 +34,34 @@ class Access:
     store: bool = False
     per_step: int = 1  # times each warp issues it per K step of the main loop (per block)
 
-    def words(self) -> set[int]:
-        return {a // WORD + w for a in self.addresses for w in range(self.width // WORD)}
+    def phases(self) -> list[tuple[int, ...]]:
+        """Lane addresses served together: the warp (32-bit), half-warps (64-bit) or quarter-warps
+        (128-bit), with consecutive identical phases merged."""
+        lanes = 32 * WORD // self.width if self.width > WORD else 32
+        groups = [self.addresses[i:i + lanes] for i in range(0, len(self.addresses), lanes)]
+        merged: list[tuple[int, ...]] = []
+        for g in groups:
+            if not merged or sorted(set(g)) != sorted(set(merged[-1])):
+                merged.append(g)
+        return merged
+
+    def _words(self, addresses: tuple[int, ...]) -> set[int]:
+        return {a // WORD + w for a in addresses for w in range(self.width // WORD)}
 
     @property
     def wavefronts(self) -> int:
-        per_bank: dict[int, int] = {}
-        for word in self.words():
-            per_bank[word % BANKS] = per_bank.get(word % BANKS, 0) + 1
-        return max(per_bank.values())
+        total = 0
+        for phase in self.phases():
+            per_bank: dict[int, int] = {}
+            for word in self._words(phase):
+                per_bank[word % BANKS] = per_bank.get(word % BANKS, 0) + 1
+            total += max(per_bank.values())
+        return total
 
     @property
     def ideal(self) -> int:
-        """Fewest wavefronts for the distinct bytes requested (128 bytes per wavefront)."""
-        return max(1, math.ceil(len(self.words()) * WORD / (BANKS * WORD)))
+        """Fewest wavefronts: one per phase for every 128 distinct bytes it asks for."""
+        return sum(max(1, math.ceil(len(self._words(p)) * WORD / (BANKS * WORD))) for p in self.phases())
 
     @property
     def conflicts(self) -> int:
@@ -77,14 +94,18 @@ def sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access
             access("load Bs[kk][tc]", [t % bn for t in lanes], per_step=bk),
         ]
     if spec.name == "thread_tile_2d":
+        # As compiled: the unrolled loops let the compiler merge four consecutive scalar reads into
+        # one 128-bit load, along kk for As[tr+i][kk] and along j for Bs[kk][tc+j] (LDS.128 in SASS).
         bm, bn, bk, tm, tn = (p[x] for x in ("BM", "BN", "BK", "TM", "TN"))
         return [
             access("store As[r][c]", [(i // bk) * bk + i % bk for i in lanes], store=True,
                    per_step=math.ceil(bm * bk / threads)),
             access("store Bs[r][c]", [(i // bn) * bn + i % bn for i in lanes], store=True,
                    per_step=math.ceil(bk * bn / threads)),
-            access("load As[tr+i][kk]", [(t // (bn // tn) * tm) * bk for t in lanes], per_step=bk * tm),
-            access("load Bs[kk][tc+j]", [t % (bn // tn) * tn for t in lanes], per_step=bk * tn),
+            access("load As[tr+i][kk..kk+3]", [(t // (bn // tn) * tm) * bk for t in lanes], width=16,
+                   per_step=tm * bk // 4),
+            access("load Bs[kk][tc+j..tc+j+3]", [t % (bn // tn) * tn for t in lanes], width=16,
+                   per_step=bk * tn // 4),
         ]
     if spec.name in ("vectorized", "bank_conflicts"):
         return _vectorized_sites(p, threads)
