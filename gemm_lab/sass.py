@@ -73,7 +73,7 @@ def ffmas(sass: str) -> list[Ffma]:
             m = _REG.match(o)
             regs.append(m.group(1) if m and m.group(1) != "RZ" else None)
             reuse.append(bool(m and m.group(2)))
-        out.append(Ffma(int(match.group(1), 16), match.group(2), tuple(regs), tuple(reuse), line.strip()))
+        out.append(Ffma(int(match.group(1), 16), match.group(2), tuple(regs), tuple(reuse), " ".join(line.split())))
     return out
 
 
@@ -121,5 +121,5 @@ def annotate(ffma: list[Ffma], limit: int = 16) -> str:
     v, mx = conflicts(ffma, "volta"), conflicts(ffma, "maxwell")
     for f, b2, b4, cv, cm in zip(ffma[:limit], bank_reads(ffma, 2), bank_reads(ffma, 4), v, mx):
         flag = ("VOLTA-CONFLICT " if cv else "") + ("maxwell-conflict" if cm else "")
-        lines.append(f"{f.text:<60s} banks(mod 2) {b2!s:<10s} banks(mod 4) {b4!s:<10s} {flag}")
+        lines.append(f"{f.text:<44s} mod 2: {b2!s:<10s} mod 4: {b4!s:<10s} {flag}")
     return "\n".join(lines)
