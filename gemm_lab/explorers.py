@@ -1,0 +1,49 @@
+"""Explorers that work in the static web page: Vega-Lite charts over a recorded sweep grid.
+
+The reader picks values from drop-downs bound to Vega-Lite parameters; filter transforms keep the
+matching configurations and the heatmap redraws in the browser, with no Python kernel and no
+hand-written JavaScript. The data are the records of the replay GPU, and the title says so.
+"""
+from __future__ import annotations
+
+import altair as alt
+
+from . import catalog, plan, records
+from .tables import params_text, provenance
+
+
+def sweep_explorer(kernel: str, size: int = plan.EXPLORER_SIZE, x: str = "BN", y: str = "BM") -> alt.Chart:
+    """A GFLOP/s heatmap over two parameters; every other parameter is a drop-down in the page.
+
+    Switches Altair to its HTML renderer, so the chart is self-contained in the built book.
+    """
+    alt.renderers.enable("html")
+    spec = catalog.get(kernel)
+    ms = [m for m in records.measurements(spec.name) if (m.m, m.n, m.k) == (size, size, size)]
+    if not ms:
+        raise LookupError(f"no recorded sweep of {spec.name} at {size}")
+    rows = [{**m.params, "GFLOP/s": round(m.gflops), "% of cuBLAS": round(m.pct_cublas, 1),
+             "configuration": params_text(m.params)} for m in ms]
+    defaults = spec.full_params()
+    controls = [p for p in spec.param_names if p not in (x, y)]
+    chart = alt.Chart(alt.Data(values=rows))
+    for p in controls:
+        values = sorted({r[p] for r in rows})
+        name = f"pick_{p}"
+        chart = chart.add_params(alt.param(
+            name=name, value=defaults[p] if defaults[p] in values else values[0],
+            bind=alt.binding_select(options=values, name=f"{p} ")))
+        chart = chart.transform_filter(f"datum.{p} == {name}")
+    top = max(r["GFLOP/s"] for r in rows)
+    base = chart.encode(x=alt.X(f"{x}:O", title=x), y=alt.Y(f"{y}:O", title=y, sort="descending"))
+    cells = base.mark_rect().encode(
+        color=alt.Color("GFLOP/s:Q", scale=alt.Scale(domain=[0, top], scheme="viridis")),
+        tooltip=["configuration:N", "GFLOP/s:Q", "% of cuBLAS:Q"])
+    labels = base.mark_text(fontSize=11).encode(
+        text=alt.Text("GFLOP/s:Q", format=","),
+        color=alt.condition(f"datum['GFLOP/s'] < {0.6 * top}", alt.value("white"), alt.value("black")))
+    return (cells + labels).properties(
+        width=60 * len({r[x] for r in rows}), height=40 * len({r[y] for r in rows}),
+        title={"text": f"{spec.name} at {size}x{size}x{size}: GFLOP/s (hover for details)",
+               "subtitle": provenance(ms).replace(" (replayed: no GPU in use)", "")},
+    )

@@ -1,0 +1,26 @@
+"""The in-page explorers: controls bound to inputs drive filters over the recorded grid."""
+import pytest
+
+from gemm_lab import catalog, plan, records
+from gemm_lab.explorers import sweep_explorer
+
+CASES = [("smem_tiled", "BN", "BM"), ("thread_tile_2d", "BN", "BM"), ("vectorized", "BN", "BM"),
+         ("bank_conflicts", "BK", "BM")]
+
+
+@pytest.mark.parametrize("kernel,x,y", CASES)
+def test_controls_are_bound_and_filter_the_recorded_grid(kernel, x, y):
+    spec = catalog.get(kernel)
+    d = sweep_explorer(kernel, x=x, y=y).to_dict()
+    controls = [p for p in spec.param_names if p not in (x, y)]
+    params = {p["name"]: p for p in d["params"]}
+    for c in controls:
+        bound = params[f"pick_{c}"]
+        assert bound["bind"]["input"] == "select"
+        assert bound["value"] in bound["bind"]["options"]
+        assert set(bound["bind"]["options"]) <= set(plan.SWEEPS[kernel][c])
+        for layer in d["layer"]:
+            assert {"filter": f"datum.{c} == pick_{c}"} in layer["transform"]
+    recorded = [m for m in records.measurements(kernel) if m.m == plan.EXPLORER_SIZE]
+    assert len(d["data"]["values"]) == len(recorded) > 0
+    assert "recorded on" in d["title"]["subtitle"]
