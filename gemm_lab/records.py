@@ -215,12 +215,14 @@ def check(root: Path = RECORDS_DIR) -> list[str]:
             src = ROOT / r["source"]
             if not src.exists() or r.get("kernel") not in catalog.KERNELS:
                 problems.append(f"{path}: {r.get('kernel')} from {r['source']} is no longer in the catalog")
-            elif catalog.get(r["kernel"]).source_sha256() != r.get("source_sha256"):
+                continue
+            spec = catalog.get(r["kernel"])
+            if spec.source_sha256() != r.get("source_sha256"):
                 problems.append(
                     f"{path}: {r['kernel']} {r.get('params')} was recorded from an older {r['source']} "
                     "(sha256 differs): re-record it on a GPU with `gemm-lab record`"
                 )
-            elif r.get("build_sha256", catalog.get(r["kernel"]).build_sha256()) != catalog.get(r["kernel"]).build_sha256():
+            elif r.get("build_sha256", spec.build_sha256()) != spec.build_sha256():
                 problems.append(
                     f"{path}: {r['kernel']} {r.get('params')} was recorded before a header it includes changed "
                     "(build_sha256 differs): re-record it on a GPU with `gemm-lab record`"
