@@ -107,7 +107,7 @@ def sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access
             access("load Bs[kk][tc+j..tc+j+3]", [t % (bn // tn) * tn for t in lanes], width=16,
                    per_step=bk * tn // 4),
         ]
-    if spec.name in ("vectorized", "bank_conflicts"):
+    if spec.name in ("vectorized", "bank_conflicts", "prefetch"):  # prefetch: 06's tiles, double-buffered
         return _vectorized_sites(p, threads)
     raise ValueError(f"no shared-memory access model for {spec.name}")
 
@@ -152,3 +152,18 @@ def predict(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | N
         totals[f"{kind}_instructions"] += warps * s.per_step
         totals[f"{kind}_conflicts"] += warps * s.per_step * s.conflicts
     return totals
+
+
+def wavefronts_per_step(kernel: str | KernelSpec, params: Params | None = None) -> float:
+    """Shared-memory wavefronts one warp needs per BK-deep main-loop step (loads and stores)."""
+    return sum(s.wavefronts * s.per_step for s in sites(kernel, params))
+
+
+def fma_ceiling(kernel: str | KernelSpec, params: Params | None = None, fp32_lanes_per_sm: int = 128) -> float:
+    """The fraction of FFMA peak that shared memory allows: an SM serves one wavefront per clock
+    and issues fp32_lanes_per_sm / 32 warp FFMAs per clock, so a warp's step costs
+    max(FFMAs / (lanes / 32), wavefronts) clocks of the SM's shared pipe and FMA pipes."""
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    ffma_clocks = p["TM"] * p["TN"] * p["BK"] / (fp32_lanes_per_sm / 32)
+    return min(1.0, ffma_clocks / wavefronts_per_step(spec, p))

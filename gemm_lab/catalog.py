@@ -192,16 +192,21 @@ def a_pad(p: Params) -> int:
     return 4 if p.get("LAYOUT") == 1 else 0
 
 
+def buffers(p: Params) -> int:
+    """Shared-memory copies of the A and B tiles: PREFETCH doubles them, STAGES sets their number."""
+    return p.get("STAGES", 2 if p.get("PREFETCH") else 1)
+
+
 def _thread_tile(name: str, source: str, function: str, title: str, dims: str, notes: str, chapter: str,
                  extra: tuple[Rule, ...] = (), bk: int = 8) -> KernelSpec:
     """Kernels whose threads each compute a TM x TN tile (TN fixed to 1 for the 1-D kernel)."""
     tn = (lambda p: p["TN"]) if "TN" in dims else (lambda p: 1)
     threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // tn(p))  # noqa: E731
-    smem = lambda p: 4 * ((p["BM"] + a_pad(p)) * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+    smem = lambda p: 4 * buffers(p) * ((p["BM"] + a_pad(p)) * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
     choices = {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8, 16)}
     defaults = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
     rules = [
-        _positive(*(d for d in dims.split() if d != "LAYOUT")),
+        _positive(*(d for d in dims.split() if d in ("BM", "BN", "BK", "TM", "TN"))),
         _divides("TM", "BM", "each thread owns TM whole rows of the tile"),
         Rule("at most 512 threads per block: at 1024 the register file leaves 64 registers per thread, "
              "too few for the accumulators and fragments without spilling", lambda p: threads(p) <= 512),
@@ -209,6 +214,14 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     if "TN" in dims:
         choices, defaults = {**choices, "TM": (4, 8), "TN": (4, 8)}, {"BM": 128, "BN": 128, "BK": bk, "TM": 8, "TN": 8}
         rules.append(_divides("TN", "BN", "each thread owns TN whole columns of the tile"))
+    if "PREFETCH" in dims:
+        choices = {**choices, "BK": (4, 8, 16, 32), "PREFETCH": (0, 1)}
+        defaults = {**defaults, "BM": 64, "BK": 16, "PREFETCH": 1}  # the best of the chapter's measurements
+        rules.append(Rule("PREFETCH must be 0 (one buffer) or 1 (two buffers)", lambda p: p["PREFETCH"] in (0, 1)))
+    if "STAGES" in dims:
+        choices, defaults = {**choices, "BK": (4, 8, 16, 32), "STAGES": (2, 3, 4)}, {**defaults, "BK": 16, "STAGES": 3}
+        rules.append(Rule("STAGES must be 2, 3 or 4 (buffers in the cp.async pipeline; one is being read while "
+                          "the others are in flight)", lambda p: 2 <= p["STAGES"] <= 4))
     if "LAYOUT" in dims:
         choices, defaults = {**choices, "LAYOUT": tuple(A_LAYOUTS)}, {**defaults, "LAYOUT": 2}
         rules += [
@@ -253,6 +266,16 @@ KERNELS: dict[str, KernelSpec] = {
             "bank_conflicts", "kernels/07_bank_conflicts.cu", "sgemm_bank_conflicts", "A-tile layouts",
             "BM BN BK TM TN LAYOUT", "the vectorized kernel with its A tile plain, padded or XOR-swizzled",
             "ch05_bank_conflicts", (_multiple_of_4("BK", "TM", "TN"),), bk=32,
+        ),
+        _thread_tile(
+            "prefetch", "kernels/08_prefetch.cu", "sgemm_prefetch", "Prefetch, double buffered",
+            "BM BN BK TM TN PREFETCH", "the next tiles load into registers while the current ones are multiplied; "
+            "two shared buffers, one __syncthreads per step", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),),
+        ),
+        _thread_tile(
+            "multistage", "kernels/09_multistage.cu", "sgemm_multistage", "cp.async pipeline",
+            "BM BN BK TM TN STAGES", "cp.async copies STAGES - 1 tiles ahead straight into shared memory",
+            "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),),
         ),
     )
 }

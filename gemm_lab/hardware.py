@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import functools
 import io
 import json
 import shutil
@@ -34,7 +35,21 @@ BANK_METRICS = (
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
 )
-METRICS = TRAFFIC_METRICS + BANK_METRICS  # one set for every recorded launch, so rows compare
+STALL_REASONS = ("barrier", "long_scoreboard", "short_scoreboard", "mio_throttle", "math_pipe_throttle",
+                 "dispatch_stall", "wait", "not_selected", "selected")
+PIPELINE_METRICS = (
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",  # how busy the FP32 FMA pipe is
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",  # cycles in which a warp instruction issued
+    "sm__warps_active.avg.pct_of_peak_sustained_active",  # achieved occupancy
+    "sm__cycles_elapsed.avg.per_second",  # the SM clock during the launch
+    *(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS),
+)
+METRICS = TRAFFIC_METRICS + BANK_METRICS + PIPELINE_METRICS  # one set for every recorded launch, so rows compare
+
+
+def stalls(row: dict) -> dict[str, float]:
+    """Warps stalled per issued instruction, by reason, from a recorded counter row."""
+    return {r: row["metrics"][f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"] for r in STALL_REASONS}
 NCU_KEY = ("kernel", "params", "m", "n", "k")
 
 
@@ -104,7 +119,7 @@ def ceilings() -> dict:
 
     src = cupy.ones(256 * 2**20, dtype=cupy.float32)  # 1 GiB, far beyond L2
     dst = cupy.empty_like(src)
-    ms = median_ms(lambda a, b, c: cupy.copyto(b, a), [(src, dst, None)], 20)
+    ms = median_ms([functools.partial(cupy.copyto, dst, src)], 20)
     gpu = device.gpu()
     return {
         "gpu": gpu.name, "recorded_at": _now(), "peak_gflops": gpu.peak_gflops, "sms": gpu.sms,

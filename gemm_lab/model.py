@@ -5,6 +5,8 @@ by side.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from . import catalog
 from .catalog import KernelSpec, Params
 
@@ -85,3 +87,33 @@ def intensity(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params |
 def roofline(intensity_flop_per_byte: float, peak_gflops: float, bandwidth_gbs: float) -> float:
     """Attainable GFLOP/s at an arithmetic intensity: min(peak, intensity x bandwidth)."""
     return min(peak_gflops, intensity_flop_per_byte * bandwidth_gbs)
+
+
+@dataclass(frozen=True)
+class SMLimits:
+    """What one SM holds at once (CUDA Occupancy Calculator values for the compute capability)."""
+
+    registers: int = 65536
+    threads: int = 2048
+    blocks: int = 32
+    smem_bytes: int = 233472  # 228 KiB on sm_90
+    smem_reserved_per_block: int = 1024  # the runtime keeps 1 KiB per resident block
+    register_unit: int = 8  # registers per thread are allocated in multiples of 8 (256 per warp)
+
+
+SM_90 = SMLimits()
+SM_70 = SMLimits(smem_bytes=98304, smem_reserved_per_block=0)  # V100: 96 KiB of shared memory
+
+
+def occupancy(threads: int, registers: int, smem_bytes: int, sm: SMLimits = SM_90) -> dict[str, int]:
+    """Resident blocks per SM and what limits them: registers, shared memory, threads or the block cap."""
+    regs = -(-registers // sm.register_unit) * sm.register_unit
+    warps = -(-threads // 32)
+    limits = {
+        "registers": sm.registers // (regs * 32 * warps),
+        "shared memory": sm.smem_bytes // (smem_bytes + sm.smem_reserved_per_block),
+        "threads": sm.threads // (warps * 32),
+        "blocks": sm.blocks,
+    }
+    blocks = min(limits.values())
+    return {"blocks": blocks, "warps": blocks * warps, "limited_by": min(limits, key=limits.get)}

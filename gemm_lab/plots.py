@@ -303,3 +303,106 @@ def bank_grid(access: banks.Access, title: str = "") -> Figure:
                  f"{access.conflicts} conflict(s)", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def pipeline(params: dict[str, int], steps: int = 3, blocks_per_sm: int = 2, latency: int = 600) -> Figure:
+    """A schematic timeline of main-loop steps of one block: when tiles travel and when FFMAs run.
+
+    Durations are a model, not a measurement: a step's FFMAs take BM*BN*BK / (128 / blocks_per_sm)
+    clocks (the SM's 128 FP32 lanes shared by the resident blocks), a global load `latency` clocks,
+    a shared store and a __syncthreads a few dozen. PREFETCH 0/1 is 08_prefetch.cu, STAGES is
+    09_multistage.cu.
+    """
+    compute = params["BM"] * params["BN"] * params["BK"] / (128 / blocks_per_sm)
+    store, sync = 40, 30
+    rows = ("global loads\n(in flight)", "registers → shared", "__syncthreads", "FFMAs")
+    fig, ax = plt.subplots(figsize=(9, 2.6))
+    bars_: list[tuple[int, float, float, str]] = []  # (row, start, length, label)
+    t = 0.0
+    if "STAGES" in params:
+        ahead = params["STAGES"] - 1
+        for s in range(steps + ahead):
+            issue = (s - ahead) * (compute + sync)
+            bars_.append((0, max(issue, -ahead * (compute + sync)), latency, f"tile {s}"))
+        for s in range(steps):
+            bars_ += [(2, t, sync, ""), (3, t + sync, compute, f"step {s}")]
+            t += sync + compute
+        title = f"cp.async, {params['STAGES']} stages: copies run {ahead} step(s) ahead, straight into shared memory"
+    elif params.get("PREFETCH"):
+        bars_.append((0, -latency - store - sync, latency, "tile 0"))
+        bars_ += [(1, -store - sync, store, ""), (2, -sync, sync, "")]
+        for s in range(steps):
+            step = max(compute, latency)
+            bars_ += [(0, t, latency, f"tile {s + 1}"), (3, t, compute, f"step {s}"),
+                      (1, t + step, store, ""), (2, t + step + store, sync, "")]
+            t += step + store + sync
+        title = "PREFETCH=1: the next tile loads during the FFMAs; one __syncthreads per step"
+    else:
+        for s in range(steps):
+            bars_ += [(0, t, latency, f"tile {s}"), (1, t + latency, store, ""), (2, t + latency + store, sync, ""),
+                      (3, t + latency + store + sync, compute, f"step {s}"),
+                      (2, t + latency + store + sync + compute, sync, "")]
+            t += latency + store + 2 * sync + compute
+        title = "PREFETCH=0: load, wait, store, sync, multiply, sync: the FFMAs wait for every tile"
+    for row, start, length, label in bars_:
+        ax.add_patch(Rectangle((start, row - 0.35), length, 0.7, color=f"C{row}", alpha=0.75))
+        if label:
+            ax.text(start + length / 2, row, label, ha="center", va="center", fontsize=7)
+    lo = min(b[1] for b in bars_)
+    ax.set_xlim(lo - 50, max(t, max(b[1] + b[2] for b in bars_)) + 50)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("clock cycles of one block (schematic: model durations, see caption)")
+    ax.set_title(title, fontsize=9)
+    busy = steps * compute / t if t else 0
+    stamp(fig, f"model: FFMAs {compute:.0f} clk/step ({params['BM']}x{params['BN']}x{params['BK']} tile, "
+               f"{blocks_per_sm} blocks/SM), load latency {latency} clk (assumed); FFMA busy {busy:.0%} of the steps shown")
+    fig.tight_layout()
+    return fig
+
+
+def stalls(rows: Sequence[dict], labels: Sequence[str], title: str = "") -> Figure:
+    """Warps stalled per issued instruction, by reason, from recorded Nsight Compute rows."""
+    from .hardware import STALL_REASONS, stalls as stall_values
+
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    width = 0.8 / len(rows)
+    for i, (row, label) in enumerate(zip(rows, labels)):
+        values = stall_values(row)
+        ax.bar([x + i * width for x in range(len(STALL_REASONS))], [values[r] for r in STALL_REASONS],
+               width=width, label=label)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(STALL_REASONS))],
+                  [r.replace("_", " ") for r in STALL_REASONS], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("warps stalled per issue")
+    ax.set_title(title or "Why warps wait (Nsight Compute stall reasons)", fontsize=10)
+    ax.legend(fontsize=7)
+    stamp(fig, f"ncu, recorded on {rows[0]['gpu']}, {rows[0]['recorded_at'][:10]}, M=N=K={rows[0]['m']}")
+    fig.tight_layout()
+    return fig
+
+
+def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:
+    """% of cuBLAS (same run) of each kernel's default tile at one size, one bar per recorded GPU."""
+    from . import records
+
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    width = 0.8 / len(gpus)
+    found: list[Measurement] = []
+    for i, gpu in enumerate(gpus):
+        values = []
+        for kernel in kernels:
+            try:
+                x = records.lookup(kernel, catalog.get(kernel).full_params(), size, size, size, gpu=gpu)
+                found.append(x)
+                values.append(x.pct_cublas)
+            except LookupError:
+                values.append(0.0)
+        ax.bar([j + i * width for j in range(len(kernels))], values, width=width, label=gpu)
+    ax.axhline(100, **CUBLAS_STYLE, label="cuBLAS SGEMM (each GPU's own)")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(kernels))], kernels, rotation=25, ha="right", fontsize=8)
+    ax.set_ylabel("% of cuBLAS, same run")
+    ax.set_title(f"Default tiles at {size}x{size}x{size} on each recorded GPU", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return stamp(fig, provenance(found))

@@ -8,6 +8,7 @@ run reads from DRAM, as a real workload would.
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 import os
 import statistics
@@ -58,7 +59,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
             f"{run.tolerance(k, spec.precision):.3g}, so no time is reported"
         )
     sets = _input_sets(m, n, k)
-    ms = median_ms(lambda a, b, c: run.gemm(spec, a, b, p, out=c), sets, runs)
+    ms = median_ms([run.launcher(spec, a, b, p, out=c) for a, b, c in sets], runs)
     cublas_ms = cublas_median_ms(sets, runs)
     return _measurement(spec, p, (m, n, k), ms, cublas_ms, err, runs)
 
@@ -102,19 +103,19 @@ def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS) -> 
 
     if os.environ.get("CUPY_TF32", "0") != "0":
         raise RuntimeError("CUPY_TF32 is set: cuBLAS would use TF32 tensor cores, not an FP32 baseline")
-    return median_ms(lambda a, b, c: cupy.matmul(a, b, out=c), sets, runs)
+    return median_ms([functools.partial(cupy.matmul, a, b, out=c) for a, b, c in sets], runs)
 
 
-def median_ms(launch: Callable[[Any, Any, Any], Any], sets: list[tuple[Any, Any, Any]], runs: int) -> float:
-    """Median milliseconds of `runs` launches timed by CUDA events, after a warm-up."""
+def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
+    """Median milliseconds of `runs` launches (cycling through `launches`) timed by CUDA events, after a warm-up."""
     import cupy
 
     for i in range(WARMUP):
-        launch(*sets[i % len(sets)])
+        launches[i % len(launches)]()
     events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
     for i, (start, end) in enumerate(events):
         start.record()
-        launch(*sets[i % len(sets)])
+        launches[i % len(launches)]()
         end.record()
     events[-1][1].synchronize()
     return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)

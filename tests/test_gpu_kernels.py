@@ -20,6 +20,7 @@ def _instances():
         grid = catalog.legal_grid(name, plan.SWEEPS.get(name))
         picked = {tuple(catalog.get(name).full_params().items())}
         picked |= {tuple(grid[0].items()), tuple(grid[-1].items()), tuple(grid[len(grid) // 2].items())}
+        picked |= {tuple(catalog.get(name).full_params(p).items()) for k, p, _ in plan.EXTRA if k == name}
         for p in sorted(picked):
             yield pytest.param(name, dict(p), id=f"{name}-{'-'.join(str(v) for _, v in p)}")
 
