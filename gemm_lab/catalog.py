@@ -49,6 +49,7 @@ class KernelSpec:
     chapter: str = ""  # the book page that introduces it
     precision: str = "fp32"
     notes: str = ""
+    min_cc: tuple[int, int] = (5, 0)  # oldest compute capability whose instructions it uses
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -198,7 +199,7 @@ def buffers(p: Params) -> int:
 
 
 def _thread_tile(name: str, source: str, function: str, title: str, dims: str, notes: str, chapter: str,
-                 extra: tuple[Rule, ...] = (), bk: int = 8) -> KernelSpec:
+                 extra: tuple[Rule, ...] = (), bk: int = 8, min_cc: tuple[int, int] = (5, 0)) -> KernelSpec:
     """Kernels whose threads each compute a TM x TN tile (TN fixed to 1 for the 1-D kernel)."""
     tn = (lambda p: p["TN"]) if "TN" in dims else (lambda p: 1)
     threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // tn(p))  # noqa: E731
@@ -232,7 +233,7 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     return KernelSpec(
         name=name, source=source, function=function, title=title, choices=choices, defaults=defaults,
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem,
-        rules=(*rules, *extra, *_common_rules(threads, smem)), chapter=chapter, notes=notes,
+        rules=(*rules, *extra, *_common_rules(threads, smem)), chapter=chapter, notes=notes, min_cc=min_cc,
     )
 
 
@@ -274,8 +275,8 @@ KERNELS: dict[str, KernelSpec] = {
         ),
         _thread_tile(
             "multistage", "kernels/09_multistage.cu", "sgemm_multistage", "cp.async pipeline",
-            "BM BN BK TM TN STAGES", "cp.async copies STAGES - 1 tiles ahead straight into shared memory",
-            "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),),
+            "BM BN BK TM TN STAGES", "cp.async (Ampere and newer) copies STAGES - 1 tiles ahead straight into "
+            "shared memory", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),), min_cc=(8, 0),
         ),
     )
 }
@@ -296,20 +297,22 @@ def validate(
     params: Params | None = None,
     shape: tuple[int, int, int] | None = None,
     smem_limit: int | None = None,
+    cc: tuple[int, int] | None = None,
 ) -> dict[str, int]:
     """Check parameters (and a problem shape) against the kernel's rules before anything compiles.
 
     Returns the full parameter set (defaults filled in). Raises `ValueError` naming the broken
-    rule and the values that broke it. `smem_limit` is the device's per-block limit when known.
+    rule and the values that broke it. `smem_limit` and `cc` (compute capability) describe the
+    device when known.
     """
     spec = get(kernel)
+    if cc is not None and tuple(cc) < spec.min_cc:
+        raise ValueError(f"{spec.name} needs a GPU of compute capability {spec.min_cc[0]}.{spec.min_cc[1]} or newer "
+                         f"({spec.notes}); this one is {cc[0]}.{cc[1]}")
     p = spec.full_params(params)
     for rule in spec.rules:
         if not rule.holds(p):
-            raise ValueError(
-                f"{spec.describe(p)} breaks a rule: {rule.why} "
-                f"(it needs {spec.threads(p)} threads and {spec.smem_bytes(p)} B of shared memory per block)"
-            )
+            raise ValueError(f"{spec.describe(p)} breaks a rule: {rule.why}{_needs(spec, p)}")
     if smem_limit is not None and spec.smem_bytes(p) > smem_limit:
         raise ValueError(
             f"{spec.describe(p)} needs {spec.smem_bytes(p)} bytes of shared memory per block; "
@@ -318,6 +321,14 @@ def validate(
     if shape is not None:
         _validate_shape(spec, p, shape)
     return p
+
+
+def _needs(spec: KernelSpec, p: dict[str, int]) -> str:
+    """What the instance would need per block, when that can be computed (not for a zero tile size)."""
+    try:
+        return f" (it needs {spec.threads(p)} threads and {spec.smem_bytes(p)} B of shared memory per block)"
+    except ZeroDivisionError:
+        return ""
 
 
 def _validate_shape(spec: KernelSpec, p: dict[str, int], shape: tuple[int, int, int]) -> None:

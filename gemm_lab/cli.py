@@ -1,10 +1,10 @@
-"""`gemm-lab`: benchmark, sweep and record kernels, and check the recorded data."""
+"""`gemm-lab`: benchmark, sweep, record and sanitize kernels, and check the recorded data."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import catalog, device, hardware, plan, records, sweeps, tables, timing
+from . import catalog, device, hardware, plan, records, sanitize, sweeps, tables, timing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,12 +22,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("kernel", choices=sorted(catalog.KERNELS))
     p.add_argument("--size", type=int, default=plan.EXPLORER_SIZE, help="M = N = K (default: %(default)s)")
     p.add_argument("--restart", action="store_true", help="re-measure combinations already recorded")
+    p.add_argument("--prune", action="store_true",
+                   help="skip instances the offline ptxas report shows spilling or holding too few warps")
 
     p = sub.add_parser("record", help="re-record the book's data on this GPU (see gemm_lab/plan.py)")
     p.add_argument("--only", choices=("device", "headline", "sweeps", "counters"), action="append",
                    help="record only these parts (repeatable)")
     p.add_argument("--fresh", action="store_true",
                    help="re-measure cases already recorded from the current kernel sources")
+
+    p = sub.add_parser("sanitize", help="run compute-sanitizer's four tools over kernels on tail shapes, into records/")
+    p.add_argument("kernels", nargs="*", help="kernel names (default: every catalogued kernel)")
+    p.add_argument("--tool", choices=sanitize.TOOLS, action="append", help="only these tools (repeatable)")
+    p.add_argument("--fresh", action="store_true",
+                   help="re-run tools whose clean verdict on the current kernel build is recorded")
 
     p = sub.add_parser("records", help="summarise the recorded data")
     p.add_argument("--check", action="store_true", help="fail if any record is malformed or stale")
@@ -63,7 +71,7 @@ def _parse_param(text: str) -> tuple[str, int]:
 
 def _sweep(args: argparse.Namespace) -> int:
     _require_live("sweep")
-    ms = sweeps.sweep(args.kernel, args.size, resume=not args.restart)
+    ms = sweeps.sweep(args.kernel, args.size, resume=not args.restart, prune=args.prune)
     best = sorted(ms, key=lambda x: -x.gflops)[:10]
     print(tables.measurements_table(best))
     return 0
@@ -105,6 +113,13 @@ def _recorded(name: str, params: dict | None, size: int, gpu: str) -> bool:
     return x.build_sha256 == spec.build_sha256()
 
 
+def _sanitize(args: argparse.Namespace) -> int:
+    runs = sanitize.sanitize(args.kernels, args.tool or sanitize.TOOLS, fresh=args.fresh)
+    print(sanitize.summary(runs))
+    print(f"recorded in {records.gpu_dir(device.gpu().name) / f'{records.SANITIZER}.json'}")
+    return 1 if any(r.errors for r in runs) else 0
+
+
 def _records(args: argparse.Namespace) -> int:
     if args.check:
         problems = records.check()
@@ -124,7 +139,7 @@ def _require_live(what: str) -> None:
         raise RuntimeError(f"{what} measures on a GPU, and none is in use (replay mode)")
 
 
-COMMANDS = {"bench": _bench, "sweep": _sweep, "record": _record, "records": _records}
+COMMANDS = {"bench": _bench, "sweep": _sweep, "record": _record, "sanitize": _sanitize, "records": _records}
 
 if __name__ == "__main__":
     sys.exit(main())

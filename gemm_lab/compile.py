@@ -46,7 +46,7 @@ def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
     import cupy
 
     spec = catalog.get(kernel)
-    p = catalog.validate(spec, params, smem_limit=device.gpu().smem_per_block)
+    p = catalog.validate(spec, params, smem_limit=device.gpu().smem_per_block, cc=device.gpu().cc)
     name = spec.instance(p)
     key = (spec.build_sha256(), name, device.gpu().arch)
     if key not in _live_cache:

@@ -1,8 +1,8 @@
 """Which GPU we run on, or that we replay: the one switch between live and recorded results.
 
 Live means CuPy imports and sees a CUDA device; set GEMM_LAB_REPLAY=1 to replay recorded results
-even on a GPU. Replay reads the records of GEMM_LAB_GPU, else of the live GPU, else of the H100
-on which the book's numbers were recorded.
+even on a GPU. Replay reads the records of GEMM_LAB_GPU, else of the reader's GPU when records/ has
+them, else of the H100 on which the book's numbers were recorded.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class GPU:
 @functools.cache
 def live() -> bool:
     """True when results are measured on a CUDA GPU, False when they are replayed from records."""
-    if os.environ.get(REPLAY_ENV, "0") not in ("", "0"):
+    if forced_replay():
         return False
     try:
         import cupy
@@ -89,11 +89,38 @@ def gpu() -> GPU:
     )
 
 
+def forced_replay() -> bool:
+    """True when GEMM_LAB_REPLAY asks for replay, GPU or not."""
+    return os.environ.get(REPLAY_ENV, "0") not in ("", "0")
+
+
+@functools.cache
+def reader_gpu() -> str | None:
+    """The reader's GPU, live or not: the device in use, else NVML's device 0, else None.
+
+    NVML names the GPU without creating a CUDA context, so forced replay on a GPU still knows which
+    GPU it is; any NVML failure (no library, no driver, no device) means there is none.
+    """
+    if live():
+        return gpu().name
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:
+        return None
+
+
 def replay_gpu() -> str:
-    """Whose records to read: GEMM_LAB_GPU, else the live GPU, else the book's H100."""
+    """Whose records to read: GEMM_LAB_GPU, else the reader's GPU if it has records, else the book's H100."""
     if os.environ.get(GPU_ENV):
         return os.environ[GPU_ENV]
-    return gpu().name if live() else DEFAULT_REPLAY_GPU
+    from . import records  # records imports this module
+
+    mine = reader_gpu()
+    return mine if mine and records.has_records(mine) else DEFAULT_REPLAY_GPU
 
 
 def telemetry() -> dict[str, float]:

@@ -1,9 +1,10 @@
 """Recorded GPU results: compact JSON files in `records/<gpu>/`, written atomically, replayed anywhere.
 
-Three kinds of file per GPU, each `{"format": 1, "rows": [...]}` with one row per line:
+Four kinds of file per GPU, each `{"format": 1, "rows": [...]}` with one row per line:
   `<kernel>.json`  benchmark measurements (the record format below), one file per kernel;
   `ncu.json`       hardware counters read by Nsight Compute for some kernel instances;
-  `device.json`    the GPU's measured ceilings (FP32 peak, DRAM bandwidth) for rooflines.
+  `device.json`    the GPU's measured ceilings (FP32 peak, DRAM bandwidth) for rooflines;
+  `sanitizer.json` compute-sanitizer's verdict on every kernel, one row per (kernel, tool).
 A row that names a kernel source carries its sha256, so `check()` notices edited kernels.
 """
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Measurement:
     runs: int = 0
     peak_gflops: float = 0.0
     versions: dict[str, str] = field(default_factory=dict)  # driver, CUDA runtime, CuPy
-    telemetry: dict[str, float] = field(default_factory=dict)  # SM clock, power after timing
+    telemetry: dict[str, float] = field(default_factory=dict)  # SM clock, power while the timed launches ran
     replayed: bool = field(default=False, compare=False)  # set on load, never stored
 
     @property
@@ -76,18 +77,64 @@ class Measurement:
 
     @classmethod
     def from_row(cls, row: dict[str, Any], where: str = "") -> "Measurement":
-        for name in REQUIRED:
-            if name not in row:
-                raise RecordError(f"{where}: a row lacks the field {name!r}: {_short(row)}")
-        known = {f.name for f in fields(cls)} - {"replayed"}
-        values = {k: v for k, v in row.items() if k in known}
+        values = _typed_fields(cls, row, REQUIRED, where)
+        values.pop("replayed", None)
         spec = catalog.KERNELS.get(row["kernel"])
-        if spec and isinstance(row["params"], dict) and set(row["params"]) == set(spec.param_names):
+        if spec and set(row["params"]) == set(spec.param_names):
             values["params"] = {p: row["params"][p] for p in spec.param_names}  # template order
-        try:
-            return cls(**values, replayed=True)
-        except TypeError as err:
-            raise RecordError(f"{where}: malformed row ({err}): {_short(row)}") from None
+        return cls(**values, replayed=True)
+
+
+SANITIZER = "sanitizer"  # records/<gpu>/sanitizer.json
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+SANITIZER_KEY = ("kernel", "tool")
+
+
+@dataclass(frozen=True)
+class SanitizerRun:
+    """One compute-sanitizer tool run over all of a kernel's cases (`gemm-lab sanitize`); clean means errors == 0."""
+
+    kernel: str
+    source: str
+    source_sha256: str
+    build_sha256: str  # the compiled text the tool saw: a header edit makes the verdict stale
+    tool: str
+    errors: int
+    cases: list[dict[str, Any]]  # [{"params": {...}, "shapes": [[m, n, k], ...]}, ...]
+    gpu: str
+    recorded_at: str
+    versions: dict[str, str]  # driver, CUDA runtime, CuPy, compute-sanitizer
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], where: str = "") -> "SanitizerRun":
+        values = _typed_fields(cls, row, tuple(f.name for f in fields(cls)), where)
+        if values["tool"] not in SANITIZER_TOOLS:
+            raise RecordError(f"{where}: field 'tool' must be one of {', '.join(SANITIZER_TOOLS)}: {_short(row)}")
+        if values["errors"] < 0:
+            raise RecordError(f"{where}: field 'errors' must be a count (0 or more): {_short(row)}")
+        return cls(**values)
+
+
+_JSON_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,), "list": (list,)}
+
+
+def _typed_fields(cls: type, row: dict[str, Any], required: tuple[str, ...], where: str) -> dict[str, Any]:
+    """The row's values of `cls`'s fields, each of its declared JSON type; a RecordError names the field."""
+    for name in required:
+        if name not in row:
+            raise RecordError(f"{where}: a row lacks the field {name!r}: {_short(row)}")
+    values = {}
+    for f in fields(cls):
+        if f.name not in row:
+            continue
+        value, kind = row[f.name], str(f.type).split("[")[0]
+        if not isinstance(value, _JSON_TYPES[kind]) or (isinstance(value, bool) and kind != "bool"):
+            raise RecordError(f"{where}: field {f.name!r} must be {f.type}, not {value!r}: {_short(row)}")
+        values[f.name] = value
+    return values
 
 
 def slug(gpu_name: str) -> str:
@@ -97,6 +144,17 @@ def slug(gpu_name: str) -> str:
 
 def gpu_dir(gpu_name: str | None = None) -> Path:
     return RECORDS_DIR / slug(gpu_name or device.replay_gpu())
+
+
+def has_records(gpu_name: str) -> bool:
+    """Whether records/ holds a complete set for this GPU, enough to replay every page.
+
+    `gemm-lab record` writes the device ceilings first and the hardware counters last, so a folder
+    with both holds a full recording; one made with `--only headline` (the scoreboard's second GPU)
+    does not, and replay then shows the H100's records instead of failing on a missing case.
+    """
+    folder = gpu_dir(gpu_name)
+    return (folder / "device.json").is_file() and (folder / "ncu.json").is_file()
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -197,8 +255,21 @@ def read_kind(kind: str, gpu: str | None = None) -> list[dict[str, Any]]:
     return read_rows(path) if path.exists() else []
 
 
+def save_sanitizer(runs: Iterable[SanitizerRun]) -> None:
+    """Store sanitizer runs in their GPU's sanitizer.json (same kernel and tool: the newer one wins)."""
+    for run in runs:
+        upsert(gpu_dir(run.gpu) / f"{SANITIZER}.json", [run.to_row()], SANITIZER_KEY)
+
+
+def sanitizer_runs(gpu: str | None = None) -> list[SanitizerRun]:
+    """Every recorded sanitizer run of a GPU (default: the replay GPU); empty when none were recorded."""
+    path = gpu_dir(gpu) / f"{SANITIZER}.json"
+    return [SanitizerRun.from_row(r, str(path)) for r in read_rows(path)] if path.exists() else []
+
+
 def check(root: Path = RECORDS_DIR) -> list[str]:
-    """Problems with the recorded data: malformed files, missing fields, stale kernel hashes."""
+    """Problems with the recorded data: malformed files, missing fields, stale kernel hashes, and, in a GPU
+    folder that has a sanitizer.json, kernels without a fresh, clean run of every sanitizer tool."""
     problems = []
     for path in sorted(root.glob("*/*.json")):
         try:
@@ -206,27 +277,52 @@ def check(root: Path = RECORDS_DIR) -> list[str]:
             if _is_bench(path):
                 for r in rows:
                     Measurement.from_row(r, str(path))
+            runs = [SanitizerRun.from_row(r, str(path)) for r in rows] if path.stem == SANITIZER else []
         except RecordError as err:
             problems.append(str(err))
             continue
-        for r in rows:
-            if not r.get("source"):
-                continue  # no kernel source behind it (cuBLAS, device ceilings)
-            src = ROOT / r["source"]
-            if not src.exists() or r.get("kernel") not in catalog.KERNELS:
-                problems.append(f"{path}: {r.get('kernel')} from {r['source']} is no longer in the catalog")
-                continue
-            spec = catalog.get(r["kernel"])
-            if spec.source_sha256() != r.get("source_sha256"):
-                problems.append(
-                    f"{path}: {r['kernel']} {r.get('params')} was recorded from an older {r['source']} "
-                    "(sha256 differs): re-record it on a GPU with `gemm-lab record`"
-                )
-            elif r.get("build_sha256", spec.build_sha256()) != spec.build_sha256():
-                problems.append(
-                    f"{path}: {r['kernel']} {r.get('params')} was recorded before a header it includes changed "
-                    "(build_sha256 differs): re-record it on a GPU with `gemm-lab record`"
-                )
+        problems += _sanitizer_problems(path, runs) if path.stem == SANITIZER else _stale(path, rows)
+    return problems
+
+
+def _stale(path: Path, rows: list[dict[str, Any]]) -> list[str]:
+    problems = []
+    for r in rows:
+        if not r.get("source"):
+            continue  # no kernel source behind it (cuBLAS, device ceilings)
+        src = ROOT / r["source"]
+        if not src.exists() or r.get("kernel") not in catalog.KERNELS:
+            problems.append(f"{path}: {r.get('kernel')} from {r['source']} is no longer in the catalog")
+            continue
+        spec = catalog.get(r["kernel"])
+        if spec.source_sha256() != r.get("source_sha256"):
+            problems.append(
+                f"{path}: {r['kernel']} {r.get('params')} was recorded from an older {r['source']} "
+                "(sha256 differs): re-record it on a GPU with `gemm-lab record`"
+            )
+        elif r.get("build_sha256", spec.build_sha256()) != spec.build_sha256():
+            problems.append(
+                f"{path}: {r['kernel']} {r.get('params')} was recorded before a header it includes changed "
+                "(build_sha256 differs): re-record it on a GPU with `gemm-lab record`"
+            )
+    return problems
+
+
+def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
+    """Every catalogued kernel needs a run of each tool, of its current build, with no errors."""
+    problems = [f"{path}: {r.kernel} is no longer in the catalog" for r in runs if r.kernel not in catalog.KERNELS]
+    found = {(r.kernel, r.tool): r for r in runs}
+    for spec in catalog.KERNELS.values():
+        build, redo = spec.build_sha256(), f"run `gemm-lab sanitize {spec.name}` on that GPU"
+        for tool in SANITIZER_TOOLS:
+            run = found.get((spec.name, tool))
+            if run is None:
+                problems.append(f"{path}: {spec.name} has no {tool} record: {redo}")
+            elif run.build_sha256 != build:
+                problems.append(f"{path}: the {tool} record of {spec.name} is of an older {spec.source} or a header "
+                                f"it includes (build_sha256 differs): {redo}")
+            elif run.errors:
+                problems.append(f"{path}: {tool} found {run.errors} error(s) in {spec.name}: fix them, then {redo}")
     return problems
 
 

@@ -1,9 +1,10 @@
 """Launch a catalogued kernel on CuPy arrays and check it against a float64 reference."""
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -29,9 +30,38 @@ def gemm(
     first, so vector loads are always legal; anything that is not a 2-D float32 CuPy array is
     refused with a TypeError. `out` must be C-contiguous and 16-byte aligned; with beta == 0 it
     is never read.
-    Everything is validated before the kernel is compiled or launched.
+    Everything is validated before the kernel is compiled or launched. The launch is asynchronous: a
+    fault it causes surfaces at the next synchronisation (as a KernelFault in `check` and `bench`).
     """
-    return launcher(kernel, a, b, params, alpha=alpha, beta=beta, out=out)()
+    matrices = getattr(a, "ndim", 0) == getattr(b, "ndim", 0) == 2
+    with faults(kernel, params, (a.shape[0], b.shape[1], a.shape[1]) if matrices else None):
+        return launcher(kernel, a, b, params, alpha=alpha, beta=beta, out=out)()
+
+
+class KernelFault(RuntimeError):
+    """A kernel faulted on the GPU (e.g. an illegal address): the process's CUDA context is unusable."""
+
+
+@contextlib.contextmanager
+def faults(kernel: str | KernelSpec, params: Params | None,
+           shape: tuple[int, int, int] | None = None) -> Iterator[None]:
+    """Turn a CUDA error raised inside into a KernelFault that names the kernel, its parameters and what to do.
+
+    After a fault every CUDA call of the process fails, so the only way on is a new process; CUDA
+    reports the fault at the next synchronisation, so wrap everything up to one.
+    """
+    import cupy
+
+    try:
+        yield
+    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as err:
+        name = kernel if isinstance(kernel, str) else kernel.name
+        where = f" at M={shape[0]}, N={shape[1]}, K={shape[2]}" if shape else ""
+        raise KernelFault(
+            f"CUDA failed while running {name} with {dict(params) if params else 'its default parameters'}{where}: "
+            f"{err}. The GPU's CUDA context is now unusable and every later CUDA call fails: restart the Python "
+            "kernel (Jupyter: Kernel > Restart) or process before using the GPU again."
+        ) from err
 
 
 def launcher(
@@ -56,7 +86,8 @@ def launcher(
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"A is {m}x{k} and B is {k2}x{n}: inner dimensions differ")
-    p = catalog.validate(spec, params, shape=(m, n, k), smem_limit=device.gpu().smem_per_block)
+    p = catalog.validate(spec, params, shape=(m, n, k), smem_limit=device.gpu().smem_per_block,
+                          cc=device.gpu().cc)
     if out is None:
         out = cupy.empty((m, n), dtype=cupy.float32)
     elif out.shape != (m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous or out.data.ptr % 16:
@@ -135,14 +166,20 @@ def verify(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | No
 
 
 def check(spec: KernelSpec, params: Params, m: int, n: int, k: int) -> float:
-    """max_rel_err of one live run on fresh inputs with C poisoned by NaN."""
+    """max_rel_err of one live run on fresh inputs with C poisoned by NaN.
+
+    It synchronises right after the launch, so that a fault of this kernel is reported as its KernelFault
+    (and not as an error of the cuBLAS reference that follows).
+    """
     import cupy
 
-    a, b = random_inputs(m, n, k)
-    out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
-    gemm(spec, a, b, params, out=out)
-    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
-    return max_rel_err(out, ref)
+    with faults(spec, params, (m, n, k)):
+        a, b = random_inputs(m, n, k)
+        out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
+        gemm(spec, a, b, params, out=out)
+        cupy.cuda.Device().synchronize()
+        ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+        return max_rel_err(out, ref)
 
 
 def _array_module(x: Any) -> Any:

@@ -10,26 +10,30 @@ from typing import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
-from . import catalog, device, records, timing
+from . import autotune, catalog, device, records, timing
 from .catalog import KernelSpec
 from .records import Measurement
 
 
 def sweep(kernel: str | KernelSpec, size: int | Sequence[int],
           choices: Mapping[str, tuple[int, ...]] | None = None, *, resume: bool = True,
-          save: bool = True, progress: bool = True) -> list[Measurement]:
-    """GFLOP/s of every legal combination of `choices` (default: the catalog's) at one shape."""
+          save: bool = True, progress: bool = True, prune: bool = False) -> list[Measurement]:
+    """GFLOP/s of every legal combination of `choices` (default: the catalog's) at one shape.
+
+    With `prune`, instances that would spill or hold too few warps (`autotune.prune`) are not timed.
+    """
     spec = catalog.get(kernel)
     m, n, k = timing.shape_of(size)
-    grid = catalog.legal_grid(spec, choices)
+    grid = autotune.prune(spec.name, choices)[0] if prune else catalog.legal_grid(spec, choices)
     if not device.live():
         recorded = {_key(x.params): x for x in records.measurements(spec.name) if (x.m, x.n, x.k) == (m, n, k)}
         return [recorded[_key(p)] for p in grid if _key(p) in recorded]
     done = {}
     if resume:
-        sha = spec.source_sha256()
+        sha = spec.build_sha256()  # the .cu file and its headers
         done = {_key(x.params): x for x in records.measurements(spec.name, device.gpu().name)
-                if (x.m, x.n, x.k) == (m, n, k) and x.source_sha256 == sha}
+                if (x.m, x.n, x.k) == (m, n, k) and x.build_sha256 == sha}
+    autotune.precompile([(spec.name, p) for p in grid if _key(p) not in done])
     out = []
     for p in tqdm(grid, desc=f"sweep {spec.name} {m}x{n}x{k}", disable=not progress):
         if _key(p) in done:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import os
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -25,7 +26,8 @@ class Table:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
         body = "".join("<tr>" + "".join(f"<td style='white-space:nowrap'>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
         cap = f"<caption style='caption-side:bottom'>{html.escape(self.caption)}</caption>" if self.caption else ""
-        return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        table = f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return f"<div style='overflow-x:auto'>{table}</div>"  # wide tables scroll instead of being cut off
 
 
 def params_text(params: dict[str, int]) -> str:
@@ -43,7 +45,7 @@ def provenance(measurements: Iterable[Measurement]) -> str:
     if any(x.replayed for x in ms):
         dates = sorted({x.date for x in ms})
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-        how = "read back from records/" if device.live() else "replayed: no GPU in use"
+        how = "read back from records/" if device.live() else f"replayed: {replay_reason()}"
         return f"recorded on {', '.join(gpus)}, {span} ({how})"
     return f"measured live on {', '.join(gpus)}"
 
@@ -73,13 +75,69 @@ class Banner:
 
 
 def banner() -> Banner:
+    """Live: the GPU measuring now. Replay: why, whose records and their dates, and how to measure instead."""
     from . import device, records
 
     if device.live():
         gpu = device.gpu()
         return Banner(f"Live: measuring on {gpu.name} ({gpu.sms} SMs, FP32 peak {gpu.peak_gflops / 1e3:.1f} "
                       f"TFLOP/s at {gpu.clock_mhz:.0f} MHz). Every number below is measured now.")
+    mine, shown = device.reader_gpu(), device.replay_gpu()
     dates = sorted({x.date for x in records.measurements()})
     when = f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
-    return Banner(f"Replay: no CUDA GPU in use, so every number below was recorded on {device.replay_gpu()}"
-                  f"{when}. Run this page on a machine with an NVIDIA GPU to measure your own.")
+    text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}."
+    if os.environ.get(device.GPU_ENV):
+        text += f" {device.GPU_ENV} chose these records."
+    elif mine and mine != shown:
+        text += f" records/ holds none from your {mine} (`gemm-lab record` adds them)."
+    if not mine:
+        text += " Run this page on a machine with an NVIDIA GPU to measure your own."
+    elif device.forced_replay():
+        text += f" Unset {device.REPLAY_ENV} to measure your {mine}."
+    else:
+        text += f" Install the cuda12 or cuda13 extra to measure your {mine}."
+    return Banner(text)
+
+
+def replay_reason() -> str:
+    """Why this run replays: forced, a GPU that CuPy cannot use, or no GPU at all."""
+    from . import device
+
+    if device.forced_replay():
+        return f"{device.REPLAY_ENV} is set"
+    return "CuPy sees no CUDA GPU" if device.reader_gpu() else "no CUDA GPU in use"
+
+
+def recorded_gpus() -> list[str]:
+    """Names of the GPUs with recorded results under records/ (from each folder's device.json)."""
+    from . import records
+
+    names = []
+    for folder in sorted(p for p in records.RECORDS_DIR.iterdir() if p.is_dir()):
+        device_file = folder / "device.json"
+        if device_file.exists():
+            names += [row["gpu"] for row in records.read_rows(device_file)]
+    return names
+
+
+def gpu_comparison(kernels: Sequence[str], sizes: Sequence[int], gpus: Sequence[str] | None = None) -> Table:
+    """Recorded GFLOP/s and % of cuBLAS (same run) of each kernel's default tile on several GPUs."""
+    from . import catalog, records
+
+    gpus = list(gpus or recorded_gpus())
+    rows, dates = [], set()
+    for kernel in kernels:
+        params = catalog.get(kernel).full_params()
+        for size in sizes:
+            cells = []
+            for gpu in gpus:
+                try:
+                    x = records.lookup(kernel, params, size, size, size, gpu=gpu)
+                except LookupError:
+                    cells.append("not recorded")
+                    continue
+                dates.add(f"{x.gpu} {x.date}")
+                cells.append(f"{x.gflops:,.0f} ({x.pct_cublas:.0f}%)")
+            rows.append((kernel, str(size), *cells))
+    return Table(("kernel", "M = N = K", *(f"{g}: GFLOP/s (% cuBLAS)" for g in gpus)), tuple(rows),
+                 "recorded: " + "; ".join(sorted(dates)) + ". Each % is against cuBLAS SGEMM timed in the same run on that GPU.")

@@ -1,7 +1,9 @@
 """Time a kernel beside cuBLAS, in the same process, on inputs that do not fit in L2.
 
 Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses
-CUDA events around every launch after a warm-up, and reports the median of at least 20 runs.
+CUDA events around every launch after a warm-up, and reports the median of at least 20 runs. NVML's
+SM clock and power are read while the timed launches are still queued on the GPU, so a throttled
+run shows in its record.
 When A, B and C together fit in twice the L2 cache, launches rotate over enough copies that each
 run reads from DRAM, as a real workload would.
 """
@@ -52,20 +54,21 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
         return records.lookup(spec.name, p, m, n, k)
     if runs < MIN_RUNS:
         raise ValueError(f"runs={runs}: the median needs at least {MIN_RUNS} runs")
-    err = run.check(spec, p, m, n, k)
-    if not err <= run.tolerance(k, spec.precision):
-        raise VerificationError(
-            f"{spec.describe(p)} at M={m}, N={n}, K={k}: max relative error {err:.3g} exceeds "
-            f"{run.tolerance(k, spec.precision):.3g}, so no time is reported"
-        )
-    sets = _input_sets(m, n, k)
-    ms = median_ms([run.launcher(spec, a, b, p, out=c) for a, b, c in sets], runs)
-    cublas_ms = cublas_median_ms(sets, runs)
-    return _measurement(spec, p, (m, n, k), ms, cublas_ms, err, runs)
+    with run.faults(spec, p, (m, n, k)):
+        err = run.check(spec, p, m, n, k)
+        if not err <= run.tolerance(k, spec.precision):
+            raise VerificationError(
+                f"{spec.describe(p)} at M={m}, N={n}, K={k}: max relative error {err:.3g} exceeds "
+                f"{run.tolerance(k, spec.precision):.3g}, so no time is reported"
+            )
+        sets = _input_sets(m, n, k)
+        ms, seen = _timed([run.launcher(spec, a, b, p, out=c) for a, b, c in sets], runs)
+        cublas_ms = cublas_median_ms(sets, runs)
+    return _measurement(spec, p, (m, n, k), ms, cublas_ms, err, runs, seen)
 
 
 def _measurement(spec: KernelSpec | None, params: dict[str, int], shape: Shape,
-                 ms: float, cublas_ms: float, err: float, runs: int) -> Measurement:
+                 ms: float, cublas_ms: float, err: float, runs: int, seen: dict[str, float]) -> Measurement:
     """A live measurement of a kernel, or of cuBLAS alone when `spec` is None."""
     gpu = device.gpu()
     m, n, k = shape
@@ -78,7 +81,7 @@ def _measurement(spec: KernelSpec | None, params: dict[str, int], shape: Shape,
         recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         time_ms=ms, cublas_time_ms=cublas_ms, runs=runs, peak_gflops=gpu.peak_gflops,
         versions={"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy},
-        telemetry=device.telemetry(),
+        telemetry=seen,
     )
 
 
@@ -93,21 +96,37 @@ def cublas(size: int | Sequence[int], *, runs: int = MIN_RUNS) -> Measurement:
     out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
     cupy.matmul(a, b, out=out)
     err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
-    ms = cublas_median_ms(_input_sets(m, n, k), runs)
-    return _measurement(None, {}, (m, n, k), ms, ms, err, runs)
+    ms, seen = _timed(_cublas_launches(_input_sets(m, n, k)), runs)
+    return _measurement(None, {}, (m, n, k), ms, ms, err, runs, seen)
 
 
 def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS) -> float:
     """cuBLAS SGEMM through `cupy.matmul` with FP32 math (TF32 off), on the same inputs."""
+    return median_ms(_cublas_launches(sets), runs)
+
+
+def _cublas_launches(sets: list[tuple[Any, Any, Any]]) -> list[Callable[[], Any]]:
     import cupy
 
     if os.environ.get("CUPY_TF32", "0") != "0":
         raise RuntimeError("CUPY_TF32 is set: cuBLAS would use TF32 tensor cores, not an FP32 baseline")
-    return median_ms([functools.partial(cupy.matmul, a, b, out=c) for a, b, c in sets], runs)
+    return [functools.partial(cupy.matmul, a, b, out=c) for a, b, c in sets]
 
 
 def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
     """Median milliseconds of `runs` launches (cycling through `launches`) timed by CUDA events, after a warm-up."""
+    return _median(_queue(launches, runs))
+
+
+def _timed(launches: Sequence[Callable[[], Any]], runs: int) -> tuple[float, dict[str, float]]:
+    """`median_ms`, and the SM clock and power that NVML reads while the timed launches still run."""
+    events = _queue(launches, runs)
+    seen = device.telemetry()
+    return _median(events), seen
+
+
+def _queue(launches: Sequence[Callable[[], Any]], runs: int) -> list[tuple[Any, Any]]:
+    """Warm up, then queue `runs` launches between CUDA events; returns before the GPU has run them."""
     import cupy
 
     for i in range(WARMUP):
@@ -117,6 +136,12 @@ def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
         start.record()
         launches[i % len(launches)]()
         end.record()
+    return events
+
+
+def _median(events: list[tuple[Any, Any]]) -> float:
+    import cupy
+
     events[-1][1].synchronize()
     return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
 

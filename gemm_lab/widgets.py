@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from . import catalog, compile, device, plan, plots, records, timing
 from .records import Measurement
-from .tables import params_text
+from .tables import params_text, replay_reason
 
 
 def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
@@ -63,7 +63,7 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
         s.observe(update, names="value")
     update()
     mode = ("<b>live</b>: each change compiles, verifies and times on this GPU" if device.live() else
-            f"<b>replay</b>: no GPU in use; the sliders move over the grid recorded on {device.replay_gpu()}")
+            f"<b>replay</b> ({replay_reason()}): the sliders move over the grid recorded on {device.replay_gpu()}")
     header = w.HTML(f"{spec.title} tile explorer at {shape[0]}x{shape[1]}x{shape[2]} ({mode})")
     return w.VBox([header, w.HBox(list(sliders.values())), status, out])
 

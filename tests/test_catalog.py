@@ -54,3 +54,9 @@ def test_grid_and_instance_derive_from_the_spec():
 def test_legal_grid_keeps_only_legal_combinations():
     grid = catalog.legal_grid("smem_tiled", {"BM": (32, 64), "BN": (32, 64), "BK": (8,)})
     assert grid == [{"BM": 32, "BN": 32, "BK": 8}]
+
+
+def test_kernels_refuse_gpus_too_old_for_their_instructions():
+    with pytest.raises(ValueError, match=r"multistage needs a GPU of compute capability 8.0 or newer \(cp.async"):
+        catalog.validate("multistage", cc=(7, 5))
+    assert catalog.validate("multistage", cc=(9, 0)) and catalog.validate("prefetch", cc=(7, 5))

@@ -5,7 +5,7 @@ from gemm_lab import catalog, plan, records
 from gemm_lab.explorers import sweep_explorer
 
 CASES = [("smem_tiled", "BN", "BM"), ("thread_tile_2d", "BN", "BM"), ("vectorized", "BN", "BM"),
-         ("bank_conflicts", "BK", "BM")]
+         ("bank_conflicts", "BK", "BM"), ("prefetch", "BK", "BM"), ("multistage", "STAGES", "BK")]
 
 
 @pytest.mark.parametrize("kernel,x,y", CASES)

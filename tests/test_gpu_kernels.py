@@ -93,3 +93,30 @@ def test_misaligned_views_are_copied_not_misread():
     bad_out = cupy.empty(64 * 64 + 1, dtype=cupy.float32)[1:].reshape(64, 64)
     with pytest.raises(ValueError, match="16-byte aligned"):
         run.gemm("vectorized", a_off, b_sq, out=bad_out)
+
+
+FAULTY = """
+template <int T>
+__global__ void sgemm_fault(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  C[threadIdx.x + (1ull << 40)] = alpha;  // a terabyte past C: an illegal address
+}
+"""
+
+
+def test_a_kernel_fault_names_the_kernel_and_says_restart(tmp_path):
+    """In a process of its own: after a fault, every CUDA call of the process fails."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "fault.cu"
+    source.write_text(FAULTY)
+    script = (
+        "from gemm_lab import catalog, run\n"
+        f"spec = catalog.KernelSpec(name='fault', source={str(source)!r}, function='sgemm_fault', title='fault', "
+        "choices={'T': (1,)}, defaults={'T': 1}, tile=lambda p: (4, 4), threads=lambda p: 1, smem_bytes=lambda p: 0)\n"
+        "run.check(spec, {'T': 1}, 4, 4, 4)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert out.returncode != 0 and "KernelFault: CUDA failed while running fault with {'T': 1} at M=4, N=4, K=4" \
+        in out.stderr, out.stderr[-2000:]
+    assert "restart the Python kernel" in out.stderr

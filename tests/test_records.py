@@ -1,10 +1,12 @@
-"""Recorded data: well-formed, fresh, written atomically, and clear about what is wrong."""
+"""Recorded data: well-formed, fresh, written atomically, never lost, and clear about what is wrong."""
 import json
+import multiprocessing
 import os
+from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import catalog, records
+from gemm_lab import autotune, catalog, device, records, sweeps, timing
 
 
 def test_repository_records_are_well_formed_and_fresh():
@@ -50,7 +52,8 @@ def test_upsert_replaces_the_same_key_and_keeps_others(sandbox):
     assert sorted((r["m"], r["gflops"]) for r in rows) == [(64, 5.0), (128, 1.0)]
 
 
-def test_a_crash_mid_write_leaves_the_old_file_intact(sandbox, monkeypatch):
+@pytest.mark.parametrize("step", ["fsync", "replace"])  # while the temporary file is written; at the rename
+def test_a_crash_mid_write_leaves_the_old_file_intact(sandbox, monkeypatch, step):
     path = sandbox / "g" / "naive.json"
     records.upsert(path, [_row()], records.BENCH_KEY)
     before = path.read_text()
@@ -58,11 +61,51 @@ def test_a_crash_mid_write_leaves_the_old_file_intact(sandbox, monkeypatch):
     def crash(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(os, "replace", crash)
+    monkeypatch.setattr(os, step, crash)
     with pytest.raises(KeyboardInterrupt):
         records.upsert(path, [_row(m=256)], records.BENCH_KEY)
     assert path.read_text() == before
     assert [p.name for p in path.parent.iterdir() if p.suffix == ".tmp"] == []
+
+
+def test_concurrent_writers_lose_no_rows(sandbox):
+    """Four processes upsert one row at a time into one file: the lock serialises read-modify-write."""
+    path = sandbox / "g" / "naive.json"
+    jobs = [(path, [_row(m=m)], records.BENCH_KEY) for m in range(1, 121)]
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        pool.starmap(records.upsert, jobs, chunksize=1)
+    assert sorted(r["m"] for r in records.read_rows(path)) == list(range(1, 121))
+
+
+def test_an_interrupted_sweep_resumes_and_keeps_what_it_measured(sandbox, monkeypatch):
+    spec, choices = catalog.get("smem_tiled"), {"BM": (8, 16), "BN": (8, 16), "BK": (8, 16)}
+    grid = catalog.legal_grid(spec, choices)
+    monkeypatch.setattr(device, "live", lambda: True)
+    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="Test GPU"))
+    monkeypatch.setattr(autotune, "precompile", lambda cases, workers=None: 0)  # nothing to compile: no GPU
+    measured = []
+
+    def bench(kernel, size, params, interrupt_after=None):
+        if len(measured) == interrupt_after:
+            raise KeyboardInterrupt
+        measured.append(params)
+        return records.Measurement.from_row(_row(
+            kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(),
+            build_sha256=spec.build_sha256(), params=params, m=size[0], n=size[1], k=size[2],
+            recorded_at=f"2026-11-23T00:00:{len(measured):02d}+00:00"))
+
+    monkeypatch.setattr(timing, "bench", lambda *a: bench(*a, interrupt_after=3))
+    with pytest.raises(KeyboardInterrupt):
+        sweeps.sweep(spec, 64, choices, progress=False)
+    kept = records.read_rows(sandbox / "test-gpu" / "smem_tiled.json")
+    assert sorted(json.dumps(r["params"], sort_keys=True) for r in kept) == \
+        sorted(json.dumps(p, sort_keys=True) for p in grid[:3])
+
+    monkeypatch.setattr(timing, "bench", bench)
+    out = sweeps.sweep(spec, 64, choices, progress=False)
+    assert [x.params for x in out] == grid and measured == grid  # each combination measured exactly once
+    rows = records.read_rows(sandbox / "test-gpu" / "smem_tiled.json")
+    assert len(rows) == len(grid) and all(r in rows for r in kept)  # the first three, untouched
 
 
 @pytest.mark.parametrize("text,match", [
@@ -78,6 +121,16 @@ def test_malformed_files_name_the_file(sandbox, text, match):
         records.read_rows(path)
     assert str(path) in str(err.value)
     assert any(match in p for p in records.check(sandbox))
+
+
+def test_a_mistyped_field_is_named_on_load_and_in_check(sandbox):
+    path = sandbox / "test-gpu" / "naive.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"format": 1, "rows": [_row(gflops="fast")]}))
+    with pytest.raises(records.RecordError, match="field 'gflops' must be float") as err:
+        records.measurements("naive", gpu="Test GPU")
+    assert str(path) in str(err.value)
+    assert [p for p in records.check(sandbox) if str(path) in p and "'gflops'" in p]
 
 
 def test_a_missing_field_is_named(sandbox):
@@ -100,3 +153,51 @@ def test_lookup_says_what_was_recorded(sandbox):
     assert records.lookup("naive", {"BLOCK": 32}, 64, 64, 64, gpu="Test GPU").gflops == 1.0
     with pytest.raises(LookupError, match=r"recorded shapes for these parameters: \[\(64, 64, 64\)\]"):
         records.lookup("naive", {"BLOCK": 32}, 65, 64, 64, gpu="Test GPU")
+
+
+def _sanitizer_row(kernel, tool, **over):
+    spec = catalog.get(kernel)
+    row = dict(kernel=kernel, source=spec.source, source_sha256=spec.source_sha256(),
+               build_sha256=spec.build_sha256(), tool=tool, errors=0,
+               cases=[{"params": spec.full_params(), "shapes": [[1, 1, 1]]}], gpu="Test GPU",
+               recorded_at="2026-11-23T00:00:00+00:00", versions={"compute_sanitizer": "2025.3.1.0"})
+    row.update(over)
+    return row
+
+
+def _sanitized(sandbox, *changed):
+    """A sanitizer.json with a clean run of every tool on every kernel, except `changed` rows (None drops one)."""
+    rows = {(k, t): _sanitizer_row(k, t) for k in catalog.KERNELS for t in records.SANITIZER_TOOLS}
+    for (kernel, tool), row in changed:
+        rows[kernel, tool] = row
+    path = sandbox / "test-gpu" / "sanitizer.json"
+    records.upsert(path, [r for r in rows.values() if r is not None], records.SANITIZER_KEY)
+    return path
+
+
+def test_a_complete_clean_sanitizer_record_passes(sandbox):
+    _sanitized(sandbox)
+    assert records.check(sandbox) == []
+    assert len(records.sanitizer_runs("Test GPU")) == len(catalog.KERNELS) * len(records.SANITIZER_TOOLS)
+
+
+@pytest.mark.parametrize("row,problem", [
+    (None, "naive has no racecheck record: run `gemm-lab sanitize naive`"),
+    (_sanitizer_row("naive", "racecheck", build_sha256="0" * 64), "the racecheck record of naive is of an older"),
+    (_sanitizer_row("naive", "racecheck", errors=3), "racecheck found 3 error(s) in naive"),
+])
+def test_sanitizer_records_missing_stale_or_with_errors_are_problems(sandbox, row, problem):
+    _sanitized(sandbox, (("naive", "racecheck"), row))
+    problems = records.check(sandbox)
+    assert len(problems) == 1 and problem in problems[0]
+
+
+@pytest.mark.parametrize("over,field", [({"errors": "none"}, "errors"), ({"errors": -1}, "errors"),
+                                        ({"tool": "leakcheck"}, "tool"), ({"cases": {}}, "cases")])
+def test_a_malformed_sanitizer_row_names_the_file_and_field(sandbox, over, field):
+    path = _sanitized(sandbox, (("naive", "memcheck"), {**_sanitizer_row("naive", "memcheck"), **over}))
+    with pytest.raises(records.RecordError, match=f"field '{field}'") as err:
+        records.sanitizer_runs("Test GPU")
+    assert str(path) in str(err.value)
+    problems = records.check(sandbox)
+    assert len(problems) == 1 and str(path) in problems[0] and f"field '{field}'" in problems[0]

@@ -1,0 +1,175 @@
+"""compute-sanitizer over the catalogued kernels: memcheck, racecheck, synccheck and initcheck, recorded.
+
+Each tool runs once per kernel, over a child process (`python -m gemm_lab.sanitize KERNEL CASES`) that
+launches all of the kernel's cases: its default parameters and the boundaries of its legal grid, each on
+tail shapes. The tool checks only our kernel (`--kernel-name` matches the mangled name), not CuPy's or
+cuBLAS's, and the child turns CuPy's memory pool off, so that every array is its own allocation and
+memcheck knows its true bounds. The error count comes from the tool's summary. Each run is saved to
+records/<gpu>/sanitizer.json as soon as it ends, and a later call skips the clean runs recorded from
+the current kernel build with the same cases, so an interrupted `gemm-lab sanitize` resumes.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import shutil
+import subprocess
+import sys
+from typing import Any, Iterable
+
+from tqdm.auto import tqdm
+
+from . import catalog, device, plan, records
+from .catalog import KernelSpec, Params
+from .records import SanitizerRun
+
+TOOLS = records.SANITIZER_TOOLS
+ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found errors
+TIMEOUT_S = 900  # one tool over one kernel's cases (racecheck is the slowest): a hang becomes an error
+DONE = "gemm-lab sanitize: every case launched"  # the child's last line
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: [^(\n]*\((\d+) errors?")
+
+Shape = tuple[int, int, int]
+
+
+def tail_shapes(spec: KernelSpec, params: Params) -> list[Shape]:
+    """1x1x1 and primes; one row of blocks more than a tile multiple with N a multiple of 4 and K not (float4
+    stores of C, scalar loads of A), the reverse one tile short, and whole tiles (the unguarded interior)."""
+    bm, bn = spec.tile(params)
+    return [(1, 1, 1), (17, 19, 23), (bm + 1, bn + 4, 33), (2 * bm - 1, bn - 1, 36), (2 * bm, 2 * bn, 64)]
+
+
+def cases(kernel: str | KernelSpec) -> list[dict[str, Any]]:
+    """Default parameters, the first, middle and last of the legal grid (of plan.SWEEPS where it has the kernel)
+    and the fewest and most threads per block of the whole legal grid, each with its tail shapes."""
+    spec = catalog.get(kernel)
+    grid, everything = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
+    picked = [spec.full_params(), grid[0], grid[len(grid) // 2], grid[-1],
+              min(everything, key=spec.threads), max(everything, key=spec.threads)]
+    unique = {json.dumps(p): p for p in picked}.values()  # first occurrence kept, in order
+    return [{"params": p, "shapes": [list(s) for s in tail_shapes(spec, p)]} for p in unique]
+
+
+def mangled_prefix(spec: KernelSpec) -> str:
+    """How the mangled name of every instance of the kernel's template starts (`_Z16sgemm_smem_tiledI...`)."""
+    return f"_Z{len(spec.function)}{spec.function}I"
+
+
+def command(spec: KernelSpec, tool: str, kernel_cases: list[dict[str, Any]], exe: str) -> list[str]:
+    """The compute-sanitizer command line of one tool over one kernel's cases."""
+    memcheck = ("--padding", "64", "--report-api-errors", "no") if tool == "memcheck" else ()
+    return [exe, "--tool", tool, "--kernel-name", f"kns={mangled_prefix(spec)}",
+            "--error-exitcode", str(ERROR_EXITCODE), "--check-exit-code", "no", *memcheck,
+            sys.executable, "-m", "gemm_lab.sanitize", spec.name, json.dumps(kernel_cases)]
+
+
+def parse_errors(output: str) -> int | None:
+    """The error count of the tool's summary ("ERROR SUMMARY: N errors", or racecheck's "RACECHECK SUMMARY:
+    H hazards displayed (N errors, W warnings)"); None when the output has no summary."""
+    counts = [int(a or b) for a, b in _SUMMARY.findall(output)]
+    return max(counts) if counts else None
+
+
+def run_tool(spec: KernelSpec, tool: str, kernel_cases: list[dict[str, Any]], exe: str) -> tuple[int, str]:
+    """Errors that `tool` finds in the kernel's cases, and the tool's output.
+
+    A child that fails without the tool having found anything (a Python error, a timeout) raises, so that a
+    harness failure is never recorded as a clean kernel; a child killed by a kernel fault still counts.
+    """
+    try:
+        out = subprocess.run(command(spec, tool, kernel_cases, exe), capture_output=True, text=True,
+                             timeout=TIMEOUT_S, check=False, cwd=catalog.ROOT)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"compute-sanitizer --tool {tool} on {spec.name} ran past {TIMEOUT_S} s") from None
+    text = out.stdout + out.stderr
+    errors = parse_errors(text)
+    if errors is None or (errors == 0 and (out.returncode != 0 or DONE not in text)):
+        raise RuntimeError(f"compute-sanitizer --tool {tool} on {spec.name} did not finish "
+                           f"(exit status {out.returncode}); its output ends:\n{text[-3000:]}")
+    return errors, text
+
+
+def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS, *, fresh: bool = False,
+             progress: bool = True) -> list[SanitizerRun]:
+    """Run each tool over each kernel (default: all), saving every run as it ends.
+
+    Clean runs already recorded on this GPU from the current kernel build, with the same cases, are kept
+    unless `fresh`. Needs a live GPU and compute-sanitizer on PATH, checked before anything runs.
+    """
+    if not device.live():
+        raise RuntimeError("sanitize runs the kernels on a GPU, and none is in use (replay mode)")
+    exe = shutil.which("compute-sanitizer")
+    if exe is None:
+        raise RuntimeError("NVIDIA's compute-sanitizer is not on PATH: it comes with the CUDA toolkit "
+                           "(or pip install nvidia-cuda-sanitizer-api and add its bin/ folder to PATH)")
+    specs, tools = [catalog.get(k) for k in dict.fromkeys(kernels or catalog.KERNELS)], list(dict.fromkeys(tools))
+    unknown = set(tools) - set(TOOLS)
+    if unknown:
+        raise ValueError(f"unknown tool {', '.join(sorted(unknown))}; the tools are {', '.join(TOOLS)}")
+    gpu = device.gpu()
+    versions = {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy,
+                "compute_sanitizer": _version(exe)}
+    recorded = {} if fresh else {(r.kernel, r.tool): r for r in records.sanitizer_runs(gpu.name)}
+    out = []
+    bar = tqdm([(spec, tool) for spec in specs for tool in tools], desc="compute-sanitizer", disable=not progress)
+    for spec, tool in bar:
+        bar.set_postfix_str(f"{tool} {spec.name}")
+        todo, old = cases(spec), recorded.get((spec.name, tool))
+        if old and old.errors == 0 and old.build_sha256 == spec.build_sha256() and old.cases == todo:
+            out.append(old)
+            continue
+        errors, text = run_tool(spec, tool, todo, exe)
+        if errors:
+            tqdm.write(f"{tool} found {errors} error(s) in {spec.name}; the report ends:\n{text[-4000:]}")
+        out.append(SanitizerRun(
+            kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(),
+            build_sha256=spec.build_sha256(), tool=tool, errors=errors, cases=todo, gpu=gpu.name,
+            recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            versions=versions,
+        ))
+        records.save_sanitizer(out[-1:])
+    return out
+
+
+def summary(runs: Iterable[SanitizerRun]) -> str:
+    """Errors per kernel (rows) and tool (columns), as a text table."""
+    runs = list(runs)
+    tools = [t for t in TOOLS if any(r.tool == t for r in runs)]
+    kernels = list(dict.fromkeys(r.kernel for r in runs))
+    errors = {(r.kernel, r.tool): r.errors for r in runs}
+    width = max(len("kernel"), *(len(k) for k in kernels))
+    lines = [f"{'kernel':<{width}}" + "".join(f"{t:>11}" for t in tools)]
+    lines += [f"{k:<{width}}" + "".join(f"{errors.get((k, t), '-'):>11}" for t in tools) for k in kernels]
+    return "\n".join(lines)
+
+
+def _version(exe: str) -> str:
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False).stdout
+    match = re.search(r"Version (\S+)", out)
+    return match.group(1) if match else "unknown"
+
+
+def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
+    """Child process of `run_tool`: every case once with beta = 0 (C written, never read: initcheck would see
+    a read of the uninitialised output) and once with beta = 0.5 (C read too)."""
+    import cupy
+
+    from . import compile, run
+
+    cupy.cuda.set_allocator(None)  # one cudaMalloc per array: a pool's slack would hide overruns from memcheck
+    spec = catalog.get(kernel)
+    for case in kernel_cases:
+        name = compile.load(spec, case["params"]).name
+        if not name.startswith(mangled_prefix(spec)):
+            raise RuntimeError(f"{name} does not start with {mangled_prefix(spec)}: the tool would check nothing")
+        for m, n, k in case["shapes"]:
+            a, b = run.random_inputs(m, n, k)
+            c = run.gemm(spec, a, b, case["params"])
+            run.gemm(spec, a, b, case["params"], beta=0.5, out=c)
+    cupy.cuda.Device().synchronize()
+    print(DONE)
+
+
+if __name__ == "__main__":
+    _launch_cases(sys.argv[1], json.loads(sys.argv[2]))

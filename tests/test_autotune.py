@@ -1,0 +1,25 @@
+"""Pruning a parameter space with the offline ptxas report, before anything is timed."""
+from gemm_lab import autotune, catalog, compile
+
+GRID = {"BM": (64, 128), "BN": (128,), "BK": (8, 32), "TM": (8,), "TN": (8,), "PREFETCH": (1,)}
+
+
+def test_prune_keeps_what_compiles_cleanly():
+    keep, pruned = autotune.prune("prefetch", GRID, workers=1)
+    assert keep and not pruned  # every legal instance of this grid compiles without spills
+    assert len(keep) == len(catalog.legal_grid("prefetch", GRID))
+
+
+def test_prune_drops_spills_and_thin_occupancy(monkeypatch):
+    def fake(case):
+        p = case[1]
+        return compile.PtxasReport(instance="", arch="sm_90", registers=255 if p["BM"] == 128 else 64,
+                                   spill_stores=16 if p["BK"] == 32 else 0, spill_loads=0, stack_bytes=0,
+                                   smem_bytes=4096)
+
+    monkeypatch.setattr(autotune, "_ptxas", fake)
+    keep, pruned = autotune.prune("prefetch", GRID, min_warps=16, workers=1)
+    why = {(x.params["BM"], x.params["BK"]): x.why for x in pruned}
+    assert [(p["BM"], p["BK"]) for p in keep] == [(64, 8)]
+    assert why[(64, 32)].startswith("spills 16 bytes")
+    assert "resident warps" in why[(128, 8)]  # 255 registers x 256 threads: one block, 8 warps

@@ -1,0 +1,172 @@
+"""Every page of _toc.yml with code launches as its paired .ipynb, starts with the set-up cell, and
+shows kernel source with the file's own line numbers. CPU only, no book build.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import yaml
+
+jupytext = pytest.importorskip("jupytext")  # the book extra
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+SYNC = "jupytext --sync book/*.md"  # the one way to regenerate the .ipynb files
+
+
+def toc_pages() -> list[Path]:
+    """The .md file of every page in _toc.yml: root, chapters, parts and sections alike."""
+    found: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            found.extend(str(node[k]) for k in ("root", "file") if k in node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    return [ROOT / f"{page}.md" for page in found]
+
+
+def code_cells(nb) -> list:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+NOTEBOOKS = [p for p in toc_pages() if code_cells(jupytext.read(p))]
+IDS = [p.stem for p in NOTEBOOKS]
+# The first cell of every chapter, as the page that explains it has it.
+SETUP = code_cells(jupytext.read(ROOT / "book" / "how_this_book_runs.md"))[0].source
+
+
+def test_toc_pages_exist():
+    assert len(NOTEBOOKS) >= 2 and all(p.exists() for p in toc_pages())
+
+
+@pytest.mark.parametrize("md", NOTEBOOKS, ids=IDS)
+def test_ipynb_is_paired_and_in_sync(md):
+    """The launched .ipynb has the .md's cells (same sources and tags), no outputs, asks Colab for a GPU,
+    and stays out of the build."""
+    from sphinx.util.matching import Matcher
+
+    ipynb = md.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{ipynb.name} is missing: pair {md.name} (README, Launch buttons) and run `{SYNC}`"
+    text, paired = jupytext.read(md), jupytext.read(ipynb)
+    assert text.metadata.get("jupytext", {}).get("formats") == "ipynb,md:myst", f"{md.name} is not paired"
+    assert "kernelspec" in text.metadata, "without a kernelspec the theme shows no launch button"
+
+    def cells(nb):
+        return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]
+
+    assert cells(paired) == cells(text), f"{ipynb.name} is out of sync with {md.name}: run `{SYNC}`"
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code_cells(paired)), \
+        f"{ipynb.name} holds outputs: delete it and run `{SYNC}`"
+    assert paired.metadata.get("accelerator") == "GPU"  # Colab opens a GPU runtime
+    assert Matcher(CONFIG["exclude_patterns"])(ipynb.relative_to(ROOT).as_posix()), \
+        "exclude the .ipynb from the build: Sphinx would find two sources for one page"
+
+
+@pytest.mark.parametrize("md", NOTEBOOKS, ids=IDS)
+def test_chapter_starts_with_the_setup_cell(md):
+    assert code_cells(jupytext.read(md))[0].source == SETUP
+
+
+def test_setup_cell_does_nothing_when_gemm_lab_is_importable(monkeypatch):
+    def no_network(*args, **kwargs):
+        raise AssertionError(f"the set-up cell ran {args} although gemm_lab is importable")
+
+    monkeypatch.setattr(subprocess, "run", no_network)
+    monkeypatch.setenv("GEMM_LAB_REPLAY", "1")
+    exec(SETUP, {})
+
+
+def test_setup_cell_installs_an_editable_clone_with_cuda12(monkeypatch):
+    """Without gemm_lab: one command clones the repository of _config.yml and installs it editable."""
+    commands = []
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gemm_lab" else real_find_spec(name, *a))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kwargs: commands.append((cmd, kwargs)))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("GEMM_LAB_REPLAY", "1")
+    exec(SETUP, {})
+    repo = os.path.expanduser("~/gemm_lab")
+    (cmd, kwargs), = commands
+    assert f"git clone -q --depth 1 {CONFIG['repository']['url']} {repo}" in cmd
+    assert f"pip install -q -e '{repo}[cuda12" in cmd and kwargs["check"]
+    assert sys.path[0] == repo  # importable in the running kernel, before any restart
+
+
+def _launch_urls(md: Path) -> dict[str, str]:
+    """The launch buttons sphinx-book-theme renders for this page, from the _config.yml settings."""
+    from jupyter_book.config import yaml_to_sphinx
+    from sphinx_book_theme.header_buttons import update_context_with_repository_info
+    from sphinx_book_theme.header_buttons.launch import add_launch_buttons
+
+    class Config(dict):
+        __getattr__ = dict.__getitem__
+
+    docname = md.relative_to(ROOT).with_suffix("").as_posix()
+    options = yaml_to_sphinx(CONFIG)[0]["html_theme_options"]
+    app = SimpleNamespace(
+        config=Config(html_theme_options=options, html_context={}), builder=None,
+        env=SimpleNamespace(doc2path=lambda name: str(ROOT / f"{name}.md"),
+                            metadata={docname: dict(jupytext.read(md).metadata)}),
+    )
+    update_context_with_repository_info(app)
+    context = {**app.config.html_context, "pagename": docname, "sourcename": "", "header_buttons": []}
+    add_launch_buttons(app, docname, "page.html", context, None)
+    (group,) = context["header_buttons"]
+    return {b["text"]: b["url"] for b in group["buttons"]}
+
+
+@pytest.mark.parametrize("md", NOTEBOOKS, ids=IDS)
+def test_launch_buttons_open_the_paired_notebook(md):
+    urls = _launch_urls(md)
+    repo, branch = CONFIG["repository"]["url"], CONFIG["repository"]["branch"]
+    colab = urls["Colab"]
+    prefix = f"{CONFIG['launch_buttons']['colab_url']}/github/{urlparse(repo).path.strip('/')}/blob/{branch}/"
+    assert colab.startswith(prefix)
+    binder_path = parse_qs(urlparse(urls["Binder"]).query)["urlpath"][0].removeprefix("lab/tree/")
+    for launched in (colab.removeprefix(prefix), binder_path):
+        assert launched == md.relative_to(ROOT).with_suffix(".ipynb").as_posix() and (ROOT / launched).exists()
+    assert (ROOT / "binder" / "requirements.txt").exists()
+
+
+INCLUDE = re.compile(r"^```\{literalinclude\} (\S+)\n((?::[\w-]+:.*\n)*)```", re.M)
+KERNEL_INCLUDES = [
+    (md, target, dict(re.findall(r"^:([\w-]+):[ \t]*(.*)$", options, re.M)))
+    for md in toc_pages() for target, options in INCLUDE.findall(md.read_text())
+    if (md.parent / target).resolve().parent == ROOT / "kernels"
+]
+
+
+def test_chapters_include_kernels():
+    assert KERNEL_INCLUDES
+
+
+@pytest.mark.parametrize("md, target, options", KERNEL_INCLUDES,
+                         ids=[f"{md.stem}-{Path(t).name}" for md, t, _ in KERNEL_INCLUDES])
+def test_kernel_source_shows_the_files_line_numbers(md, target, options):
+    """`:lineno-match:` on every kernel include; the shown lines are the file's lines under those numbers."""
+    from sphinx.config import Config
+    from sphinx.directives.code import LiteralIncludeReader
+    from sphinx.util import parselinenos
+
+    assert "lineno-match" in options, f"{md.name}: add :lineno-match: to the literalinclude of {target}"
+    path = md.parent / target
+    reader = LiteralIncludeReader(str(path), {k: v or None for k, v in options.items()}, Config())
+    text, n = reader.read()
+    start = reader.lineno_start - 1
+    assert text.splitlines() == path.read_text().splitlines()[start:start + n]
+    if "emphasize-lines" in options:
+        assert max(parselinenos(options["emphasize-lines"], n)) < n, "emphasize-lines past the shown code"

@@ -1,0 +1,116 @@
+"""Live code paths on the CPU, with NumPy standing in for CuPy: a kernel fault becomes an error that names the
+kernel and says to restart, and each measurement carries the SM clock and power read while it was timed."""
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gemm_lab import catalog, device, run, timing
+
+GPU = SimpleNamespace(name="Test GPU", driver="580.65", cuda_runtime="13.0", cupy="14.0.0", peak_gflops=60_000.0,
+                      l2_bytes=50 * 2**20, smem_per_block=227 * 1024, cc=(9, 0), arch="sm_90")
+TELEMETRY = {"sm_clock_mhz": 1755.0, "power_w": 612.5, "temperature_c": 61.0}
+
+
+class CUDARuntimeError(RuntimeError):
+    pass
+
+
+class CUDADriverError(RuntimeError):
+    pass
+
+
+@pytest.fixture
+def log(monkeypatch):
+    """A live stand-in GPU and a CuPy made of NumPy; the returned list records what reached the 'GPU'."""
+    events = []
+
+    class Event:
+        def record(self):
+            events.append("record")
+
+        def synchronize(self):
+            events.append("sync")
+
+    def matmul(a, b, out=None):
+        events.append("cublas")
+        return None if a is None else np.matmul(a, b, out=out)
+
+    cupy = SimpleNamespace(
+        float32=np.float32, float64=np.float64, nan=np.nan, full=np.full, matmul=matmul, ndarray=np.ndarray,
+        cuda=SimpleNamespace(Event=Event, get_elapsed_time=lambda start, end: 0.5, Device=lambda: Event(),
+                             runtime=SimpleNamespace(CUDARuntimeError=CUDARuntimeError),
+                             driver=SimpleNamespace(CUDADriverError=CUDADriverError)),
+    )
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(device, "live", lambda: True)
+    monkeypatch.setattr(device, "gpu", lambda: GPU)
+    monkeypatch.setattr(device, "telemetry", lambda: events.append("telemetry") or dict(TELEMETRY))
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(run, "random_inputs", lambda m, n, k, seed=None: (
+        rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)))
+    monkeypatch.setattr(timing, "_input_sets", lambda m, n, k: [(None, None, None)])
+    return events
+
+
+def launching(log, fault=None):
+    """A stand-in for run.launcher whose launches log 'kernel' and compute C on the CPU, or raise `fault`."""
+    def launcher(kernel, a, b, params=None, *, alpha=1.0, beta=0.0, out=None):
+        def launch():
+            log.append("kernel")
+            if fault:
+                raise fault
+            if a is not None:
+                out[...] = a @ b
+            return out
+        return launch
+    return launcher
+
+
+ILLEGAL_ADDRESS = CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+
+
+@pytest.mark.parametrize("fault", [ILLEGAL_ADDRESS, CUDADriverError("CUDA_ERROR_ILLEGAL_ADDRESS")])
+def test_a_fault_at_launch_names_the_kernel_and_says_restart(log, monkeypatch, fault):
+    monkeypatch.setattr(run, "launcher", launching(log, fault))
+    a, b = run.random_inputs(8, 8, 8)
+    with pytest.raises(run.KernelFault) as err:
+        run.gemm("smem_tiled", a, b, {"BM": 16, "BN": 16, "BK": 8})
+    text = str(err.value)
+    assert "smem_tiled with {'BM': 16, 'BN': 16, 'BK': 8}" in text and "ILLEGAL" in text.upper()
+    assert "context is now unusable" in text and "restart the Python kernel" in text
+    assert err.value.__cause__ is fault
+    with pytest.raises(run.KernelFault, match=r"naive with \{'BLOCK': 32\} at M=9, N=7, K=5"):
+        timing.bench("naive", (9, 7, 5))
+
+
+def test_a_fault_that_surfaces_at_the_next_synchronisation_is_named_too(log, monkeypatch):
+    monkeypatch.setattr(run, "launcher", launching(log))
+
+    def sync():  # the launch returned; CUDA reports the fault at the next synchronisation
+        raise ILLEGAL_ADDRESS
+
+    monkeypatch.setattr(sys.modules["cupy"].cuda, "Device", lambda: SimpleNamespace(synchronize=sync))
+    with pytest.raises(run.KernelFault, match=r"naive with \{'BLOCK': 16\} at M=3, N=4, K=5: cudaErrorIllegal"):
+        run.check(catalog.get("naive"), {"BLOCK": 16}, 3, 4, 5)
+
+
+def test_other_errors_pass_through_unchanged(log, monkeypatch):
+    monkeypatch.setattr(run, "launcher", launching(log, ValueError("A is 8x8 and B is 9x8: inner dimensions differ")))
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        run.gemm("naive", None, None)
+
+
+def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, monkeypatch):
+    monkeypatch.setattr(run, "launcher", launching(log))
+    x = timing.bench("naive", 16)
+    assert x.telemetry == TELEMETRY and x.time_ms == 0.5 and x.gflops > 0
+    last_launch = max(i for i, what in enumerate(log) if what == "kernel")
+    assert last_launch < log.index("telemetry") < log.index("sync", last_launch)  # while the launches are queued
+    assert log.count("kernel") == 1 + timing.WARMUP + timing.MIN_RUNS  # the verification, then the timing
+
+    log.clear()
+    y = timing.cublas(16)
+    last_launch = max(i for i, what in enumerate(log) if what == "cublas")
+    assert y.telemetry == TELEMETRY and last_launch < log.index("telemetry") < log.index("sync")

@@ -1,0 +1,166 @@
+"""`gemm-lab sanitize` without a GPU: what it runs, how it reads the tool's verdict, what it records, and that
+it refuses clearly where it cannot run. The tool itself is a stand-in here; benchmarks/trust.py runs it."""
+import json
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+
+from gemm_lab import catalog, cli, device, plan, records, sanitize
+
+GPU = SimpleNamespace(name="Test GPU", driver="580.65", cuda_runtime="13.0", cupy="14.0.0")
+
+
+def test_cases_are_the_defaults_and_boundaries_on_tail_shapes():
+    for spec in catalog.KERNELS.values():
+        cases = sanitize.cases(spec)
+        params = [c["params"] for c in cases]
+        grid, everything = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
+        for p in (spec.full_params(), grid[0], grid[len(grid) // 2], grid[-1]):
+            assert p in params, (spec.name, p)
+        threads = {spec.threads(p) for p in params}
+        assert {min(map(spec.threads, everything)), max(map(spec.threads, everything))} <= threads
+        assert len({json.dumps(p) for p in params}) == len(params)  # no case twice
+        for case in cases:
+            bm, bn = spec.tile(case["params"])
+            shapes = [tuple(s) for s in case["shapes"]]
+            assert (1, 1, 1) in shapes
+            assert any(m % bm == 1 for m, n, k in shapes) and any(m % bm == bm - 1 for m, n, k in shapes)
+            assert any(n % 4 and k % 4 for m, n, k in shapes)  # scalar loads of A and B
+            assert any(n % 4 == 0 and k % 4 for m, n, k in shapes)  # float4 B and C, scalar A
+            assert any(k % 4 == 0 and n % 4 for m, n, k in shapes)  # float4 A, scalar B and C
+            assert any(m % bm == 0 and n % bn == 0 and k % 64 == 0 for m, n, k in shapes)  # whole tiles
+            for shape in shapes:
+                catalog.validate(spec, case["params"], shape)
+
+
+def test_the_kernel_filter_matches_every_instance_and_only_its_kernel():
+    """The prefix that `--kernel-name kns=` gets is how NVRTC mangles each kernel's instances, and no other's."""
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
+    lowered = {name: _lowered_name(nvrtc, spec) for name, spec in catalog.KERNELS.items()}
+    for name, spec in catalog.KERNELS.items():
+        matches = [k for k, mangled in lowered.items() if mangled.startswith(sanitize.mangled_prefix(spec))]
+        assert matches == [name], (sanitize.mangled_prefix(spec), lowered[name])
+
+
+def _lowered_name(nvrtc, spec):
+    instance = spec.instance(spec.full_params()).encode()
+    _, prog = nvrtc.nvrtcCreateProgram(spec.source_text().encode(), spec.path.name.encode(), 0, [], [])
+    try:
+        nvrtc.nvrtcAddNameExpression(prog, instance)
+        opts = [b"-std=c++17", b"-arch=compute_90"]
+        (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        assert status == nvrtc.nvrtcResult.NVRTC_SUCCESS, spec.name
+        _, name = nvrtc.nvrtcGetLoweredName(prog, instance)
+        return name.decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def test_the_command_checks_one_kernel_in_one_child():
+    spec = catalog.get("smem_tiled")
+    cases = sanitize.cases(spec)
+    cmd = sanitize.command(spec, "memcheck", cases, "/cuda/bin/compute-sanitizer")
+    assert cmd[:5] == ["/cuda/bin/compute-sanitizer", "--tool", "memcheck",
+                       "--kernel-name", "kns=_Z16sgemm_smem_tiledI"]
+    assert "--padding" in cmd and "--error-exitcode" in cmd
+    assert cmd[-4:] == ["-m", "gemm_lab.sanitize", "smem_tiled", json.dumps(cases)]
+    assert "--padding" not in sanitize.command(spec, "racecheck", cases, "compute-sanitizer")  # memcheck's option
+
+
+@pytest.mark.parametrize("output,errors", [
+    ("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n", 0),
+    ("========= Invalid __global__ read of size 4 bytes\n...\n========= ERROR SUMMARY: 1 error\n", 1),
+    ("========= ERROR SUMMARY: 1 error\n... ERROR SUMMARY: 12 errors\n", 12),
+    ("========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\n", 2),
+    ("========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n", 0),
+    ("========= Error: Target application terminated before first instrumented API call\n", None),
+])
+def test_the_error_count_comes_from_the_summary(output, errors):
+    assert sanitize.parse_errors(output) == errors
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """records/ in a temporary folder, a live stand-in GPU and a stand-in compute-sanitizer on PATH."""
+    monkeypatch.setattr(records, "RECORDS_DIR", tmp_path)
+    monkeypatch.setattr(device, "live", lambda: True)
+    monkeypatch.setattr(device, "gpu", lambda: GPU)
+    monkeypatch.setattr(sanitize.shutil, "which", lambda exe: f"/cuda/bin/{exe}")
+    return tmp_path
+
+
+def fake_tool(monkeypatch, errors=lambda cmd: 0, returncode=None, done=True):
+    """compute-sanitizer as a function of its command line; returns the list of tool runs it was asked for."""
+    calls = []
+
+    def run(cmd, **kwargs):
+        if cmd[1:] == ["--version"]:
+            return subprocess.CompletedProcess(cmd, 0, "Compute Sanitizer\nVersion 2025.3.1.0 (build 1)\n", "")
+        calls.append((cmd[cmd.index("--tool") + 1], cmd[-2]))
+        n = errors(cmd)
+        out = (sanitize.DONE if done else "Traceback: RuntimeError") + f"\n========= ERROR SUMMARY: {n} errors\n"
+        status = returncode if returncode is not None else sanitize.ERROR_EXITCODE if n else 0
+        return subprocess.CompletedProcess(cmd, status, out, "")
+
+    monkeypatch.setattr(sanitize.subprocess, "run", run)
+    return calls
+
+
+def test_every_run_is_recorded_and_a_second_call_resumes(sandbox, monkeypatch):
+    calls = fake_tool(monkeypatch)
+    runs = sanitize.sanitize(["naive", "coalesced"], progress=False)
+    assert sorted(calls) == sorted((t, k) for k in ("naive", "coalesced") for t in sanitize.TOOLS)
+    stored = records.sanitizer_runs(GPU.name)
+    assert sorted(stored, key=str) == sorted(runs, key=str) and len(stored) == 8
+    row = stored[0].to_row()
+    spec = catalog.get(row["kernel"])
+    assert row["errors"] == 0 and row["cases"] == sanitize.cases(spec) and row["build_sha256"] == spec.build_sha256()
+    assert row["versions"] == {"driver": "580.65", "cuda_runtime": "13.0", "cupy": "14.0.0",
+                               "compute_sanitizer": "2025.3.1.0"}
+    problems = records.check(sandbox)  # seven kernels have no record yet
+    assert len(problems) == 4 * (len(catalog.KERNELS) - 2) and not any("naive " in p for p in problems)
+
+    again = fake_tool(monkeypatch)
+    assert sanitize.sanitize(["naive", "coalesced"], progress=False) == runs and again == []
+    sanitize.sanitize(["naive"], ["initcheck"], fresh=True, progress=False)
+    assert again == [("initcheck", "naive")]
+
+
+def test_errors_are_recorded_and_fail_the_command(sandbox, monkeypatch, capsys):
+    fake_tool(monkeypatch, errors=lambda cmd: 3 if "racecheck" in cmd else 0)
+    assert cli.main(["sanitize", "smem_tiled"]) == 1
+    out = capsys.readouterr().out
+    assert "smem_tiled" in out and "racecheck" in out
+    found = {r.tool: r.errors for r in records.sanitizer_runs(GPU.name)}
+    assert found == {"memcheck": 0, "racecheck": 3, "synccheck": 0, "initcheck": 0}
+    assert ["racecheck found 3 error(s) in smem_tiled" in p for p in records.check(sandbox)].count(True) == 1
+
+
+@pytest.mark.parametrize("returncode,done", [(1, False), (0, False)])
+def test_a_child_that_did_not_finish_is_an_error_not_a_clean_record(sandbox, monkeypatch, returncode, done):
+    fake_tool(monkeypatch, returncode=returncode, done=done)
+    with pytest.raises(RuntimeError, match="memcheck on naive did not finish"):
+        sanitize.sanitize(["naive"], progress=False)
+    assert records.sanitizer_runs(GPU.name) == []
+
+
+def test_without_a_gpu_or_the_tool_nothing_runs(sandbox, monkeypatch, capsys):
+    calls = fake_tool(monkeypatch)
+    monkeypatch.setattr(device, "live", lambda: False)
+    assert cli.main(["sanitize"]) == 2
+    assert "none is in use" in capsys.readouterr().err
+    monkeypatch.setattr(device, "live", lambda: True)
+    monkeypatch.setattr(sanitize.shutil, "which", lambda exe: None)
+    with pytest.raises(RuntimeError, match="compute-sanitizer is not on PATH"):
+        sanitize.sanitize()
+    assert calls == [] and not list(sandbox.iterdir())
+
+
+def test_unknown_kernels_and_tools_are_refused_before_anything_runs(sandbox, monkeypatch):
+    calls = fake_tool(monkeypatch)
+    with pytest.raises(ValueError, match="catalog has"):
+        sanitize.sanitize(["fastest"])
+    with pytest.raises(ValueError, match="the tools are memcheck"):
+        sanitize.sanitize(["naive"], ["leakcheck"])
+    assert calls == []
