@@ -98,7 +98,7 @@ def _record(args: argparse.Namespace) -> int:
             row = hardware.recorded_counters(spec, spec.full_params(p), size, gpu)
             if args.fresh or row is None or row.get("build_sha256") != spec.build_sha256() \
                     or not set(hardware.METRICS) <= set(row["metrics"]):
-                hardware.save_counters([hardware.counters(name, size, p)])
+                hardware.save_counters([hardware.counters(name, size, p, fallback=False)])
     print(f"recorded on {gpu} into {records.gpu_dir(gpu)}")
     return 0
 

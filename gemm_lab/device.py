@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from dataclasses import dataclass
 
 REPLAY_ENV = "GEMM_LAB_REPLAY"
@@ -87,6 +88,24 @@ def gpu() -> GPU:
         cuda_runtime=_version_string(cupy.cuda.runtime.runtimeGetVersion()),
         cupy=cupy.__version__,
     )
+
+
+def runs_here(kernel: str, min_cc: tuple[int, int]) -> bool:
+    """Live, and this GPU has the instructions the kernel needs. On an older GPU (e.g. cp.async on a
+    T4) the kernel's results are read back from the records instead, with a warning saying so."""
+    if not live():
+        return False
+    if gpu().cc >= tuple(min_cc):
+        return True
+    _warn_older_gpu(kernel, min_cc)
+    return False
+
+
+@functools.cache
+def _warn_older_gpu(kernel: str, min_cc: tuple[int, int]) -> None:
+    warnings.warn(f"{kernel} needs compute capability {min_cc[0]}.{min_cc[1]} and {gpu().name} is "
+                  f"{gpu().cc[0]}.{gpu().cc[1]}: its results are read back from the records of {replay_gpu()}",
+                  stacklevel=3)
 
 
 def forced_replay() -> bool:

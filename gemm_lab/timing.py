@@ -50,7 +50,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
     spec = catalog.get(kernel)
     m, n, k = shape_of(size)
     p = catalog.validate(spec, params, shape=(m, n, k))
-    if not device.live():
+    if not device.runs_here(spec.name, spec.min_cc):
         return records.lookup(spec.name, p, m, n, k)
     if runs < MIN_RUNS:
         raise ValueError(f"runs={runs}: the median needs at least {MIN_RUNS} runs")

@@ -81,7 +81,7 @@ def test_an_interrupted_sweep_resumes_and_keeps_what_it_measured(sandbox, monkey
     spec, choices = catalog.get("smem_tiled"), {"BM": (8, 16), "BN": (8, 16), "BK": (8, 16)}
     grid = catalog.legal_grid(spec, choices)
     monkeypatch.setattr(device, "live", lambda: True)
-    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="Test GPU"))
+    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="Test GPU", cc=(9, 0)))
     monkeypatch.setattr(autotune, "precompile", lambda cases, workers=None: 0)  # nothing to compile: no GPU
     measured = []
 

@@ -1,0 +1,33 @@
+"""Live on a GPU that cannot run everything (a Colab T4, no ncu): the chapters still run, from the records."""
+import warnings
+from types import SimpleNamespace
+
+import pytest
+
+from gemm_lab import device, hardware, timing
+
+T4 = SimpleNamespace(name="Tesla T4", cc=(7, 5))
+
+
+@pytest.fixture
+def live_t4(monkeypatch):
+    monkeypatch.setattr(device, "live", lambda: True)
+    monkeypatch.setattr(device, "gpu", lambda: T4)
+    monkeypatch.setattr(device, "reader_gpu", lambda: T4.name)
+    monkeypatch.delenv(device.GPU_ENV, raising=False)
+    device._warn_older_gpu.cache_clear()
+
+
+def test_a_kernel_the_gpu_cannot_run_is_read_back_with_a_warning(live_t4):
+    with pytest.warns(UserWarning, match=r"multistage needs compute capability 8.0 and Tesla T4 is 7.5"):
+        x = timing.bench("multistage", 4096)
+    assert x.replayed and x.gpu == device.DEFAULT_REPLAY_GPU
+
+
+def test_counters_without_ncu_are_read_back_with_a_warning(live_t4, monkeypatch):
+    monkeypatch.setattr(hardware.shutil, "which", lambda name: None)
+    with pytest.warns(UserWarning, match="`ncu` is not on PATH: showing the counters recorded on NVIDIA H100"):
+        row = hardware.counters("coalesced", (4096,) * 3, {"BLOCK": 32})
+    assert row["gpu"] == device.DEFAULT_REPLAY_GPU
+    with pytest.raises(RuntimeError, match="not on PATH"), warnings.catch_warnings():
+        hardware.counters("coalesced", (4096,) * 3, {"BLOCK": 32}, fallback=False)  # recording never falls back
