@@ -117,3 +117,14 @@ def occupancy(threads: int, registers: int, smem_bytes: int, sm: SMLimits = SM_9
     }
     blocks = min(limits.values())
     return {"blocks": blocks, "warps": blocks * warps, "limited_by": min(limits, key=limits.get)}
+
+
+def resident(kernel: str | KernelSpec, params: Params | None = None, sm: SMLimits = SM_90) -> dict:
+    """`occupancy` of an instance from its compiled registers and shared memory (`compile.resources`:
+    the live kernel on a GPU, else the offline sm_90 ptxas report), with those numbers and their origin."""
+    from . import compile
+
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    r = compile.resources(spec, p)
+    return {**occupancy(spec.threads(p), r.registers, r.smem_bytes, sm), "registers": r.registers, "origin": r.origin}

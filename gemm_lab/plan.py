@@ -4,7 +4,7 @@ Chapters replay exactly these cases without a GPU, so a chapter that shows a new
 """
 from __future__ import annotations
 
-from . import published
+from . import catalog, published
 
 SIZES = (1024, 2048, 4096, 8192)
 EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure live on every change
@@ -20,8 +20,8 @@ def seed_table_cases(size: int = 4096) -> tuple[tuple[str, dict[str, int], int],
     for bm, bk, bn, tm, tn in published.SEED000_CONFIGS:
         tile = {"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn}
         cases += [("prefetch", {**tile, "PREFETCH": p}, size) for p in (0, 1)]
-        cases += [("multistage", {**tile, "STAGES": s}, size) for s in (2, 3)
-                  if s * (bm * bk + bk * bn) * 4 <= 48 * 1024]
+        stages = catalog.legal_grid("multistage", {**{k: (v,) for k, v in tile.items()}, "STAGES": (2, 3)})
+        cases += [("multistage", p, size) for p in stages]  # the stage counts whose buffers fit
     return tuple(cases)
 
 # Single cases a chapter shows beside the headline ones.

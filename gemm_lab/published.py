@@ -25,24 +25,23 @@ def seed000_table(size: int = 4096) -> Table:
     """Seed 000's eight configurations: its V100 column beside ours (same run as cuBLAS each), with
     what explains the differences: registers, resident blocks per SM, and the share of FFMA peak
     that shared-memory wavefronts allow on the H100 (128 FP32 lanes per SM) and the V100 (64)."""
-    from . import banks, compile, model, timing
+    from . import banks, model, plan, timing
 
+    cases = plan.seed_table_cases(size)
     rows, ms = [], []
     for bm, bk, bn, tm, tn in SEED000_CONFIGS:
         tile = {"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn}
         v100_gflops, v100_pct = SEED000_TABLE[(bm, bk, bn, tm, tn)]
         off, on = (timing.bench("prefetch", size, {**tile, "PREFETCH": p}) for p in (0, 1))
-        staged = [timing.bench("multistage", size, {**tile, "STAGES": s}) for s in (2, 3)
-                  if s * (bm * bk + bk * bn) * 4 <= 48 * 1024]
+        staged = [timing.bench(k, size, p) for k, p, _ in cases if k == "multistage" and tile.items() <= p.items()]
         best_async = max(staged, key=lambda x: x.gflops)
         ms += [off, on, *staged]
-        res = [compile.resources("prefetch", x.params) for x in (off, on)]
-        occ = [model.occupancy((bm // tm) * (bn // tn), r.registers, r.smem_bytes) for r in res]
+        res = [model.resident("prefetch", x.params) for x in (off, on)]
         rows.append((
             f"{bm}, {bk}, {bn}, {tm}, {tn}", f"{v100_gflops:,.0f}", f"{v100_pct:.1f}%",
             f"{off.pct_cublas:.1f}%", f"{on.gflops:,.0f}", f"{on.pct_cublas:.1f}%",
             f"{best_async.pct_cublas:.1f}% ({best_async.params['STAGES']})",
-            " / ".join(str(r.registers) for r in res), " / ".join(f"{o['blocks']} ({o['warps']})" for o in occ),
+            " / ".join(str(r["registers"]) for r in res), " / ".join(f"{r['blocks']} ({r['warps']})" for r in res),
             f"{banks.fma_ceiling('prefetch', tile, 128):.0%} / {banks.fma_ceiling('prefetch', tile, 64):.0%}",
         ))
     return Table(
@@ -51,5 +50,5 @@ def seed000_table(size: int = 4096) -> Table:
          "blocks (warps) per SM, no / with", "shared-memory ceiling H100 / V100"),
         tuple(rows),
         f"M = N = K = {size}. V100 columns: {SEED000} (quoted as data). Ours: {provenance(ms)}; % of cuBLAS "
-        f"in the same run; cp.async: the better of 2 and 3 stages. Registers: {res[0].origin}.",
+        f"in the same run; cp.async: the better of 2 and 3 stages. Registers: {res[0]['origin']}.",
     )
