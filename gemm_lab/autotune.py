@@ -8,6 +8,7 @@ minute on a 16-core host instead of several minutes one by one.
 """
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -31,7 +32,7 @@ def prune(kernel: str, choices: Mapping[str, tuple[int, ...]] | None = None, min
     """The legal grid split into instances worth timing and the ones pruned (spills, too few warps)."""
     spec = catalog.get(kernel)
     grid = catalog.legal_grid(spec, choices)
-    reports = _map(_ptxas, [(spec.name, p) for p in grid], workers)
+    reports = _reports(spec.name, spec.build_sha256(), tuple(tuple(p.items()) for p in grid), workers)
     keep, pruned = [], []
     for p, r in zip(grid, reports):
         warps = model.occupancy(spec.threads(p), r.registers, r.smem_bytes)["warps"]
@@ -53,6 +54,13 @@ def precompile(cases: Iterable[tuple[str, Params | None]], workers: int | None =
     distinct = {(name, tuple(catalog.get(name).full_params(p).items())) for name, p in cases}
     _map(_load, sorted(distinct), workers)
     return len(distinct)
+
+
+@functools.lru_cache(maxsize=16)
+def _reports(kernel: str, build_sha256: str, grid: tuple, workers: int | None) -> list[compile.PtxasReport]:
+    """ptxas reports of a grid, compiled once per process and kernel build (a sweep at several sizes prunes
+    the same grid each time)."""
+    return _map(_ptxas, [(kernel, dict(p)) for p in grid], workers)
 
 
 def _ptxas(case: tuple[str, dict[str, int]]) -> compile.PtxasReport:

@@ -237,6 +237,48 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     )
 
 
+REGISTERS_PER_SM = 65536  # 32-bit registers per SM from Kepler to Hopper
+MAX_REGISTERS_PER_THREAD = 255
+
+
+def _warp_tiling() -> KernelSpec:
+    """Block tile -> warp tile -> thread tile; the 32 lanes of a warp form an 8 x 4 or 4 x 8 grid."""
+    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
+    smem = lambda p: 4 * 2 * p["BK"] * (p["BM"] + 4 + p["BN"])  # noqa: E731 - two buffers, A padded by 4
+    lanes = lambda p: (p["WM"] // p["TM"], p["WN"] // p["TN"])  # noqa: E731
+    staged = lambda p: 4 * -(-(p["BM"] + p["BN"]) * p["BK"] // (4 * threads(p)))  # noqa: E731 - the next tiles' float4s
+    # accumulators, two sets of fragments, the staged tiles and about 20 for addresses: below this, ptxas spills
+    need = lambda p: p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + staged(p) + 20  # noqa: E731
+    have = lambda p: min(MAX_REGISTERS_PER_THREAD, REGISTERS_PER_SM // threads(p) // 8 * 8)  # noqa: E731
+    rules = (
+        _positive("BM", "BN", "BK", "WM", "WN", "TM", "TN"),
+        _multiple_of_4("BK", "TM", "TN"),
+        _divides("TM", "WM", "each lane owns TM rows of the warp tile"),
+        _divides("TN", "WN", "each lane owns TN columns of the warp tile"),
+        Rule("the lanes of a warp must form an 8 x 4 or 4 x 8 grid: WM/TM x WN/TN is "
+             "8 x 4 or 4 x 8 (the lane numbering that makes every fragment load one wavefront)",
+             lambda p: p["WM"] % p["TM"] == 0 and p["WN"] % p["TN"] == 0 and lanes(p) in ((8, 4), (4, 8))),
+        _divides("WM", "BM", "the warps tile the block's rows"),
+        _divides("WN", "BN", "the warps tile the block's columns"),
+        Rule("the TM x TN accumulators, two sets of fragments and the staged tiles must fit in the registers "
+             "each thread can "
+             f"have with this many threads ({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} "
+             "per thread), or they spill to local memory",
+             lambda p: need(p) <= have(p)),
+        *_common_rules(threads, smem),
+    )
+    return KernelSpec(
+        name="warp_tiling", source="kernels/10_warp_tiling.cu", function="sgemm_warp_tiling", title="Warp tiling",
+        choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (4, 8, 16), "WM": (32, 64, 128),
+                 "WN": (16, 32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16)},
+        defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16},  # best at 2048-8192
+        tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
+        chapter="ch07_warp_tiling",
+        notes="warps own WM x WN sub-tiles, lanes TM x TN thread tiles read as broadcast float4s; "
+              "register-staged double buffering",
+    )
+
+
 KERNELS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
@@ -278,6 +320,7 @@ KERNELS: dict[str, KernelSpec] = {
             "BM BN BK TM TN STAGES", "cp.async (Ampere and newer) copies STAGES - 1 tiles ahead straight into "
             "shared memory", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),), min_cc=(8, 0),
         ),
+        _warp_tiling(),
     )
 }
 

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="skip instances the offline ptxas report shows spilling or holding too few warps")
 
     p = sub.add_parser("record", help="re-record the book's data on this GPU (see gemm_lab/plan.py)")
-    p.add_argument("--only", choices=("device", "headline", "sweeps", "counters"), action="append",
+    p.add_argument("--only", choices=("device", "headline", "sweeps", "autotune", "counters"), action="append",
                    help="record only these parts (repeatable)")
     p.add_argument("--fresh", action="store_true",
                    help="re-measure cases already recorded from the current kernel sources")
@@ -79,35 +79,42 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _record(args: argparse.Namespace) -> int:
     _require_live("record")
-    parts = args.only or ["device", "headline", "sweeps", "counters"]
+    parts = args.only or ["device", "headline", "sweeps", "autotune", "counters"]
     if "device" in parts:
         hardware.save_ceilings(hardware.ceilings())
-        records.save(timing.cublas(size) for size in plan.SIZES)
+        records.save(timing.cublas(size) for size in (*plan.SIZES, plan.ODD_SHAPE))
     gpu = device.gpu().name
     if "headline" in parts:
-        cases = [(name, None, size) for size in plan.SIZES for name in plan.HEADLINE] + list(plan.EXTRA)
+        cases = plan.headline_cases() + list(plan.EXTRA)
         todo = [c for c in cases if args.fresh or not _recorded(*c, gpu)]
         timing.bench_all(todo, desc="headline", save=True)
     if "sweeps" in parts:
         for name, choices in plan.SWEEPS.items():
             sweeps.sweep(name, plan.EXPLORER_SIZE, choices, resume=not args.fresh)
+    if "autotune" in parts:
+        for name, sizes in plan.AUTOTUNE.items():
+            found = [sweeps.sweep(name, size, resume=not args.fresh, prune=True) for size in sizes]
+            size, top = plan.AUTOTUNE_CONFIRM
+            best = sorted(found[-1], key=lambda x: -x.gflops)[:top]
+            todo = [(name, x.params, size) for x in best if args.fresh or not _recorded(name, x.params, size, gpu)]
+            timing.bench_all(todo, desc=f"best of {name} at {size}", save=True)
     if "counters" in parts:
         size = (plan.COUNTER_SIZE,) * 3
         for name, p in plan.COUNTERS:
-            spec = catalog.get(name)
-            row = hardware.recorded_counters(spec, spec.full_params(p), size, gpu)
-            if args.fresh or row is None or row.get("build_sha256") != spec.build_sha256() \
+            spec = catalog.get(name) if name != records.CUBLAS else None
+            row = hardware.recorded_counters(name, spec.full_params(p) if spec else {}, size, gpu)
+            if args.fresh or row is None or row.get("build_sha256") != (spec.build_sha256() if spec else "") \
                     or not set(hardware.METRICS) <= set(row["metrics"]):
                 hardware.save_counters([hardware.counters(name, size, p, fallback=False)])
     print(f"recorded on {gpu} into {records.gpu_dir(gpu)}")
     return 0
 
 
-def _recorded(name: str, params: dict | None, size: int, gpu: str) -> bool:
+def _recorded(name: str, params: dict | None, size: int | tuple[int, int, int], gpu: str) -> bool:
     """Is this case recorded on this GPU from the current kernel source (with its headers)?"""
     spec = catalog.get(name)
     try:
-        x = records.lookup(name, spec.full_params(params), size, size, size, gpu=gpu)
+        x = records.lookup(name, spec.full_params(params), *timing.shape_of(size), gpu=gpu)
     except LookupError:
         return False
     return x.build_sha256 == spec.build_sha256()

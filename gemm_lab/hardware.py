@@ -58,49 +58,55 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
              metrics: tuple[str, ...] = METRICS, fallback: bool = True) -> dict:
     """Hardware counters of one launch (live: ncu now; replay: the recorded row).
 
-    Live, where ncu is missing or not allowed to read counters (common on shared and cloud GPUs),
-    the recorded row is returned with a warning, unless `fallback` is False (recording).
+    `kernel` may be "cublas": cuBLAS's SGEMM on the same shape, for comparison. Live, where ncu is missing
+    or not allowed to read counters (common on shared and cloud GPUs), the recorded row is returned with a
+    warning, unless `fallback` is False (recording).
     """
-    spec = catalog.get(kernel)
     m, n, k = size
-    p = catalog.validate(spec, params, shape=(m, n, k))
-    if not device.runs_here(spec.name, spec.min_cc):
-        return _recorded_or_raise(spec, p, (m, n, k))
+    if kernel == records.CUBLAS:
+        name, p, function, min_cc = records.CUBLAS, {}, "gemm", (5, 0)  # cuBLAS's kernels all have gemm in their name
+        identity = {"kernel": name, "source": "", "source_sha256": "", "build_sha256": ""}
+    else:
+        spec = catalog.get(kernel)
+        name, p, function, min_cc = spec.name, catalog.validate(spec, params, shape=(m, n, k)), spec.function, spec.min_cc
+        identity = {"kernel": name, "source": spec.source, "source_sha256": spec.source_sha256(),
+                    "build_sha256": spec.build_sha256()}
+    if not device.runs_here(name, min_cc):
+        return _recorded_or_raise(name, p, (m, n, k))
     ncu = shutil.which("ncu")
     if ncu is None:
-        return _recorded_or_raise(spec, p, (m, n, k), "Nsight Compute's `ncu` is not on PATH", fallback)
+        return _recorded_or_raise(name, p, (m, n, k), "Nsight Compute's `ncu` is not on PATH", fallback)
     cmd = [ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(metrics),
-           "--kernel-name", f"regex:^{spec.function}", "--launch-count", "1",
-           sys.executable, "-m", "gemm_lab.hardware", spec.name, json.dumps(p), str(m), str(n), str(k)]
+           "--kernel-name", f"regex:^{function}" if name != records.CUBLAS else f"regex:{function}",
+           "--launch-count", "1",
+           sys.executable, "-m", "gemm_lab.hardware", name, json.dumps(p), str(m), str(n), str(k)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     values = _parse_ncu_csv(out.stdout)
     if out.returncode != 0 or not values:  # e.g. ERR_NVGPUCTRPERM: counters need admin rights on many hosts
-        return _recorded_or_raise(spec, p, (m, n, k), f"ncu failed ({out.returncode}):\n{out.stdout[-2000:]}\n"
-                                                     f"{out.stderr[-2000:]}", fallback)
-    return {
-        "kernel": spec.name, "source": spec.source, "source_sha256": spec.source_sha256(),
-        "build_sha256": spec.build_sha256(), "params": p,
-        "m": m, "n": n, "k": k, "metrics": values, "gpu": device.gpu().name, "recorded_at": _now(),
-    }
+        return _recorded_or_raise(name, p, (m, n, k), f"ncu failed ({out.returncode}):\n{out.stdout[-2000:]}\n"
+                                                      f"{out.stderr[-2000:]}", fallback)
+    return {**identity, "params": p, "m": m, "n": n, "k": k, "metrics": values, "gpu": device.gpu().name,
+            "recorded_at": _now()}
 
 
-def _recorded_or_raise(spec: KernelSpec, p: dict[str, int], size: tuple[int, int, int], why: str = "",
+def _recorded_or_raise(name: str, p: dict[str, int], size: tuple[int, int, int], why: str = "",
                        fallback: bool = True) -> dict:
     """The recorded row (its `gpu` field says whose); live, with a warning naming why ncu did not run."""
-    row = recorded_counters(spec, p, size) if fallback else None
+    row = recorded_counters(name, p, size) if fallback else None
     if row is None:
         raise (RuntimeError(why) if why else LookupError(
-            f"no recorded ncu counters for {spec.describe(p)} at {size[0]}x{size[1]}x{size[2]} on {device.replay_gpu()}"))
+            f"no recorded ncu counters for {name} {p} at {size[0]}x{size[1]}x{size[2]} on {device.replay_gpu()}"))
     if why:
         warnings.warn(f"{why.splitlines()[0]}: showing the counters recorded on {row['gpu']}", stacklevel=3)
     return row
 
 
-def recorded_counters(spec: KernelSpec, params: dict[str, int], size: tuple[int, int, int],
+def recorded_counters(kernel: str | KernelSpec, params: dict[str, int], size: tuple[int, int, int],
                       gpu: str | None = None) -> dict | None:
-    """The recorded ncu row of exactly this instance and shape, if any."""
+    """The recorded ncu row of exactly this instance (or "cublas") and shape, if any."""
+    name = kernel if isinstance(kernel, str) else kernel.name
     for row in records.read_kind("ncu", gpu):
-        if row["kernel"] == spec.name and row["params"] == params and (row["m"], row["n"], row["k"]) == size:
+        if row["kernel"] == name and row["params"] == params and (row["m"], row["n"], row["k"]) == size:
             return row
     return None
 
@@ -160,7 +166,10 @@ def _launch_once(argv: list[str]) -> None:
 
     name, params, m, n, k = argv[0], json.loads(argv[1]), *map(int, argv[2:5])
     a, b = run.random_inputs(m, n, k)
-    run.gemm(name, a, b, params)
+    if name == records.CUBLAS:
+        cupy.matmul(a, b)
+    else:
+        run.gemm(name, a, b, params)
     cupy.cuda.Device().synchronize()
 
 

@@ -7,11 +7,17 @@ from __future__ import annotations
 from . import catalog, published
 
 SIZES = (1024, 2048, 4096, 8192)
+ODD_SHAPE = (2999, 4001, 3001)  # M, N, K: no tile divides it and rows are not 16-byte aligned
 EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure live on every change
 
 # Every kernel at its default parameters at every size (the scoreboard and the chapters' charts).
 HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2d", "vectorized", "bank_conflicts",
-            "prefetch", "multistage")
+            "prefetch", "multistage", "warp_tiling")
+
+
+def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
+    """Every headline kernel at its defaults at every size and on the odd shape (the scoreboard)."""
+    return [(name, None, size) for size in (*SIZES, ODD_SHAPE) for name in HEADLINE]
 
 
 def seed_table_cases(size: int = 4096) -> tuple[tuple[str, dict[str, int], int], ...]:
@@ -43,10 +49,16 @@ SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
     "bank_conflicts": {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (8,), "TN": (8,), "LAYOUT": (0, 1, 2)},
     "prefetch": {"BM": (64, 128), "BN": (64, 128), "BK": (4, 8, 16), "TM": (8,), "TN": (4, 8), "PREFETCH": (0, 1)},
     "multistage": {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (8,), "TN": (8,), "STAGES": (2, 3, 4)},
+    "warp_tiling": {"BM": (128, 256), "BN": (128, 256), "BK": (8,), "TM": (8, 16), "TN": (8, 16)},
 }
 
+# Autotuning: the whole pruned space of a kernel timed at each of SIZES but the largest, where the TOP best
+# instances at the largest size below it are timed instead (the whole space there would take minutes).
+AUTOTUNE: dict[str, tuple[int, ...]] = {"warp_tiling": (1024, 2048, 4096)}
+AUTOTUNE_CONFIRM = (8192, 8)  # size, number of the best instances at 4096 re-timed there
+
 # Hardware counters (Nsight Compute) at 4096: coalescing (ch1), the traffic model (ch2), banks (ch5),
-# stall reasons with and without prefetch (ch6).
+# stall reasons with and without prefetch (ch6), the warp-tiled kernel beside cuBLAS (ch7).
 COUNTER_SIZE = 4096
 COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("naive", {"BLOCK": 32}),
@@ -67,4 +79,7 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("prefetch", {"BM": 64, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PREFETCH": 1}),
     ("multistage", {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "STAGES": 3}),
     ("multistage", {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "STAGES": 3}),
+    ("warp_tiling", {}),  # the default: the best of the autotuning at 4096
+    ("warp_tiling", {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}),  # 8 x 8 thread tiles
+    ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7
 )

@@ -9,44 +9,7 @@
 // of registers while the FFMAs of row kk run. With PREFETCH = 0 the same code runs with one buffer:
 // load, sync, multiply, sync, so the gain of prefetching can be measured on identical tiles.
 #include "register_tile.cuh"
-
-// This thread's share of one step's A (BM x BK) and B (BK x BN) tiles, held in registers between the
-// global load and the shared store. Consecutive threads read consecutive float4s of a row.
-template <int BM, int BN, int BK, int THREADS>
-struct Staging {
-  static constexpr int A_VECS = BM * BK / 4, B_VECS = BK * BN / 4;
-  static constexpr int A_LOADS = (A_VECS + THREADS - 1) / THREADS, B_LOADS = (B_VECS + THREADS - 1) / THREADS;
-  float4 a[A_LOADS], b[B_LOADS];
-
-  __device__ __forceinline__ void load(const float* __restrict__ A, const float* __restrict__ B, int row0,
-                                       int col0, int k0, int M, int N, int K, bool vec_a, bool vec_bc) {
-#pragma unroll
-    for (int l = 0; l < A_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      if (A_VECS % THREADS == 0 || i < A_VECS) a[l] = load4(A, row0 + i / (BK / 4), k0 + i % (BK / 4) * 4, M, K, vec_a);
-    }
-#pragma unroll
-    for (int l = 0; l < B_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      if (B_VECS % THREADS == 0 || i < B_VECS) b[l] = load4(B, k0 + i / (BN / 4), col0 + i % (BN / 4) * 4, K, N, vec_bc);
-    }
-  }
-
-  __device__ __forceinline__ void store(float (&As)[BK][BM], float (&Bs)[BK][BN]) const {
-#pragma unroll
-    for (int l = 0; l < A_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS, r = i / (BK / 4), c = i % (BK / 4) * 4;
-      if (A_VECS % THREADS == 0 || i < A_VECS) {
-        As[c][r] = a[l].x, As[c + 1][r] = a[l].y, As[c + 2][r] = a[l].z, As[c + 3][r] = a[l].w;  // transposed
-      }
-    }
-#pragma unroll
-    for (int l = 0; l < B_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      if (B_VECS % THREADS == 0 || i < B_VECS) *reinterpret_cast<float4*>(&Bs[i / (BN / 4)][i % (BN / 4) * 4]) = b[l];
-    }
-  }
-};
+#include "staging.cuh"
 
 template <int TM>
 __device__ __forceinline__ void load_a(float (&a)[TM], const float* As_row, int row) {
