@@ -181,7 +181,7 @@ def check(spec: KernelSpec, params: Params, m: int, n: int, k: int) -> float:
         a64, b64 = a.astype(cupy.float64), b.astype(cupy.float64)
         # Rounding errors scale with the terms |a||b|, not with the sum: where cancellation leaves every
         # element of C small (a 1 x 1 result of 7 terms), the terms' size over sqrt(K) is the yardstick.
-        floor = float((cupy.abs(a64) @ cupy.abs(b64)).max()) / math.sqrt(k)
+        floor = float((abs(a64) @ abs(b64)).max()) / math.sqrt(k)
         return max_rel_err(out, a64 @ b64, floor)
 
 

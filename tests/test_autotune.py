@@ -18,7 +18,9 @@ def test_prune_drops_spills_and_thin_occupancy(monkeypatch):
                                    smem_bytes=4096)
 
     monkeypatch.setattr(autotune, "_ptxas", fake)
+    autotune._reports.cache_clear()  # the first test's real reports are cached for this grid
     keep, pruned = autotune.prune("prefetch", GRID, min_warps=16, workers=1)
+    autotune._reports.cache_clear()
     why = {(x.params["BM"], x.params["BK"]): x.why for x in pruned}
     assert [(p["BM"], p["BK"]) for p in keep] == [(64, 8)]
     assert why[(64, 32)].startswith("spills 16 bytes")
