@@ -406,3 +406,66 @@ def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:
     ax.legend(fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return stamp(fig, provenance(found))
+
+
+def lane_position(lane: int, params: dict[str, int]) -> tuple[int, int]:
+    """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as 10_warp_tiling.cu numbers them:
+    along the longer side of the grid by lane % 8, along the shorter one diagonally."""
+    along, diagonal = lane % 8, (lane // 8 + lane % 8) % 4
+    return (along, diagonal) if params["WM"] // params["TM"] == 8 else (diagonal, along)
+
+
+def warp_tiles(params: dict[str, int] | None = None) -> Figure:
+    """The three tile levels of the warp-tiled kernel, drawn from its parameters (defaults: the catalog's).
+
+    Left, the block tile and its warp tiles; middle, warp 0's tile with the outputs of lanes 0 and 1 (TM/4 x
+    TN/4 squares of 4 x 4, one stride apart); right, one stride's worth of the warp tile with the lane that
+    owns each square. Patches carry a gid ("warp w", "lane l") so tests can count what is drawn.
+    """
+    from matplotlib.colors import to_rgba
+
+    p = catalog.get("warp_tiling").full_params(params)
+    bm, bn, wm, wn, tm, tn = (p[x] for x in ("BM", "BN", "WM", "WN", "TM", "TN"))
+    stride_m, stride_n = wm // (tm // 4), wn // (tn // 4)
+    highlight = {0: "C3", 1: "C1"}
+    ratios = (bn / bm, wn / wm, max(stride_n / stride_m, 0.8))  # the lane panel wide enough for its title
+    fig, (block, warp, lanes) = plt.subplots(1, 3, figsize=(10, 4.2), gridspec_kw={"width_ratios": ratios})
+    for w in range((bm // wm) * (bn // wn)):
+        r, c = w // (bn // wn) * wm, w % (bn // wn) * wn
+        block.add_patch(Rectangle((c, r), wn, wm, facecolor=to_rgba("C0", 0.35) if w == 0 else "none",
+                                  edgecolor="black", linewidth=1.5, gid=f"warp {w}"))
+        block.text(c + wn / 2, r + wm / 2, f"warp {w}" if wn >= 32 else f"w{w}", ha="center", va="center", fontsize=8)
+    inches = min(10 * 0.8 * ratios[2] / sum(ratios) / (stride_n / 4), 4.2 * 0.6 / (stride_m / 4))  # a 4 x 4 square
+    for lane in range(32):
+        lm, ln = lane_position(lane, p)
+        lanes.add_patch(Rectangle((ln * 4, lm * 4), 4, 4, facecolor=highlight.get(lane, "white"),
+                                  edgecolor="gray", linewidth=0.5))
+        lanes.text(ln * 4 + 2, lm * 4 + 2, str(lane), ha="center", va="center", fontsize=min(9.0, 28 * inches))
+        if lane in highlight:
+            for g in range(tm // 4):
+                for h in range(tn // 4):
+                    warp.add_patch(Rectangle((ln * 4 + h * stride_n, lm * 4 + g * stride_m), 4, 4,
+                                             color=highlight[lane], gid=f"lane {lane}"))
+    for g in range(tm // 4):
+        for h in range(tn // 4):
+            warp.add_patch(Rectangle((h * stride_n, g * stride_m), stride_n, stride_m, fill=False,
+                                     edgecolor="gray", linestyle=":", linewidth=1))
+    for ax, (rows, cols) in ((block, (bm, bn)), (warp, (wm, wn)), (lanes, (stride_m, stride_n))):
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_aspect("equal")
+        ax.set_xlabel("column of C")
+    block.set_ylabel("row of C")
+    block.set_xticks(range(0, bn + 1, max(wn, bn // 4)))
+    block.set_yticks(range(0, bm + 1, max(wm, bm // 4)))
+    warp.set_xticks(range(0, wn + 1, stride_n))
+    warp.set_yticks(range(0, wm + 1, stride_m))
+    lanes.set_xticks(range(0, stride_n + 1, 4 if stride_n <= 16 else 8))
+    lanes.set_yticks(range(0, stride_m + 1, 4 if stride_m <= 16 else 8))
+    block.set_title(f"block tile {bm} x {bn}:\n{(bm // wm) * (bn // wn)} warp tiles of {wm} x {wn}", fontsize=9)
+    warp.set_title("warp 0: the outputs of\nlane 0 (red) and lane 1 (orange)", fontsize=9)
+    lanes.set_title(f"lane grid {wm // tm} x {wn // tn}:\nowner of each 4 x 4", fontsize=9)
+    fig.suptitle(f"{tm} x {tn} outputs per lane, as {tm // 4} x {tn // 4} squares of 4 x 4: {stride_m} rows and "
+                 f"{stride_n} columns apart (right: one dotted box of the middle panel)", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -123,3 +123,38 @@ def annotate(ffma: list[Ffma], limit: int = 16) -> str:
         flag = ("VOLTA-CONFLICT " if cv else "") + ("maxwell-conflict" if cm else "")
         lines.append(f"{f.text:<44s} mod 2: {b2!s:<10s} mod 4: {b4!s:<10s} {flag}")
     return "\n".join(lines)
+
+
+_LABEL = re.compile(r"^\s*\.(L_x_\d+):")
+# groups: the opcode without its modifiers (LDS for LDS.128), the operands
+_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T\d]\s+)?([A-Z][A-Z0-9_]*)\S*\s*(.*?)\s*;")
+_TARGET = re.compile(r"`\(\.(L_x_\d+)\)")
+
+
+def main_loop_mix(kernel: str | KernelSpec, params: Params | None = None) -> dict[str, int]:
+    """Opcode counts (FFMA, LDS, ...) of the kernel's hottest loop in the offline SASS, most frequent first.
+
+    The hottest loop is the backward branch whose body holds the most FFMAs; where two bodies hold as many
+    (the bounds-checked and unchecked copies of a main loop), the shorter one, which the blocks wholly
+    inside C run. What this mix says about issue slots holds for large, tile-aligned shapes.
+    """
+    labels: dict[str, int] = {}
+    opcodes: list[str] = []
+    loops: list[tuple[int, int]] = []  # (first, last) instruction of each loop body
+    for line in disassemble(kernel, params).splitlines():
+        label = _LABEL.match(line)
+        if label:
+            labels[label.group(1)] = len(opcodes)
+            continue
+        instruction = _INSTRUCTION.match(line)
+        if not instruction:
+            continue
+        opcodes.append(instruction.group(1))
+        target = _TARGET.search(instruction.group(2)) if instruction.group(1) == "BRA" else None
+        if target and target.group(1) in labels:  # a label seen already: a backward branch
+            loops.append((labels[target.group(1)], len(opcodes) - 1))
+    if not loops:
+        raise ValueError(f"no loop in the SASS of {kernel if isinstance(kernel, str) else kernel.name}")
+    first, last = max(loops, key=lambda ab: (opcodes[ab[0]:ab[1] + 1].count("FFMA"), ab[0] - ab[1]))
+    body = opcodes[first:last + 1]
+    return {op: body.count(op) for op in sorted(set(body), key=lambda op: (-body.count(op), op))}
