@@ -25,3 +25,19 @@ def test_prune_drops_spills_and_thin_occupancy(monkeypatch):
     assert [(p["BM"], p["BK"]) for p in keep] == [(64, 8)]
     assert why[(64, 32)].startswith("spills 16 bytes")
     assert "resident warps" in why[(128, 8)]  # 255 registers x 256 threads: one block, 8 warps
+
+
+def test_a_grid_is_compiled_once_per_kernel_build(monkeypatch):
+    calls = []
+
+    def fake(case):
+        calls.append(case)
+        return compile.PtxasReport(instance="", arch="sm_90", registers=64, spill_stores=0, spill_loads=0,
+                                   stack_bytes=0, smem_bytes=4096)
+
+    monkeypatch.setattr(autotune, "_ptxas", fake)
+    autotune._reports.cache_clear()
+    first = autotune.prune("prefetch", GRID, workers=1)
+    second = autotune.prune("prefetch", GRID, workers=1)  # a sweep at the next size prunes the same grid
+    autotune._reports.cache_clear()
+    assert first == second and len(calls) == len(catalog.legal_grid("prefetch", GRID))

@@ -114,3 +114,11 @@ def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, mo
     y = timing.cublas(16)
     last_launch = max(i for i, what in enumerate(log) if what == "cublas")
     assert y.telemetry == TELEMETRY and last_launch < log.index("telemetry") < log.index("sync")
+
+
+def test_relative_error_of_a_cancelling_result_is_measured_against_its_terms():
+    ref = np.array([[1e-3]])  # a 1 x 1 result whose terms were of size 1 and cancelled
+    got = ref + 1e-9
+    assert run.max_rel_err(got, ref) == pytest.approx(1e-6)
+    assert run.max_rel_err(got, ref, floor=1.0) == pytest.approx(1e-9)  # the floor applies
+    assert run.max_rel_err(got * 1e6, ref * 1e6, floor=1.0) == pytest.approx(1e-6)  # large results: no effect

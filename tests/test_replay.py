@@ -35,9 +35,31 @@ def test_bench_verify_and_cublas_replay_records():
 
 
 def test_every_headline_case_is_recorded():
-    ms = gl.bench_all([(k, None, s) for k in plan.HEADLINE for s in plan.SIZES])
-    assert len(ms) == len(plan.HEADLINE) * len(plan.SIZES)
+    ms = gl.bench_all(plan.headline_cases())
+    assert len(ms) == len(plan.HEADLINE) * (len(plan.SIZES) + 1)
+    assert {(x.m, x.n, x.k) for x in ms if x.kernel == "naive"} >= {plan.ODD_SHAPE}
     assert "recorded on NVIDIA H100" in str(gl.measurements_table(ms))
+    assert all(cli._recorded(name, params, size, device.DEFAULT_REPLAY_GPU) for name, params, size in plan.headline_cases())
+
+
+def test_autotuning_is_recorded_at_every_size_and_best_picks_the_fastest():
+    from gemm_lab import records, sweeps
+
+    for name, sizes in plan.AUTOTUNE.items():
+        for size in (*sizes, plan.AUTOTUNE_CONFIRM[0]):
+            found = [x for x in records.measurements(name) if (x.m, x.n, x.k) == (size,) * 3]
+            assert len(found) >= (plan.AUTOTUNE_CONFIRM[1] if size == plan.AUTOTUNE_CONFIRM[0] else 200)
+            assert sweeps.best(name, size).gflops == max(x.gflops for x in found)
+    with pytest.raises(LookupError, match="gemm-lab sweep warp_tiling --size 3000"):
+        sweeps.best("warp_tiling", 3000)
+
+
+def test_cublas_counters_replay_with_the_same_metrics():
+    from gemm_lab import hardware
+
+    n = plan.COUNTER_SIZE
+    row = gl.counters("cublas", (n, n, n))
+    assert row["kernel"] == "cublas" and row["params"] == {} and set(hardware.METRICS) <= set(row["metrics"])
 
 
 def test_sweeps_replay_the_whole_grid():
