@@ -131,12 +131,12 @@ _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T\d]\s+)?([A-Z][A-Z0
 _TARGET = re.compile(r"`\(\.(L_x_\d+)\)")
 
 
-def main_loop_mix(kernel: str | KernelSpec, params: Params | None = None) -> dict[str, int]:
-    """Opcode counts (FFMA, LDS, ...) of the kernel's hottest loop in the offline SASS, most frequent first.
+def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[str]:
+    """Opcodes (FFMA, LDS, ...) of the kernel's hottest loop in the offline SASS, in program order.
 
     The hottest loop is the backward branch whose body holds the most FFMAs; where two bodies hold as many
     (the bounds-checked and unchecked copies of a main loop), the shorter one, which the blocks wholly
-    inside C run. What this mix says about issue slots holds for large, tile-aligned shapes.
+    inside C run. What it says about issue slots holds for large, tile-aligned shapes.
     """
     labels: dict[str, int] = {}
     opcodes: list[str] = []
@@ -156,5 +156,26 @@ def main_loop_mix(kernel: str | KernelSpec, params: Params | None = None) -> dic
     if not loops:
         raise ValueError(f"no loop in the SASS of {kernel if isinstance(kernel, str) else kernel.name}")
     first, last = max(loops, key=lambda ab: (opcodes[ab[0]:ab[1] + 1].count("FFMA"), ab[0] - ab[1]))
-    body = opcodes[first:last + 1]
+    return opcodes[first:last + 1]
+
+
+def main_loop_mix(kernel: str | KernelSpec, params: Params | None = None) -> dict[str, int]:
+    """Opcode counts of the kernel's hottest loop (`main_loop`), most frequent first."""
+    body = main_loop(kernel, params)
     return {op: body.count(op) for op in sorted(set(body), key=lambda op: (-body.count(op), op))}
+
+
+def global_load_lead(kernel: str | KernelSpec, params: Params | None = None) -> int:
+    """How many instructions ahead of their use the register-staged global loads are issued.
+
+    For each global load (LDG) of the hottest loop, the instructions up to the next shared store (STS,
+    which consumes the staged tile), going round the loop; the smallest. The compiler, not the source,
+    decides where a load sits: the longer the lead, the more of a load's latency the math in between
+    hides when no other warp is there to issue.
+    """
+    body = main_loop(kernel, params)
+    loads = [i for i, op in enumerate(body) if op == "LDG"]
+    stores = [i for i, op in enumerate(body) if op == "STS"]
+    if not loads or not stores:
+        raise ValueError("the main loop has no register-staged global loads (LDG followed by STS)")
+    return min(min((j - i) % len(body) for j in stores) for i in loads)

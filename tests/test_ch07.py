@@ -59,3 +59,10 @@ def test_main_loop_mix_picks_the_unchecked_copy():
     mix = sass.main_loop_mix("warp_tiling")
     assert text.count("FFMA ") > mix["FFMA"]  # more FFMAs exist outside the chosen loop (the checked copy)
     assert "BSSY" not in mix  # no divergent guards in the unchecked loop
+
+
+def test_global_load_lead_counts_instructions_from_a_load_to_its_store():
+    lead = sass.global_load_lead("warp_tiling")
+    assert 0 < lead < len(sass.main_loop("warp_tiling"))
+    # chapter 6's kernel issues its loads most of a loop ahead of the stores
+    assert sass.global_load_lead("prefetch") > len(sass.main_loop("prefetch")) // 2
