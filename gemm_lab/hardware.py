@@ -64,11 +64,12 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
     """
     m, n, k = size
     if kernel == records.CUBLAS:
-        name, p, function, min_cc = records.CUBLAS, {}, "gemm", (5, 0)  # cuBLAS's kernels all have gemm in their name
+        name, p, kernel_regex, min_cc = records.CUBLAS, {}, "gemm", (5, 0)  # cuBLAS's kernels all have gemm in their name
         identity = {"kernel": name, "source": "", "source_sha256": "", "build_sha256": ""}
     else:
         spec = catalog.get(kernel)
-        name, p, function, min_cc = spec.name, catalog.validate(spec, params, shape=(m, n, k)), spec.function, spec.min_cc
+        name, p, min_cc = spec.name, catalog.validate(spec, params, shape=(m, n, k)), spec.min_cc
+        kernel_regex = f"^{spec.function}"
         identity = {"kernel": name, "source": spec.source, "source_sha256": spec.source_sha256(),
                     "build_sha256": spec.build_sha256()}
     if not device.runs_here(name, min_cc):
@@ -77,8 +78,7 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
     if ncu is None:
         return _recorded_or_raise(name, p, (m, n, k), "Nsight Compute's `ncu` is not on PATH", fallback)
     cmd = [ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(metrics),
-           "--kernel-name", f"regex:^{function}" if name != records.CUBLAS else f"regex:{function}",
-           "--launch-count", "1",
+           "--kernel-name", f"regex:{kernel_regex}", "--launch-count", "1",
            sys.executable, "-m", "gemm_lab.hardware", name, json.dumps(p), str(m), str(n), str(k)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     values = _parse_ncu_csv(out.stdout)

@@ -93,7 +93,7 @@ def roofline(intensity_flop_per_byte: float, peak_gflops: float, bandwidth_gbs: 
 class SMLimits:
     """What one SM holds at once (CUDA Occupancy Calculator values for the compute capability)."""
 
-    registers: int = 65536
+    registers: int = catalog.REGISTERS_PER_SM
     threads: int = 2048
     blocks: int = 32
     smem_bytes: int = 233472  # 228 KiB on sm_90
