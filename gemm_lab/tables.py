@@ -61,6 +61,16 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
                   "max rel err"), rows, provenance(ms))
 
 
+def by_size(ms: Sequence[Measurement]) -> Table:
+    """One row per kernel, one column per M = N = K: GFLOP/s and % of cuBLAS (same run), to read at a glance."""
+    sizes = sorted({x.m for x in ms})
+    kernels = list(dict.fromkeys(x.kernel for x in ms))
+    cell = {(x.kernel, x.m): f"{x.gflops:,.0f} ({x.pct_cublas:.0f}%)" for x in ms}
+    return Table(("kernel", *(f"M = N = K = {s}" for s in sizes)),
+                 tuple((k, *(cell.get((k, s), "-") for s in sizes)) for k in kernels),
+                 "GFLOP/s (% of cuBLAS SGEMM timed in the same run); " + provenance(ms))
+
+
 @dataclass(frozen=True)
 class Banner:
     """Says at the top of a chapter whether its numbers are measured now or replayed."""

@@ -7,6 +7,7 @@ import pytest
 
 import gemm_lab as gl
 from gemm_lab import catalog, cli, device, model, plan, plots, widgets
+from gemm_lab.tables import by_size
 
 
 @pytest.fixture(autouse=True)
@@ -39,6 +40,10 @@ def test_every_headline_case_is_recorded():
     assert len(ms) == len(plan.HEADLINE) * (len(plan.SIZES) + 1)
     assert {(x.m, x.n, x.k) for x in ms if x.kernel == "naive"} >= {plan.ODD_SHAPE}
     assert "recorded on NVIDIA H100" in str(gl.measurements_table(ms))
+    square = [x for x in ms if x.m == x.n == x.k]
+    pivot = by_size(square)
+    assert [r[0] for r in pivot.rows] == list(plan.HEADLINE) and len(pivot.columns) == 1 + len(plan.SIZES)
+    assert all(c.endswith("%)") for r in pivot.rows for c in r[1:])
     assert all(cli._recorded(name, params, size, device.DEFAULT_REPLAY_GPU) for name, params, size in plan.headline_cases())
 
 
