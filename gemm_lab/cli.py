@@ -106,6 +106,9 @@ def _record(args: argparse.Namespace) -> int:
             if args.fresh or row is None or row.get("build_sha256") != (spec.build_sha256() if spec else "") \
                     or not set(hardware.METRICS) <= set(row["metrics"]):
                 hardware.save_counters([hardware.counters(name, size, p, fallback=False)])
+    if not args.only:
+        dropped = records.drop_stale(gpu)
+        print(f"dropped {dropped} measurement(s) of older kernel sources that the plan no longer asks for")
     print(f"recorded on {gpu} into {records.gpu_dir(gpu)}")
     return 0
 

@@ -181,19 +181,43 @@ def upsert(path: Path, new_rows: Iterable[dict[str, Any]], key: tuple[str, ...])
     with _locked(path):
         rows = {_key(r, key): r for r in (read_rows(path) if path.exists() else [])}
         rows.update({_key(r, key): r for r in new_rows})
-        body = ",\n".join(json.dumps(rows[k], sort_keys=True, separators=(",", ":")) for k in sorted(rows))
-        text = f'{{"format": {FORMAT}, "rows": [\n{body}\n]}}\n'
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        _write(path, [rows[k] for k in sorted(rows)])
+
+
+def drop_stale(gpu_name: str) -> int:
+    """Delete this GPU's measurements of an older kernel source or header; returns how many.
+
+    A full `gemm-lab record` calls it last: everything the book uses has just been measured again, so a
+    stale row left over is one the plan no longer asks for (say, a former top-8 autotuning candidate).
+    """
+    dropped = 0
+    for path in sorted(gpu_dir(gpu_name).glob("*.json")):
+        if not _is_bench(path):
+            continue
+        with _locked(path):
+            rows = read_rows(path)
+            keep = [r for r in rows if not _stale(path, [r])]
+            if len(keep) < len(rows):
+                _write(path, keep)
+                dropped += len(rows) - len(keep)
+    return dropped
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Replace the file's rows (the caller holds its lock) through a temporary file and a rename."""
+    body = ",\n".join(json.dumps(r, sort_keys=True, separators=(",", ":")) for r in rows)
+    text = f'{{"format": {FORMAT}, "rows": [\n{body}\n]}}\n'
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 @contextlib.contextmanager

@@ -11,12 +11,19 @@
 // misaligned access. The launcher guarantees 16-byte aligned base pointers.
 #include "tiles.cuh"
 
-template <int BM, int BN, int BK, int TM, int TN>
-__global__ void __launch_bounds__((BM / TM) * (BN / TN))
-sgemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A,
-                 const float* __restrict__ B, float beta, float* __restrict__ C) {
+// How the A tile is laid out in shared memory: here plainly transposed, As[k][m]. Chapter 5
+// (07_bank_conflicts.cu) reuses this kernel's body with padded and swizzled layouts instead.
+struct TransposedA {
+  static constexpr int PAD = 0;                                            // floats added to each row
+  __device__ static __forceinline__ int col(int k, int m) { return m; }  // column of element (k, m)
+};
+
+// One block's BM x BN tile of C.
+template <int BM, int BN, int BK, int TM, int TN, class ALayout>
+__device__ __forceinline__ void vectorized_block(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                                 const float* __restrict__ B, float beta, float* __restrict__ C) {
   constexpr int THREADS = (BM / TM) * (BN / TN);
-  __shared__ __align__(16) float As[BK][BM];  // transposed: column kk of the A tile is row kk here
+  __shared__ __align__(16) float As[BK][BM + ALayout::PAD];  // transposed: column kk of the A tile is row kk here
   __shared__ __align__(16) float Bs[BK][BN];
 
   const bool vec_a = K % 4 == 0, vec_bc = N % 4 == 0;
@@ -32,10 +39,10 @@ sgemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A,
     for (int i = threadIdx.x; i < BM * BK / 4; i += THREADS) {
       const int r = i / (BK / 4), c = i % (BK / 4) * 4;
       const float4 v = load4(A, row0 + r, k0 + c, M, K, vec_a);
-      As[c + 0][r] = v.x;  // the transposing store: four scalar writes
-      As[c + 1][r] = v.y;
-      As[c + 2][r] = v.z;
-      As[c + 3][r] = v.w;
+      As[c + 0][ALayout::col(c + 0, r)] = v.x;  // the transposing store: four scalar writes
+      As[c + 1][ALayout::col(c + 1, r)] = v.y;
+      As[c + 2][ALayout::col(c + 2, r)] = v.z;
+      As[c + 3][ALayout::col(c + 3, r)] = v.w;
     }
     for (int i = threadIdx.x; i < BK * BN / 4; i += THREADS) {
       const int r = i / (BN / 4), c = i % (BN / 4) * 4;
@@ -47,7 +54,7 @@ sgemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A,
     for (int kk = 0; kk < BK; ++kk) {
 #pragma unroll
       for (int i = 0; i < TM; i += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(&As[kk][tr + i]);
+        const float4 v = *reinterpret_cast<const float4*>(&As[kk][ALayout::col(kk, tr + i)]);
         a[i] = v.x, a[i + 1] = v.y, a[i + 2] = v.z, a[i + 3] = v.w;
       }
 #pragma unroll
@@ -68,4 +75,11 @@ sgemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A,
     for (int j = 0; j < TN; j += 4)
       store4(C, row0 + tr + i, col0 + tc + j / 4 * GROUP_STRIDE, M, N, alpha, beta,
              make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), vec_bc);
+}
+
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+sgemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A,
+                 const float* __restrict__ B, float beta, float* __restrict__ C) {
+  vectorized_block<BM, BN, BK, TM, TN, TransposedA>(M, N, K, alpha, A, B, beta, C);
 }

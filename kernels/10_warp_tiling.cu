@@ -5,12 +5,12 @@
 // a lane's TM rows are TM/4 groups of four rows spaced WM/(TM/4) apart (its TN columns likewise): at
 // every k, the lanes of one row of the lane grid read the same four A values, so a warp reads only 8
 // (or 4) distinct float4s of A and 4 (or 8) of B. The lanes are numbered diagonally along the shorter
-// side of the lane grid, so that each quarter-warp asks for the same set of float4s: every fragment
-// load is then a single shared-memory wavefront, and a thread does TM * TN FFMAs per (TM + TN) / 4
-// loads. Big thread tiles need many registers (16 x 8 accumulators alone are 128), so the usual
-// configuration runs one block of 256 threads per SM, and the latency is hidden inside the thread:
-// the next tiles are staged in registers during the math (as in 08_prefetch.cu), and the fragments of
-// the next k (across the step boundary too) are loaded while the FFMAs of the current one run.
+// side of the lane grid, so that each quarter-warp asks for the same float4s, without bank conflicts
+// (on the H100 still four wavefronts per 128-bit load, one per quarter-warp: see chapter 7). A thread
+// does TM * TN FFMAs per (TM + TN) / 4 loads. Big thread tiles need many registers (16 x 8 accumulators
+// alone are 128), so the usual configuration runs one block of 256 threads per SM, and the latency is
+// hidden inside the thread: the next tiles are staged in registers during the math (as in 08_prefetch.cu),
+// and the fragments of the next k (across the step boundary too) are loaded while the current FFMAs run.
 // Blocks wholly inside C, with K a multiple of BK and aligned rows, run a copy of the main loop without
 // bounds checks: at 4096 that is every block, and the loop is then FFMAs but for a few percent.
 #include "staging.cuh"

@@ -148,6 +148,16 @@ def test_stale_source_hash_is_reported(sandbox):
     assert len(problems) == 1 and "older kernels/01_naive.cu" in problems[0]
 
 
+def test_a_full_record_drops_stale_rows_and_keeps_fresh_ones(sandbox):
+    path = records.gpu_dir("Test GPU") / "naive.json"
+    records.upsert(path, [_row(), _row(m=128, source_sha256="0" * 64)], records.BENCH_KEY)
+    records.upsert(path.with_name("cublas.json"), [_row(kernel="cublas", source="", source_sha256="")],
+                   records.BENCH_KEY)
+    assert records.drop_stale("Test GPU") == 1
+    assert [r["m"] for r in records.read_rows(path)] == [64]
+    assert len(records.read_rows(path.with_name("cublas.json"))) == 1 and records.check(sandbox) == []
+
+
 def test_lookup_says_what_was_recorded(sandbox):
     records.upsert(sandbox / "test-gpu" / "naive.json", [_row()], records.BENCH_KEY)
     assert records.lookup("naive", {"BLOCK": 32}, 64, 64, 64, gpu="Test GPU").gflops == 1.0
