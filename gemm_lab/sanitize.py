@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from . import catalog, device, plan, records
 from .catalog import KernelSpec, Params
 from .records import SanitizerRun
+from .tables import Table
 
 TOOLS = records.SANITIZER_TOOLS
 ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found errors
@@ -132,16 +133,18 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
     return out
 
 
-def summary(runs: Iterable[SanitizerRun]) -> str:
-    """Errors per kernel (rows) and tool (columns), as a text table."""
+def summary(runs: Iterable[SanitizerRun]) -> Table:
+    """Errors per kernel (rows) and tool (columns), with the GPU, the dates and the tool's version."""
     runs = list(runs)
     tools = [t for t in TOOLS if any(r.tool == t for r in runs)]
-    kernels = list(dict.fromkeys(r.kernel for r in runs))
-    errors = {(r.kernel, r.tool): r.errors for r in runs}
-    width = max(len("kernel"), *(len(k) for k in kernels))
-    lines = [f"{'kernel':<{width}}" + "".join(f"{t:>11}" for t in tools)]
-    lines += [f"{k:<{width}}" + "".join(f"{errors.get((k, t), '-'):>11}" for t in tools) for k in kernels]
-    return "\n".join(lines)
+    order = list(catalog.KERNELS)  # the book's order; a kernel no longer catalogued last
+    kernels = sorted({r.kernel for r in runs}, key=lambda k: (order.index(k) if k in order else len(order), k))
+    errors = {(r.kernel, r.tool): str(r.errors) for r in runs}
+    dates = sorted({r.recorded_at[:10] for r in runs})
+    versions = sorted({r.versions.get("compute_sanitizer", "?") for r in runs})
+    caption = (f"errors found by compute-sanitizer {', '.join(versions)} on {', '.join(sorted({r.gpu for r in runs}))}, "
+               f"{' to '.join(dict.fromkeys([dates[0], dates[-1]]))}" if runs else "no sanitizer runs")
+    return Table(("kernel", *tools), tuple((k, *(errors.get((k, t), "-") for t in tools)) for k in kernels), caption)
 
 
 def _version(exe: str) -> str:

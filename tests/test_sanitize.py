@@ -118,6 +118,9 @@ def test_every_run_is_recorded_and_a_second_call_resumes(sandbox, monkeypatch):
     assert row["errors"] == 0 and row["cases"] == sanitize.cases(spec) and row["build_sha256"] == spec.build_sha256()
     assert row["versions"] == {"driver": "580.65", "cuda_runtime": "13.0", "cupy": "14.0.0",
                                "compute_sanitizer": "2025.3.1.0"}
+    table = sanitize.summary(stored)
+    assert table.columns == ("kernel", *sanitize.TOOLS) and {r[0] for r in table.rows} == {"naive", "coalesced"}
+    assert all(r[1:] == ("0",) * 4 for r in table.rows) and "2025.3.1.0" in table.caption
     problems = records.check(sandbox)  # seven kernels have no record yet
     assert len(problems) == 4 * (len(catalog.KERNELS) - 2) and not any("naive " in p for p in problems)
 
