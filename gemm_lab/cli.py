@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import catalog, device, hardware, plan, records, sanitize, sweeps, tables, timing
+from . import baselines, catalog, device, hardware, plan, records, sanitize, sweeps, tables, timing
+
+PARTS = ("device", "headline", "sweeps", "autotune", "claims", "counters")  # what `record` measures, in order
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="skip instances the offline ptxas report shows spilling or holding too few warps")
 
     p = sub.add_parser("record", help="re-record the book's data on this GPU (see gemm_lab/plan.py)")
-    p.add_argument("--only", choices=("device", "headline", "sweeps", "autotune", "counters"), action="append",
+    p.add_argument("--only", choices=PARTS, action="append",
                    help="record only these parts (repeatable)")
     p.add_argument("--fresh", action="store_true",
                    help="re-measure cases already recorded from the current kernel sources")
@@ -79,7 +81,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _record(args: argparse.Namespace) -> int:
     _require_live("record")
-    parts = args.only or ["device", "headline", "sweeps", "autotune", "counters"]
+    parts = args.only or PARTS
     if "device" in parts:
         hardware.save_ceilings(hardware.ceilings())
         records.save(timing.cublas(size) for size in (*plan.SIZES, plan.ODD_SHAPE))
@@ -98,6 +100,11 @@ def _record(args: argparse.Namespace) -> int:
             best = sorted(found[-1], key=lambda x: -x.gflops)[:top]
             todo = [(name, x.params, size) for x in best if args.fresh or not _recorded(name, x.params, size, gpu)]
             timing.bench_all(todo, desc=f"best of {name} at {size}", save=True)
+    if "claims" in parts:
+        todo = [c for c in plan.claim_cases() if args.fresh or not _recorded(*c, gpu)]
+        timing.bench_all(todo, desc="published claims", save=True)
+        for size in plan.CUBLAS_WAYS_SIZES:
+            baselines.save(baselines.measure(size))
     if "counters" in parts:
         size = (plan.COUNTER_SIZE,) * 3
         for name, p in plan.COUNTERS:

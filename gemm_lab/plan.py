@@ -4,6 +4,8 @@ Chapters replay exactly these cases without a GPU, so a chapter that shows a new
 """
 from __future__ import annotations
 
+import json
+
 from . import catalog, published
 
 SIZES = (1024, 2048, 4096, 8192)
@@ -37,6 +39,19 @@ EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch
     *seed_table_cases(),
 )
+
+# The page on published claims: seed 002's steps at its size and ours, siboehm's at its size, and cuBLAS
+# timed each way of `baselines.WAYS` at these sizes.
+CLAIM_SIZES = (2048, 4096)
+CUBLAS_WAYS_SIZES = (2048,)
+
+
+def claim_cases() -> list[tuple[str, dict[str, int], int]]:
+    """Every instance the claims page shows, once (a step whose counterpart is a sweep's best reads the records)."""
+    cases = [(*published.resolve(s), size) for s in published.SEED002_STEPS for size in CLAIM_SIZES]
+    cases += [(*published.resolve(s), published.SIBOEHM_SIZE) for s in published.SIBOEHM_STEPS]
+    return list({json.dumps(c, sort_keys=True): c for c in cases}.values())
+
 
 # Parameter grids recorded at EXPLORER_SIZE, for the explorers and the tile-size charts.
 SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {

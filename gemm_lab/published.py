@@ -3,7 +3,12 @@ tables that set them beside our own measurements.
 """
 from __future__ import annotations
 
-from .tables import Table, provenance
+from typing import TYPE_CHECKING
+
+from .tables import Table, params_text, provenance
+
+if TYPE_CHECKING:
+    from .records import Measurement
 
 SEED000 = "seed 000, a Zhihu article on GEMM optimisation (part 2) measured on a V100 at M = N = K = 4096"
 
@@ -52,3 +57,117 @@ def seed000_table(size: int = 4096) -> Table:
         f"M = N = K = {size}. V100 columns: {SEED000} (quoted as data). Ours: {provenance(ms)}; % of cuBLAS "
         f"in the same run; cp.async: the better of 2 and 3 stages. Registers: {res[0]['origin']}.",
     )
+
+
+SEED002 = "seed 002, the README of my_SGEMM (its GPU is not named), at M = N = K = 2048"
+SEED002_CUBLAS = 2477.0  # GFLOP/s of cuBLAS in the same README
+
+# One published step: the article's label, its idea in our words, its GFLOP/s, and the instance of ours that
+# carries the same idea (kernel, parameters, or None for "the best its sweep found"), with why that one.
+Step = tuple[str, str, "float | None", str, "dict[str, int] | None", str]
+
+SEED002_STEPS: tuple[Step, ...] = (
+    ("k1", "naive: one thread per output", 386, "naive", {}, "chapter 1's first kernel"),
+    ("k2", "loop tiling: 32 x 32 tiles", 154, "smem_tiled", {}, "32 x 32 x 32 tiles staged in shared memory"),
+    ("k3", "one register saved", 154, "smem_tiled", {}, "same instance: register allocation is the compiler's here"),
+    ("k4", "thread index remapped: neighbouring threads, neighbouring addresses", 279, "coalesced", {},
+     "chapter 1's coalesced mapping"),
+    ("k5", "more outputs per thread", 830, "thread_tile_1d", {}, "8 outputs per thread in a column"),
+    ("k6", "float4 loads", 930, "vectorized", {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4},
+     "float4 fragments need 4 x 4 thread tiles in ours, so this is k7's idea too"),
+    ("k7", "4 x 4 sub-tiles per thread", 2690, "vectorized", {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4},
+     "4 x 4 per thread, 32 x 32 per block"),
+    ("k8", "more outputs per block", 3280, "vectorized", {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
+     "4 x 4 per thread, 64 x 64 per block (the README gives no block sizes)"),
+    ("-", "loop unrolling by 4 (listed, not in the table)", None, "vectorized", {},
+     "ours unroll the whole k loop of a tile in every tiled kernel; chapter 4's default tiles"),
+)
+
+SIBOEHM = "siboehm/SGEMM_CUDA's README, measured on an RTX A6000 at M = N = K = 4092"
+SIBOEHM_SIZE = 4092
+SIBOEHM_CUBLAS = 23249.6
+SIBOEHM_STEPS: tuple[Step, ...] = (
+    ("1", "naive", 309, "naive", {}, ""),
+    ("2", "global-memory coalescing", 1986.5, "coalesced", {}, ""),
+    ("3", "shared-memory caching", 2980.3, "smem_tiled", {}, ""),
+    ("4", "1D block tiling", 8474.7, "thread_tile_1d", {}, ""),
+    ("5", "2D block tiling", 15971.7, "thread_tile_2d", {}, ""),
+    ("6", "vectorized memory access", 18237.3, "vectorized", {}, ""),
+    ("7", "bank conflicts avoided (linearize)", 16213.4, "bank_conflicts", {"LAYOUT": 2},
+     "ours: an XOR swizzle of the A tile, another fix of the same conflict"),
+    ("8", "bank conflicts avoided (offset)", 16459.2, "bank_conflicts", {"LAYOUT": 1}, "ours: rows padded by 4"),
+    ("9", "autotuning", 19721, "vectorized", None, "the fastest instance of chapter 4's sweep at 2048"),
+    ("10", "warp tiling", 21779.3, "warp_tiling", {}, "chapter 7's default tiles"),
+    ("11", "double buffering", 17278.3, "prefetch", {}, "chapter 6's default tiles"),
+)
+
+SEED000_CLAIM = (91.0, "prefetch", {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "PREFETCH": 1})
+
+
+def resolve(step: Step) -> tuple[str, dict[str, int]]:
+    """The kernel and full parameters of a step's counterpart (None: the sweep's best, from the records)."""
+    from . import catalog, plan, sweeps
+
+    kernel, params = step[3], step[4]
+    if params is None:
+        params = sweeps.best(kernel, plan.EXPLORER_SIZE).params
+    return kernel, catalog.get(kernel).full_params(params)
+
+
+def _ours(ms: Measurement) -> str:
+    return f"{ms.gflops:,.0f} ({ms.pct_cublas:.0f}%)"
+
+
+def seed002_table(sizes: tuple[int, ...] = (2048, 4096)) -> Table:
+    """Seed 002's eight steps beside the instance of ours with the same idea, % of cuBLAS in the same run."""
+    from . import timing
+
+    rows, ms = [], []
+    for step in SEED002_STEPS:
+        kernel, params = resolve(step)
+        found = [timing.bench(kernel, size, params) for size in sizes]
+        ms += found
+        published = f"{step[2]:,.0f} ({100 * step[2] / SEED002_CUBLAS:.0f}%)" if step[2] else "-"
+        rows.append((step[0], step[1], published,
+                     f"{kernel} ({params_text(params)})", *(_ours(x) for x in found), step[5]))
+    return Table(("step", "idea", "published GFLOP/s (% of its cuBLAS)", "ours with the same idea",
+                  *(f"ours at {s}: GFLOP/s (% cuBLAS)" for s in sizes), "why this instance"),
+                 tuple(rows), f"Published: {SEED002} (cuBLAS {SEED002_CUBLAS:,.0f} GFLOP/s), quoted as data. "
+                 f"Ours: {provenance(ms)}; cuBLAS SGEMM timed in the same run.")
+
+
+def siboehm_table() -> Table:
+    """siboehm's kernels on the A6000 beside ours at the same 4092 x 4092 x 4092."""
+    from . import timing
+
+    rows, ms = [], []
+    for step in SIBOEHM_STEPS:
+        kernel, params = resolve(step)
+        x = timing.bench(kernel, SIBOEHM_SIZE, params)
+        ms.append(x)
+        rows.append((f"{step[0]}: {step[1]}", f"{step[2]:,.0f} ({100 * step[2] / SIBOEHM_CUBLAS:.1f}%)",
+                     f"{kernel} ({params_text(params)})", _ours(x), step[5]))
+    return Table(("kernel (published)", "A6000 GFLOP/s (% of cuBLAS)", "ours with the same idea",
+                  f"H100 at {SIBOEHM_SIZE}: GFLOP/s (% cuBLAS)", "note"), tuple(rows),
+                 f"Published: {SIBOEHM} (cuBLAS {SIBOEHM_CUBLAS:,.0f} GFLOP/s), quoted as data. "
+                 f"Ours: {provenance(ms)}; cuBLAS timed in the same run.")
+
+
+def cublas_ways_table(size: int = 2048) -> Table:
+    """The same cuBLAS call timed each way, and what each would make of seed 002's k8 counterpart and of our
+    best kernel at that size."""
+    from . import baselines, sweeps, timing
+
+    kernel, params = resolve(next(s for s in SEED002_STEPS if s[0] == "k8"))
+    k8 = timing.bench(kernel, size, params)
+    best = sweeps.best("warp_tiling", size)
+    ways = baselines.recorded(size, k8.gpu)
+    rows = tuple((w, r["label"], f"{r['time_ms']:.3f}", f"{r['gflops']:,.0f}",
+                  f"{100 * k8.gflops / r['gflops']:.0f}%", f"{100 * best.gflops / r['gflops']:.0f}%")
+                 for w, r in ways.items())
+    first = next(iter(ways.values()))
+    return Table(("way", "how cuBLAS is timed", "ms", "cuBLAS GFLOP/s as timed", "k8's counterpart as % of it",
+                  "our best (warp tiling) as % of it"), rows,
+                 f"M = N = K = {size}; cuBLAS timed on {first['gpu']}, {first['recorded_at'][:10]}. k8's counterpart: "
+                 f"{kernel} ({params_text(params)}), {k8.gflops:,.0f} GFLOP/s; warp tiling "
+                 f"({params_text(best.params)}), {best.gflops:,.0f} GFLOP/s; {provenance([k8, best])}.")

@@ -105,11 +105,16 @@ def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS) -> 
     return median_ms(_cublas_launches(sets), runs)
 
 
+def require_fp32_cublas() -> None:
+    """Refuse to time cuBLAS when CuPy is told to let it use TF32 tensor cores: not an FP32 baseline."""
+    if os.environ.get("CUPY_TF32", "0") != "0":
+        raise RuntimeError("CUPY_TF32 is set: cuBLAS would use TF32 tensor cores, not an FP32 baseline")
+
+
 def _cublas_launches(sets: list[tuple[Any, Any, Any]]) -> list[Callable[[], Any]]:
     import cupy
 
-    if os.environ.get("CUPY_TF32", "0") != "0":
-        raise RuntimeError("CUPY_TF32 is set: cuBLAS would use TF32 tensor cores, not an FP32 baseline")
+    require_fp32_cublas()
     return [functools.partial(cupy.matmul, a, b, out=c) for a, b, c in sets]
 
 
