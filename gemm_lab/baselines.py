@@ -50,6 +50,11 @@ def measure(size: int | tuple[int, int, int]) -> list[dict[str, Any]]:
             for way, t in ms.items()]
 
 
+def ways(size: int | tuple[int, int, int]) -> dict[str, dict[str, Any]]:
+    """cuBLAS timed every way on one shape, by way: measured now on a live GPU, else the recorded rows."""
+    return {r["way"]: r for r in measure(size)} if device.live() else recorded(size)
+
+
 def save(rows: list[dict[str, Any]]) -> None:
     for gpu in {r["gpu"] for r in rows}:
         records.upsert(records.gpu_dir(gpu) / f"{KIND}.json", [r for r in rows if r["gpu"] == gpu], KEY)

@@ -156,18 +156,19 @@ def siboehm_table() -> Table:
 def cublas_ways_table(size: int = 2048) -> Table:
     """The same cuBLAS call timed each way, and what each would make of seed 002's k8 counterpart and of our
     best kernel at that size."""
-    from . import baselines, sweeps, timing
+    from . import baselines, device, sweeps, timing
 
     kernel, params = resolve(next(s for s in SEED002_STEPS if s[0] == "k8"))
     k8 = timing.bench(kernel, size, params)
     best = sweeps.best("warp_tiling", size)
-    ways = baselines.recorded(size, k8.gpu)
-    rows = tuple((w, r["label"], f"{r['time_ms']:.3f}", f"{r['gflops']:,.0f}",
+    ways = baselines.ways(size)
+    rows = tuple((r["label"], f"{r['time_ms']:.3f}", f"{r['gflops']:,.0f}",
                   f"{100 * k8.gflops / r['gflops']:.0f}%", f"{100 * best.gflops / r['gflops']:.0f}%")
-                 for w, r in ways.items())
+                 for r in ways.values())
     first = next(iter(ways.values()))
-    return Table(("way", "how cuBLAS is timed", "ms", "cuBLAS GFLOP/s as timed", "k8's counterpart as % of it",
+    return Table(("how cuBLAS is timed", "ms", "cuBLAS GFLOP/s as timed", "k8's counterpart as % of it",
                   "our best (warp tiling) as % of it"), rows,
-                 f"M = N = K = {size}; cuBLAS timed on {first['gpu']}, {first['recorded_at'][:10]}. k8's counterpart: "
+                 f"M = N = K = {size}; cuBLAS {'timed live' if device.live() else 'recorded'} on {first['gpu']}, "
+                 f"{first['recorded_at'][:10]}. k8's counterpart: "
                  f"{kernel} ({params_text(params)}), {k8.gflops:,.0f} GFLOP/s; warp tiling "
                  f"({params_text(best.params)}), {best.gflops:,.0f} GFLOP/s; {provenance([k8, best])}.")

@@ -17,3 +17,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def replay(monkeypatch):
+    """Replay mode for one test, whatever the machine has: every call returns recorded results."""
+    monkeypatch.setenv(device.REPLAY_ENV, "1")
+    monkeypatch.delenv(device.GPU_ENV, raising=False)
+    device.live.cache_clear()
+    yield
+    device.live.cache_clear()

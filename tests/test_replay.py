@@ -11,12 +11,8 @@ from gemm_lab.tables import by_size
 
 
 @pytest.fixture(autouse=True)
-def replay(monkeypatch):
-    monkeypatch.setenv(device.REPLAY_ENV, "1")
-    monkeypatch.delenv(device.GPU_ENV, raising=False)
-    device.live.cache_clear()
+def _replay(replay):
     yield
-    device.live.cache_clear()
 
 
 def test_mode_and_banner():

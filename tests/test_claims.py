@@ -1,0 +1,40 @@
+"""The page on published claims: every case it shows is recorded, its tables are complete, and the ways of
+timing cuBLAS replay without a GPU and run on one."""
+import pytest
+
+from gemm_lab import baselines, cli, device, plan, published
+
+
+def test_every_claim_case_is_recorded_from_the_current_sources(replay):
+    cases = plan.claim_cases()
+    assert {size for *_, size in cases} == {*plan.CLAIM_SIZES, published.SIBOEHM_SIZE}
+    assert all(cli._recorded(*c, device.DEFAULT_REPLAY_GPU) for c in cases)
+
+
+def test_the_tables_have_a_measured_row_per_published_step(replay):
+    seed = published.seed002_table()
+    assert [r[0] for r in seed.rows] == [s[0] for s in published.SEED002_STEPS]
+    assert all(cell.endswith("%)") for r in seed.rows for cell in r[4:6])
+    assert "quoted as data" in seed.caption and "recorded on NVIDIA H100" in seed.caption
+    sib = published.siboehm_table()
+    assert len(sib.rows) == len(published.SIBOEHM_STEPS) and all(r[3].endswith("%)") for r in sib.rows)
+
+
+def test_cublas_is_recorded_every_way_and_the_book_way_is_the_fastest_timing(replay):
+    for size in plan.CUBLAS_WAYS_SIZES:
+        ways = baselines.ways(size)
+        assert list(ways) == list(baselines.WAYS)
+        book = ways["book"]["time_ms"]
+        assert all(r["time_ms"] >= 0.95 * book for r in ways.values())  # 5 %: the two event-timed ways tie
+        assert ways["first_call"]["time_ms"] > 10 * book and ways["host_copies"]["time_ms"] > 5 * book
+    table = published.cublas_ways_table(plan.CUBLAS_WAYS_SIZES[0])
+    assert len(table.rows) == len(baselines.WAYS) and "recorded on" in table.caption
+    with pytest.raises(LookupError, match="gemm-lab record --only claims"):
+        baselines.recorded(3000)
+
+
+@pytest.mark.gpu
+def test_every_way_times_cublas_live():
+    rows = baselines.measure(512)
+    assert [r["way"] for r in rows] == list(baselines.WAYS)
+    assert all(r["time_ms"] > 0 and r["gflops"] > 0 and r["gpu"] == device.gpu().name for r in rows)
