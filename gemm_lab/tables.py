@@ -14,6 +14,7 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     caption: str = ""
+    wrap: tuple[int, ...] = ()  # columns of prose that may wrap in HTML; numbers never do
 
     def __str__(self) -> str:
         cells = [self.columns, *self.rows]
@@ -24,7 +25,9 @@ class Table:
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td style='white-space:nowrap'>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        style = ["min-width:12em" if i in self.wrap else "white-space:nowrap" for i in range(len(self.columns))]
+        body = "".join("<tr>" + "".join(f"<td style='{st}'>{html.escape(c)}</td>" for c, st in zip(r, style)) + "</tr>"
+                       for r in self.rows)
         cap = f"<caption style='caption-side:bottom'>{html.escape(self.caption)}</caption>" if self.caption else ""
         table = f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         return f"<div style='overflow-x:auto'>{table}</div>"  # wide tables scroll instead of being cut off
