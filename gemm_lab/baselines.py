@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from . import catalog, device, records, timing
+from . import catalog, device, records, run, timing
 
 KIND = "cublas_ways"  # records/<gpu>/cublas_ways.json
 KEY = ("way", "m", "n", "k")
@@ -40,8 +40,12 @@ def measure(size: int | tuple[int, int, int]) -> list[dict[str, Any]]:
     if not device.live():
         raise RuntimeError("timing cuBLAS needs a live GPU (replay mode: use recorded())")
     timing.require_fp32_cublas()
+    import cupy
+
     m, n, k = timing.shape_of(size)
-    ms = {way: _child(way, m, n, k) if way in IN_CHILD else _in_process(way, m, n, k) for way in WAYS}
+    host = run.host_inputs(m, n, k)
+    dev = tuple(cupy.asarray(x) for x in host)
+    ms = {way: _child(way, m, n, k) if way in IN_CHILD else _in_process(way, host, dev) for way in WAYS}
     gpu = device.gpu()
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return [{"way": way, "label": WAYS[way], "m": m, "n": n, "k": k, "time_ms": t,
@@ -70,12 +74,13 @@ def recorded(size: int | tuple[int, int, int], gpu: str | None = None) -> dict[s
     return {way: rows[way] for way in WAYS if way in rows}
 
 
-def _in_process(way: str, m: int, n: int, k: int) -> float:
+def _in_process(way: str, host: tuple[Any, Any], dev: tuple[Any, Any]) -> float:
+    """Milliseconds of one way timed in this process, on the same inputs (host copies and their GPU copies)."""
     import cupy
 
+    (a, b), (m, k), n = dev, dev[0].shape, dev[1].shape[1]
     if way == "book":
         return timing.cublas((m, n, k)).time_ms
-    a, b = (cupy.asarray(x) for x in _host_inputs(m, n, k))
     c = cupy.empty((m, n), dtype=cupy.float32)
     if way == "one_warm_call":
         return timing.median_ms([lambda: cupy.matmul(a, b, out=c)], 1)
@@ -87,7 +92,7 @@ def _in_process(way: str, m: int, n: int, k: int) -> float:
         _check(through_column_major(), a, b)
         return timing.median_ms([through_column_major], timing.MIN_RUNS)
     if way == "host_copies":
-        ha, hb = _host_inputs(m, n, k)
+        ha, hb = host
         return _host_median(lambda: cupy.matmul(cupy.asarray(ha), cupy.asarray(hb)).get())
     raise ValueError(f"unknown way {way!r}; the ways are {', '.join(WAYS)}")
 
@@ -106,17 +111,8 @@ def _host_median(call: Callable[[], Any]) -> float:
     return statistics.median(times)
 
 
-def _host_inputs(m: int, n: int, k: int) -> tuple[Any, Any]:
-    import numpy
-
-    rng = numpy.random.default_rng(0)
-    return rng.uniform(-1, 1, (m, k)).astype(numpy.float32), rng.uniform(-1, 1, (k, n)).astype(numpy.float32)
-
-
 def _check(c: Any, a: Any, b: Any) -> None:
     """A way that computes the wrong product times nothing worth comparing."""
-    from . import run
-
     ref = a.astype("float64") @ b.astype("float64")
     err = run.max_rel_err(c, ref)
     if not err <= run.tolerance(a.shape[1]):
@@ -135,7 +131,7 @@ def _first_call(way: str, m: int, n: int, k: int) -> None:
     """Child process: time this process's first cuBLAS call with CUDA events, print it as JSON."""
     import cupy
 
-    a, b = (cupy.asarray(x) for x in _host_inputs(m, n, k))
+    a, b = (cupy.asarray(x) for x in run.host_inputs(m, n, k))
     c = cupy.empty((m, n), dtype=cupy.float32)
     if way == "first_call_handle_ready":
         cupy.cuda.device.get_cublas_handle()

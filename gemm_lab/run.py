@@ -124,6 +124,15 @@ def random_inputs(m: int, n: int, k: int, seed: int | None = None) -> tuple[Any,
     return (rng.uniform(-1, 1, (m, k), dtype=cupy.float32), rng.uniform(-1, 1, (k, n), dtype=cupy.float32))
 
 
+def host_inputs(m: int, n: int, k: int, rng: Any = None) -> tuple[Any, Any]:
+    """Uniform(-1, 1) float32 A (m x k) and B (k x n) in host memory (NumPy; default: seed 0), for a GPU copy
+    that is part of the experiment: a tool that must see the inputs written, or a timing that includes the copy."""
+    import numpy
+
+    rng = numpy.random.default_rng(0) if rng is None else rng
+    return rng.uniform(-1, 1, (m, k)).astype(numpy.float32), rng.uniform(-1, 1, (k, n)).astype(numpy.float32)
+
+
 def max_rel_err(c: Any, ref: Any, floor: float = 0.0) -> float:
     """max |C - ref| / max(max |ref|, floor) over every element; infinite if any element is NaN or inf."""
     xp = _array_module(c)

@@ -174,7 +174,7 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
         if not name.startswith(mangled_prefix(spec)):
             raise RuntimeError(f"{name} does not start with {mangled_prefix(spec)}: the tool would check nothing")
         for m, n, k in case["shapes"]:
-            a, b = (cupy.asarray(rng.uniform(-1, 1, shape).astype(numpy.float32)) for shape in ((m, k), (k, n)))
+            a, b = (cupy.asarray(x) for x in run.host_inputs(m, n, k, rng))
             c = run.gemm(spec, a, b, case["params"])
             run.gemm(spec, a, b, case["params"], beta=0.5, out=c)
     cupy.cuda.Device().synchronize()
