@@ -1,7 +1,8 @@
 """Autotuning support: prune a parameter space before timing it, and compile what is left in parallel.
 
 The catalog's rules remove what cannot run at all; the offline ptxas report (no GPU needed) removes
-instances that would spill registers to local memory or leave too few warps on an SM to hide latency.
+instances that would spill registers to local memory, whose wgmmas ptxas serializes, or that leave too
+few warps on an SM to hide latency.
 On a GPU, `precompile` fills CuPy's on-disk kernel cache from a pool of processes, so the timing loop
 of a sweep never waits for NVRTC: the 400-odd instances the book records compile in well under a
 minute on a 16-core host instead of several minutes one by one.
@@ -29,15 +30,18 @@ class Pruned:
 
 def prune(kernel: str, choices: Mapping[str, tuple[int, ...]] | None = None, min_warps: int = 4,
           workers: int | None = None) -> tuple[list[dict[str, int]], list[Pruned]]:
-    """The legal grid split into instances worth timing and the ones pruned (spills, too few warps)."""
+    """The legal grid split into instances worth timing and the ones pruned (spills, serialized wgmmas, too few
+    warps)."""
     spec = catalog.get(kernel)
     grid = catalog.legal_grid(spec, choices)
     reports = _reports(spec.name, spec.build_sha256(), tuple(tuple(p.items()) for p in grid), workers)
     keep, pruned = [], []
     for p, r in zip(grid, reports):
-        warps = model.occupancy(spec.threads(p), r.registers, r.smem_bytes)["warps"]
+        warps = model.occupancy(spec.threads(p), r.registers, r.smem_bytes + spec.launch_smem(p))["warps"]
         if r.spills:
             pruned.append(Pruned(p, f"spills {r.spills} bytes at {r.registers} registers"))
+        elif r.performance_warnings:
+            pruned.append(Pruned(p, f"ptxas: {r.performance_warnings[0]}"))
         elif warps < min_warps:
             pruned.append(Pruned(p, f"{warps} resident warps per SM (< {min_warps}) at {r.registers} registers"))
         else:

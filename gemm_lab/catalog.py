@@ -20,6 +20,10 @@ Params = Mapping[str, int]
 
 MAX_THREADS_PER_BLOCK = 1024
 STATIC_SMEM_LIMIT = 48 * 1024  # bytes of statically declared __shared__ memory per block
+DYNAMIC_SMEM_LIMIT = 232448  # bytes of dynamic shared memory per block with the opt-in: 227 KiB, the H100's maximum
+PRECISIONS = ("fp32", "tf32", "3xtf32")  # FFMA; tensor cores on TF32 operands; three TF32 products per FP32 product
+# Arch-specific targets: code compiled for one runs only on GPUs of exactly its compute capability.
+ARCH_SPECIFIC = {"sm_90a": ((9, 0), "Hopper", "H100/H200")}  # target -> compute capability, family, GPUs
 MAX_GRID_Y = 65535
 INT32_MAX = 2**31 - 1
 
@@ -47,9 +51,18 @@ class KernelSpec:
     smem_bytes: Callable[[Params], int]
     rules: tuple[Rule, ...] = ()
     chapter: str = ""  # the book page that introduces it
-    precision: str = "fp32"
+    precision: str = "fp32"  # one of PRECISIONS: the accuracy it promises, and the cuBLAS it is timed beside
     notes: str = ""
     min_cc: tuple[int, int] = (5, 0)  # oldest compute capability whose instructions it uses
+    dynamic_smem: bool = False  # extern __shared__: smem_bytes is asked for at launch (an opt-in above 48 KiB)
+    arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for, else the GPU's own
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"{self.name}: precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        if self.arch and self.arch not in ARCH_SPECIFIC:
+            raise ValueError(f"{self.name}: arch must be one of {', '.join(ARCH_SPECIFIC)} (or empty), "
+                             f"not {self.arch!r}")
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -65,7 +78,7 @@ class KernelSpec:
         NVRTC then compiles one self-contained string, so CuPy's on-disk cache (keyed by the
         string) notices header edits, and errors still name the original file and line.
         """
-        return _expand(self.path, set())
+        return expand_includes(self.path)
 
     def source_sha256(self) -> str:
         """sha256 of the .cu file's bytes (the record format's `source_sha256`)."""
@@ -91,6 +104,10 @@ class KernelSpec:
         p = self.full_params(params)
         return f"{self.function}<{', '.join(str(p[n]) for n in self.param_names)}>"
 
+    def launch_smem(self, params: Params) -> int:
+        """Bytes of dynamic shared memory a launch asks for: 0 where the kernel's arrays are static."""
+        return self.smem_bytes(self.full_params(params)) if self.dynamic_smem else 0
+
     def grid(self, params: Params, m: int, n: int) -> tuple[int, int, int]:
         bm, bn = self.tile(self.full_params(params))
         return (math.ceil(n / bn), math.ceil(m / bm), 1)
@@ -101,6 +118,11 @@ class KernelSpec:
 
 
 _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$')
+
+
+def expand_includes(path: Path) -> str:
+    """A .cu file of kernels/ with its local headers inlined (see `KernelSpec.source_text`)."""
+    return _expand(path, set())
 
 
 def _expand(path: Path, seen: set[Path]) -> str:
@@ -118,17 +140,22 @@ def _expand(path: Path, seen: set[Path]) -> str:
     return "\n".join(out)
 
 
-def _common_rules(spec_threads: Callable[[Params], int], smem: Callable[[Params], int]) -> tuple[Rule, ...]:
+def _common_rules(spec_threads: Callable[[Params], int], smem: Callable[[Params], int],
+                  dynamic: bool = False) -> tuple[Rule, ...]:
+    limit = Rule(
+        f"dynamic shared memory must fit in {DYNAMIC_SMEM_LIMIT} bytes ({DYNAMIC_SMEM_LIMIT // 1024} KiB) per block, "
+        "the H100's maximum with the opt-in", lambda p: smem(p) <= DYNAMIC_SMEM_LIMIT,
+    ) if dynamic else Rule(
+        f"static shared memory must fit in {STATIC_SMEM_LIMIT // 1024} KiB per block "
+        "(more needs dynamic shared memory and an opt-in)",
+        lambda p: smem(p) <= STATIC_SMEM_LIMIT,
+    )
     return (
         Rule(
             f"threads per block must be between 1 and {MAX_THREADS_PER_BLOCK} (the hardware's limit per block)",
             lambda p: 1 <= spec_threads(p) <= MAX_THREADS_PER_BLOCK,
         ),
-        Rule(
-            f"static shared memory must fit in {STATIC_SMEM_LIMIT // 1024} KiB per block "
-            "(more needs dynamic shared memory and an opt-in)",
-            lambda p: smem(p) <= STATIC_SMEM_LIMIT,
-        ),
+        limit,
     )
 
 
@@ -241,6 +268,11 @@ REGISTERS_PER_SM = 65536  # 32-bit registers per SM from Kepler to Hopper
 MAX_REGISTERS_PER_THREAD = 255
 
 
+def register_budget(threads: int) -> int:
+    """Registers each thread can have when one block of `threads` fills an SM (allocated in units of 8)."""
+    return min(MAX_REGISTERS_PER_THREAD, REGISTERS_PER_SM // threads // 8 * 8)
+
+
 def _warp_tiling() -> KernelSpec:
     """Block tile -> warp tile -> thread tile; the 32 lanes of a warp form an 8 x 4 or 4 x 8 grid."""
     threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
@@ -249,7 +281,6 @@ def _warp_tiling() -> KernelSpec:
     staged = lambda p: 4 * -(-(p["BM"] + p["BN"]) * p["BK"] // (4 * threads(p)))  # noqa: E731 - the next tiles' float4s
     # accumulators, two sets of fragments, the staged tiles and about 20 for addresses: below this, ptxas spills
     need = lambda p: p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + staged(p) + 20  # noqa: E731
-    have = lambda p: min(MAX_REGISTERS_PER_THREAD, REGISTERS_PER_SM // threads(p) // 8 * 8)  # noqa: E731
     rules = (
         _positive("BM", "BN", "BK", "WM", "WN", "TM", "TN"),
         _multiple_of_4("BK", "TM", "TN"),
@@ -264,7 +295,7 @@ def _warp_tiling() -> KernelSpec:
              "each thread can "
              f"have with this many threads ({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} "
              "per thread), or they spill to local memory",
-             lambda p: need(p) <= have(p)),
+             lambda p: need(p) <= register_budget(threads(p))),
         *_common_rules(threads, smem),
     )
     return KernelSpec(
@@ -276,6 +307,75 @@ def _warp_tiling() -> KernelSpec:
         chapter="ch07_warp_tiling",
         notes="warps own WM x WN sub-tiles, lanes TM x TN thread tiles read as broadcast float4s; "
               "register-staged double buffering",
+    )
+
+
+TENSOR_CORES_CHAPTER = "ch08_tensor_cores"
+
+
+def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
+    """mma.sync kernels (11_tf32_mma.cu): warps of whole m16n8k8 tiles, tiles arriving by cp.async STAGES deep."""
+    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
+    smem = lambda p: 4 * p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * (p["BN"] + 8))  # noqa: E731 - padded rows
+    copies = 2 if split else 1  # 3xTF32: a per-step sum beside the accumulators, small fragments beside the big
+    # accumulators (4 per 16 x 8 tile) and fragments (WM/4 of A, WN/4 of B), and about 32 for addresses and indices
+    need = lambda p: copies * (p["WM"] * p["WN"] // 32 + (p["WM"] + p["WN"]) // 4) + 32  # noqa: E731
+    rules = (
+        _positive("BM", "BN", "BK", "WM", "WN", "STAGES"),
+        Rule("WM must be a multiple of 16 and WN of 8 (a warp tile is made of whole 16 x 8 mma tiles)",
+             lambda p: p["WM"] % 16 == 0 and p["WN"] % 8 == 0),
+        Rule("BK must be a multiple of 8 (each mma.sync multiplies 8 deep)", lambda p: p["BK"] % 8 == 0),
+        _divides("WM", "BM", "the warps tile the block's rows"),
+        _divides("WN", "BN", "the warps tile the block's columns"),
+        Rule("STAGES must be at least 2 (buffers in the cp.async pipeline: one is read while the next arrives)",
+             lambda p: p["STAGES"] >= 2),
+        Rule("the accumulators" + (", the per-step sums" if split else "") + " and the fragments of a warp tile must "
+             "fit in the registers each thread can have with this many threads "
+             f"({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} per thread), or they spill to local "
+             "memory",
+             lambda p: need(p) <= register_budget(threads(p))),
+        *_common_rules(threads, smem, dynamic=True),
+    )
+    return KernelSpec(
+        name=name, source="kernels/11_tf32_mma.cu", function=function, title=title,
+        choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (16, 32), "WM": (32, 64), "WN": (32, 64),
+                 "STAGES": (2, 3, 4)},
+        defaults=defaults, tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
+        chapter=TENSOR_CORES_CHAPTER, precision="3xtf32" if split else "tf32", notes=notes, min_cc=(8, 0),
+        dynamic_smem=True,
+    )
+
+
+WGMMA_N = (64, 128, 256)  # the wgmma shapes m64nNk8 that kernels/wgmma.cuh instantiates
+
+
+def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
+    """wgmma kernels (12_tf32_wgmma.cu): one warpgroup per 64 columns of C, each computing C^T = B^T A^T."""
+    threads = lambda p: p["BN"] // 64 * 128  # noqa: E731
+    copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
+    stage = lambda p: copies * p["BM"] * 128 + -(-32 * (p["BN"] + 8) * 4 // 1024) * 1024  # noqa: E731 - A 1024-aligned
+    smem = lambda p: p["STAGES"] * stage(p) + 1024  # noqa: E731 - 1024 more to align the base for the swizzle
+    # BM/2 accumulators (and as many per-step sums), two sets of 16 B fragments (and 16 small ones), about 32 others
+    need = lambda p: copies * p["BM"] // 2 + (copies + 1) * 16 + 32  # noqa: E731
+    rules = (
+        Rule(f"BM must be one of {', '.join(map(str, WGMMA_N))} (it is the wgmma's N, and kernels/wgmma.cuh "
+             "instantiates these)", lambda p: p["BM"] in WGMMA_N),
+        Rule("BN must be a multiple of 64 from 64 to 256 (one warpgroup of 128 threads per 64 columns, 1 to 4 "
+             "warpgroups)", lambda p: p["BN"] % 64 == 0 and 64 <= p["BN"] <= 256),
+        Rule("STAGES must be at least 3 (the pipeline keeps STAGES - 2 tiles in flight plus the buffer that running "
+             "wgmmas still read)", lambda p: p["STAGES"] >= 3),
+        Rule("the accumulators" + (", the per-step sums" if split else "") + " and the B fragments must fit in the "
+             "registers each thread can have with this many threads "
+             f"({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} per thread), or ptxas spills them "
+             "and serializes the wgmmas", lambda p: need(p) <= register_budget(threads(p))),
+        *_common_rules(threads, smem, dynamic=True),
+    )
+    return KernelSpec(
+        name=name, source="kernels/12_tf32_wgmma.cu", function=function, title=title,
+        choices={"BM": WGMMA_N, "BN": (64, 128, 192, 256), "STAGES": (3, 4, 5, 6)},
+        defaults=defaults, tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
+        chapter=TENSOR_CORES_CHAPTER, precision="3xtf32" if split else "tf32", notes=notes, min_cc=(9, 0),
+        dynamic_smem=True, arch="sm_90a",
     )
 
 
@@ -321,6 +421,30 @@ KERNELS: dict[str, KernelSpec] = {
             "shared memory", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),), min_cc=(8, 0),
         ),
         _warp_tiling(),
+        _mma(
+            "mma_tf32", "sgemm_tf32_mma", "Tensor cores, mma.sync TF32", False,
+            {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32, "STAGES": 3},  # fastest measured at 8192 (H100)
+            "mma.sync m16n8k8 (Ampere and newer) on TF32 operands: the tensor cores read the FP32 bits and drop 13 "
+            "mantissa bits; cp.async pipeline into dynamic shared memory",
+        ),
+        _mma(
+            "mma_3xtf32", "sgemm_3xtf32_mma", "Tensor cores, mma.sync 3xTF32", True,
+            {"BM": 64, "BN": 128, "BK": 32, "WM": 32, "WN": 64, "STAGES": 4},  # fastest measured at 8192 (H100)
+            "mma.sync m16n8k8 (Ampere and newer), each operand split into big + small TF32 parts and three "
+            "products summed: FP32-level accuracy from the tensor cores",
+        ),
+        _wgmma(
+            "wgmma_tf32", "sgemm_tf32_wgmma", "Tensor cores, Hopper wgmma TF32", False,
+            {"BM": 128, "BN": 256, "STAGES": 4},  # fastest measured at 4096 and 8192 (H100)
+            "wgmma, Hopper's warpgroup MMA: asynchronous 64 x BM x 8 TF32 products of A in swizzled shared memory "
+            "and B in registers, one warpgroup per 64 columns",
+        ),
+        _wgmma(
+            "wgmma_3xtf32", "sgemm_3xtf32_wgmma", "Tensor cores, Hopper wgmma 3xTF32", True,
+            {"BM": 128, "BN": 128, "STAGES": 3},  # fastest measured at 4096 and 8192 (H100)
+            "wgmma, Hopper's warpgroup MMA, with 3xTF32: big and small TF32 parts of each operand, three products "
+            "per step, FP32-level accuracy",
+        ),
     )
 }
 
@@ -349,9 +473,9 @@ def validate(
     device when known.
     """
     spec = get(kernel)
-    if cc is not None and tuple(cc) < spec.min_cc:
-        raise ValueError(f"{spec.name} needs a GPU of compute capability {spec.min_cc[0]}.{spec.min_cc[1]} or newer "
-                         f"({spec.notes}); this one is {cc[0]}.{cc[1]}")
+    why = unsupported(spec, cc) if cc is not None else None
+    if why:
+        raise ValueError(why)
     p = spec.full_params(params)
     for rule in spec.rules:
         if not rule.holds(p):
@@ -364,6 +488,21 @@ def validate(
     if shape is not None:
         _validate_shape(spec, p, shape)
     return p
+
+
+def unsupported(kernel: str | KernelSpec, cc: tuple[int, int]) -> str | None:
+    """Why a GPU of compute capability `cc` cannot run the kernel's instructions, or None when it can."""
+    spec = get(kernel)
+    if spec.arch:
+        exact, family, gpus = ARCH_SPECIFIC[spec.arch]
+        if tuple(cc) != exact:
+            return (f"{spec.name} uses {family}-only instructions ({spec.notes}) compiled for {spec.arch}: it runs "
+                    f"only on compute capability {exact[0]}.{exact[1]} GPUs such as {gpus}; "
+                    f"this one is {cc[0]}.{cc[1]}")
+    if tuple(cc) < spec.min_cc:
+        return (f"{spec.name} needs a GPU of compute capability {spec.min_cc[0]}.{spec.min_cc[1]} or newer "
+                f"({spec.notes}); this one is {cc[0]}.{cc[1]}")
+    return None
 
 
 def _needs(spec: KernelSpec, p: dict[str, int]) -> str:

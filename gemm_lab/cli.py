@@ -6,7 +6,8 @@ import sys
 
 from . import baselines, catalog, device, hardware, plan, records, sanitize, sweeps, tables, timing
 
-PARTS = ("device", "headline", "sweeps", "autotune", "claims", "counters")  # what `record` measures, in order
+# What `record` measures, in order.
+PARTS = ("device", "headline", "sweeps", "autotune", "claims", "tensor_cores", "counters")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 def _bench(args: argparse.Namespace) -> int:
     params = dict(_parse_param(x) for x in args.param)
     shape = tuple(args.shape) if args.shape else args.size
-    ms = [timing.cublas(shape)]
+    maths = dict.fromkeys(timing.BASELINE[catalog.get(name).precision] for name in args.kernels)  # cuBLAS beside them
+    ms = [timing.cublas(shape, math) for math in maths]
     for name in args.kernels:
         spec = catalog.get(name)
         ms.append(timing.bench(spec, shape, {k: v for k, v in params.items() if k in spec.choices}))
@@ -84,14 +86,15 @@ def _record(args: argparse.Namespace) -> int:
     parts = args.only or PARTS
     if "device" in parts:
         hardware.save_ceilings(hardware.ceilings())
-        records.save(timing.cublas(size) for size in (*plan.SIZES, plan.ODD_SHAPE))
+        records.save(timing.cublas(size, math) for size in (*plan.SIZES, plan.ODD_SHAPE)
+                     for math in plan.CUBLAS_PRECISIONS)
     gpu = device.gpu().name
     if "headline" in parts:
-        cases = plan.headline_cases() + list(plan.EXTRA)
+        cases = _runnable(plan.headline_cases() + list(plan.EXTRA))
         todo = [c for c in cases if args.fresh or not _recorded(*c, gpu)]
         timing.bench_all(todo, desc="headline", save=True)
     if "sweeps" in parts:
-        for name, choices in plan.SWEEPS.items():
+        for name, choices in _runnable(list(plan.SWEEPS.items())):
             sweeps.sweep(name, plan.EXPLORER_SIZE, choices, resume=not args.fresh)
     if "autotune" in parts:
         for name, sizes in plan.AUTOTUNE.items():
@@ -105,6 +108,10 @@ def _record(args: argparse.Namespace) -> int:
         timing.bench_all(todo, desc="published claims", save=True)
         for size in plan.CUBLAS_WAYS_SIZES:
             baselines.save(baselines.measure(size))
+    if "tensor_cores" in parts:
+        records.save(timing.cublas(shape, math) for shape in plan.ERROR_VS_K for math in plan.CUBLAS_PRECISIONS)
+        todo = [c for c in _runnable(plan.error_vs_k_cases()) if args.fresh or not _recorded(*c, gpu)]
+        timing.bench_all(todo, desc="error vs K", save=True)
     if "counters" in parts:
         size = (plan.COUNTER_SIZE,) * 3
         for name, p in plan.COUNTERS:
@@ -118,6 +125,19 @@ def _record(args: argparse.Namespace) -> int:
         print(f"dropped {dropped} measurement(s) of older kernel sources that the plan no longer asks for")
     print(f"recorded on {gpu} into {records.gpu_dir(gpu)}")
     return 0
+
+
+def _runnable(cases: list[tuple]) -> list[tuple]:
+    """The cases (kernel name first) whose kernel this GPU can run; says once per kernel why the others are skipped."""
+    runnable, skipped = [], set()
+    for case in cases:
+        why = catalog.unsupported(case[0], device.gpu().cc)
+        if why is None:
+            runnable.append(case)
+        elif case[0] not in skipped:
+            skipped.add(case[0])
+            print(f"skipping {case[0]}: {why}")
+    return runnable
 
 
 def _recorded(name: str, params: dict | None, size: int | tuple[int, int, int], gpu: str) -> bool:

@@ -1,10 +1,11 @@
 """Compile kernel template instances with NVRTC: live through CuPy, offline through cuda-bindings.
 
-Live: `load()` returns a launchable `cupy.RawKernel` for the device's own architecture, cached per
-(source hash, template instance, arch) in this process; CuPy also keeps compiled modules on disk,
-so a second process does not recompile. Offline (no GPU needed, used by CI): `ptxas_report()`
-compiles to an sm_90 cubin with NVIDIA's pip NVRTC and reads registers, spills and shared memory
-from ptxas' verbose output.
+Live: `load()` returns a launchable `cupy.RawKernel` for the device's own architecture (or the
+kernel's arch-specific target, sm_90a for wgmma), cached per (source hash, template instance, arch) in
+this process; CuPy also keeps compiled modules on disk, so a second process does not recompile.
+Offline (no GPU needed, used by CI): `ptxas_report()` compiles to an sm_90 cubin (sm_90a for
+arch-specific kernels) with NVIDIA's pip NVRTC and reads registers, spills, shared memory and ptxas'
+"Potential Performance Loss" notes (wgmmas serialized: correct, but much slower) from its verbose output.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from . import catalog, device
 from .catalog import KernelSpec, Params
 
 NVRTC_OPTIONS = ("-std=c++17",)
+OFFLINE_ARCH = "sm_90"  # what CI compiles for, unless a kernel needs an arch-specific target
 _ERROR_LINE = re.compile(r"([\w.]+)\((\d+)\): (error|warning)")
+_PERFORMANCE_LOSS = re.compile(r"^.*Potential Performance Loss.*$", re.MULTILINE)
 
 
 class CompileError(RuntimeError):
@@ -42,19 +45,28 @@ _live_cache: dict[tuple[str, str, str], Any] = {}
 
 
 def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
-    """Compile (once) and return the `cupy.RawKernel` of a validated template instance."""
+    """Compile (once) and return the `cupy.RawKernel` of a validated template instance.
+
+    A kernel with dynamic shared memory gets its opt-in here: the most it may ask for at launch is set to
+    what it needs, which may exceed the 48 KiB every kernel gets without one.
+    """
     import cupy
 
     spec = catalog.get(kernel)
     p = catalog.validate(spec, params, smem_limit=device.gpu().smem_per_block, cc=device.gpu().cc)
     name = spec.instance(p)
-    key = (spec.build_sha256(), name, device.gpu().arch)
+    arch = spec.arch or device.gpu().arch
+    key = (spec.build_sha256(), name, arch)
     if key not in _live_cache:
-        module = cupy.RawModule(code=spec.source_text(), options=NVRTC_OPTIONS, name_expressions=[name])
+        options = (*NVRTC_OPTIONS, f"-arch={spec.arch}") if spec.arch else NVRTC_OPTIONS
+        module = cupy.RawModule(code=spec.source_text(), options=options, name_expressions=[name])
         try:
-            _live_cache[key] = module.get_function(name)  # NVRTC runs here, lazily
+            fn = module.get_function(name)  # NVRTC runs here, lazily
+            if spec.dynamic_smem:
+                fn.max_dynamic_shared_size_bytes = spec.launch_smem(p)
         except cupy.cuda.compiler.CompileException as err:
             raise CompileError(f"{name} failed to compile:\n{explain_log(str(err), spec)}") from None
+        _live_cache[key] = fn
     return _live_cache[key]
 
 
@@ -68,7 +80,8 @@ class PtxasReport:
     spill_stores: int
     spill_loads: int
     stack_bytes: int
-    smem_bytes: int
+    smem_bytes: int  # static shared memory; a kernel's dynamic shared memory is asked for at launch
+    performance_warnings: tuple[str, ...] = ()  # ptxas' "Potential Performance Loss" lines (e.g. wgmmas serialized)
 
     @property
     def spills(self) -> int:
@@ -86,27 +99,39 @@ class Resources:
 
 
 def resources(kernel: str | KernelSpec, params: Params | None = None) -> Resources:
-    """Live: the loaded kernel's attributes on this GPU; otherwise the offline sm_90 ptxas report."""
+    """Live: the loaded kernel's attributes on this GPU; otherwise the offline ptxas report. Shared memory
+    counts the static arrays and the dynamic shared memory a launch asks for."""
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
     if device.live():
-        fn = load(kernel, params)
-        return Resources(fn.num_regs, fn.shared_size_bytes, fn.local_size_bytes,
+        fn = load(spec, p)
+        return Resources(fn.num_regs, fn.shared_size_bytes + spec.launch_smem(p), fn.local_size_bytes,
                          f"the compiled kernel on {device.gpu().name}")
-    r = ptxas_report(kernel, params)
-    return Resources(r.registers, r.smem_bytes, r.stack_bytes + r.spills, f"ptxas, offline for {r.arch}")
+    r = ptxas_report(spec, p)
+    return Resources(r.registers, r.smem_bytes + spec.launch_smem(p), r.stack_bytes + r.spills,
+                     f"ptxas, offline for {r.arch}")
 
 
-def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: str = "sm_90") -> PtxasReport:
-    """Registers, spills and shared memory of an instance, compiled offline (no GPU needed)."""
+def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None) -> PtxasReport:
+    """Registers, spills, shared memory and performance warnings of an instance, compiled offline (no GPU
+    needed) for `arch` (default: the kernel's arch-specific target, else sm_90)."""
+    spec, name, arch = _offline_target(kernel, params, arch)
+    return _offline(spec.name, spec.build_sha256(), name, arch)[1]
+
+
+def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None) -> bytes:
+    """The offline-compiled cubin of an instance (for disassembly without a GPU); `arch` as in `ptxas_report`."""
+    spec, name, arch = _offline_target(kernel, params, arch)
+    return _offline(spec.name, spec.build_sha256(), name, arch)[0]
+
+
+def _offline_target(kernel: str | KernelSpec, params: Params | None, arch: str | None) -> tuple[KernelSpec, str, str]:
+    """The spec, instance name and architecture of an offline compile; refuses another arch for arch-specific code."""
     spec = catalog.get(kernel)
     p = catalog.validate(spec, params)
-    return _offline(spec.name, spec.build_sha256(), spec.instance(p), arch)[1]
-
-
-def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str = "sm_90") -> bytes:
-    """The offline-compiled cubin of an instance (for disassembly without a GPU)."""
-    spec = catalog.get(kernel)
-    p = catalog.validate(spec, params)
-    return _offline(spec.name, spec.build_sha256(), spec.instance(p), arch)[0]
+    if spec.arch and arch not in (None, spec.arch):
+        raise ValueError(f"{spec.name} uses arch-specific instructions: compile it for {spec.arch}, not {arch}")
+    return spec, spec.instance(p), arch or spec.arch or OFFLINE_ARCH
 
 
 @functools.cache
@@ -157,4 +182,5 @@ def _parse_ptxas(log: str, name: str, arch: str) -> PtxasReport:
         spill_loads=number(r"(\d+) bytes spill loads"),
         stack_bytes=number(r"(\d+) bytes stack frame"),
         smem_bytes=number(r"(\d+) bytes smem"),
+        performance_warnings=tuple(line.strip() for line in _PERFORMANCE_LOSS.findall(log)),
     )

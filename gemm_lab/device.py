@@ -10,6 +10,10 @@ import functools
 import os
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .catalog import KernelSpec
 
 REPLAY_ENV = "GEMM_LAB_REPLAY"
 GPU_ENV = "GEMM_LAB_GPU"
@@ -90,21 +94,24 @@ def gpu() -> GPU:
     )
 
 
-def runs_here(kernel: str, min_cc: tuple[int, int]) -> bool:
-    """Live, and this GPU has the instructions the kernel needs. On an older GPU (e.g. cp.async on a
-    T4) the kernel's results are read back from the records instead, with a warning saying so."""
+def runs_here(kernel: str | KernelSpec) -> bool:
+    """Live, and this GPU has the instructions the kernel (a catalogued name or spec, or "cublas") needs. Where
+    it has not (cp.async on a T4, wgmma off Hopper) the kernel's results are read back from the records instead,
+    with a warning saying so."""
     if not live():
         return False
-    if gpu().cc >= tuple(min_cc):
+    from . import catalog, records  # both import this module
+
+    why = None if kernel == records.CUBLAS else catalog.unsupported(kernel, gpu().cc)
+    if why is None:
         return True
-    _warn_older_gpu(kernel, min_cc)
+    _warn_unsupported(why)
     return False
 
 
 @functools.cache
-def _warn_older_gpu(kernel: str, min_cc: tuple[int, int]) -> None:
-    warnings.warn(f"{kernel} needs compute capability {min_cc[0]}.{min_cc[1]} and {gpu().name} is "
-                  f"{gpu().cc[0]}.{gpu().cc[1]}: its results are read back from the records of {replay_gpu()}",
+def _warn_unsupported(why: str) -> None:
+    warnings.warn(f"{why} ({gpu().name}): its results are read back from the records of {replay_gpu()}",
                   stacklevel=3)
 
 

@@ -64,15 +64,15 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
     """
     m, n, k = size
     if kernel == records.CUBLAS:
-        name, p, kernel_regex, min_cc = records.CUBLAS, {}, "gemm", (5, 0)  # cuBLAS's kernels all have gemm in their name
+        name, p, kernel_regex = records.CUBLAS, {}, "gemm"  # cuBLAS's kernels all have gemm in their name
         identity = {"kernel": name, "source": "", "source_sha256": "", "build_sha256": ""}
     else:
         spec = catalog.get(kernel)
-        name, p, min_cc = spec.name, catalog.validate(spec, params, shape=(m, n, k)), spec.min_cc
+        name, p = spec.name, catalog.validate(spec, params, shape=(m, n, k))
         kernel_regex = f"^{spec.function}"
         identity = {"kernel": name, "source": spec.source, "source_sha256": spec.source_sha256(),
                     "build_sha256": spec.build_sha256()}
-    if not device.runs_here(name, min_cc):
+    if not device.runs_here(name):
         return _recorded_or_raise(name, p, (m, n, k))
     ncu = shutil.which("ncu")
     if ncu is None:
@@ -145,9 +145,41 @@ def ceilings() -> dict:
     return {
         "gpu": gpu.name, "recorded_at": _now(), "peak_gflops": gpu.peak_gflops, "sms": gpu.sms,
         "clock_mhz": gpu.clock_mhz, "fp32_lanes_per_sm": gpu.fp32_lanes_per_sm, "l2_bytes": gpu.l2_bytes,
-        "dram_gbs": 2 * src.nbytes / (ms * 1e-3) / 1e9,
+        "dram_gbs": 2 * src.nbytes / (ms * 1e-3) / 1e9, **tensor_core_ceilings(),
         "versions": {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy},
     }
+
+
+TENSOR_CORE_PEAK = catalog.ROOT / "kernels" / "tensor_core_peak.cu"
+PEAK_ITERS = 2048
+
+
+def tensor_core_ceilings() -> dict[str, float]:
+    """TF32 GFLOP/s of the tensor-core instructions alone (kernels/tensor_core_peak.cu, no memory traffic):
+    `mma_sync_tf32_gflops` on compute capability 8.0 and newer, `wgmma_tf32_gflops` on 9.0 (sm_90a) only."""
+    import cupy
+    import numpy as np
+
+    from .compile import NVRTC_OPTIONS
+    from .timing import median_ms
+
+    gpu, sink, out = device.gpu(), cupy.zeros(1, dtype=cupy.float32), {}
+    iters = np.int32(PEAK_ITERS)
+
+    def rate(name: str, arch: str, blocks: int, threads: int, smem: int, flop_per_thread_iter: int) -> float:
+        module = cupy.RawModule(code=catalog.expand_includes(TENSOR_CORE_PEAK), options=(*NVRTC_OPTIONS, f"-arch={arch}"),
+                                name_expressions=[name])
+        fn = module.get_function(name)
+        fn.max_dynamic_shared_size_bytes = smem
+        ms = median_ms([functools.partial(fn, (blocks,), (threads,), (iters, sink), shared_mem=smem)], 10)
+        return blocks * threads * PEAK_ITERS * flop_per_thread_iter / (ms * 1e-3) / 1e9
+
+    if gpu.cc >= (8, 0):  # 8 warps x 4 blocks per SM, 16 independent m16n8k8 (2 x 1024 FLOP) per warp and round
+        out["mma_sync_tf32_gflops"] = rate("mma_peak<16>", gpu.arch, 4 * gpu.sms, 256, 0, 16 * 2 * 1024 // 32)
+    if gpu.cc == (9, 0):  # 2 warpgroups x 2 blocks per SM, four 64 x 256 x 8 wgmmas per warpgroup and round
+        out["wgmma_tf32_gflops"] = rate("wgmma_peak<256>", "sm_90a", 2 * gpu.sms, 256, 256 * 128 + 1024,
+                                        4 * 2 * 64 * 256 * 8 // 128)
+    return out
 
 
 def save_ceilings(row: dict) -> None:

@@ -12,14 +12,19 @@ SIZES = (1024, 2048, 4096, 8192)
 ODD_SHAPE = (2999, 4001, 3001)  # M, N, K: no tile divides it and rows are not 16-byte aligned
 EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure live on every change
 
-# Every kernel at its default parameters at every size (the scoreboard and the chapters' charts).
+# Every FP32 kernel at its default parameters at every size (the scoreboard and the chapters' charts), against
+# cuBLAS SGEMM.
 HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2d", "vectorized", "bank_conflicts",
             "prefetch", "multistage", "warp_tiling")
+# Chapter 8's tensor-core kernels, recorded with the headline; each against cuBLAS in its own precision
+# (timing.BASELINE), so `record` also times cuBLAS with TF32 math at SIZES and ODD_SHAPE (CUBLAS_PRECISIONS).
+TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32")
+CUBLAS_PRECISIONS = ("fp32", "tf32")
 
 
 def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
-    """Every headline kernel at its defaults at every size and on the odd shape (the scoreboard)."""
-    return [(name, None, size) for size in (*SIZES, ODD_SHAPE) for name in HEADLINE]
+    """Every headline and tensor-core kernel at its defaults at every size and on the odd shape."""
+    return [(name, None, size) for size in (*SIZES, ODD_SHAPE) for name in (*HEADLINE, *TENSOR_CORES)]
 
 
 def seed_table_cases(size: int = 4096) -> tuple[tuple[str, dict[str, int], int], ...]:
@@ -53,6 +58,17 @@ def claim_cases() -> list[tuple[str, dict[str, int], int]]:
     return list({json.dumps(c, sort_keys=True): c for c in cases}.values())
 
 
+# Chapter 8's error-vs-K figure: M = N = 1024 as K grows, the best FP32 FFMA kernel, the tensor-core kernels, and
+# cuBLAS in both maths (`gemm-lab record --only tensor_cores`).
+ERROR_VS_K = tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))
+ERROR_VS_K_KERNELS = ("warp_tiling", *TENSOR_CORES)
+
+
+def error_vs_k_cases() -> list[tuple[str, None, tuple[int, int, int]]]:
+    """Each kernel of the error-vs-K figure at its defaults on each shape of ERROR_VS_K."""
+    return [(name, None, shape) for shape in ERROR_VS_K for name in ERROR_VS_K_KERNELS]
+
+
 # Parameter grids recorded at EXPLORER_SIZE, for the explorers and the tile-size charts.
 SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
     "naive": {"BLOCK": (8, 16, 32)},
@@ -65,6 +81,8 @@ SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
     "prefetch": {"BM": (64, 128), "BN": (64, 128), "BK": (4, 8, 16), "TM": (8,), "TN": (4, 8), "PREFETCH": (0, 1)},
     "multistage": {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (8,), "TN": (8,), "STAGES": (2, 3, 4)},
     "warp_tiling": {"BM": (128, 256), "BN": (128, 256), "BK": (8,), "TM": (8, 16), "TN": (8, 16)},
+    "mma_tf32": {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32,), "WM": (64,), "WN": (32, 64), "STAGES": (3,)},
+    "wgmma_tf32": {"BM": (128, 256), "BN": (64, 128, 192, 256), "STAGES": (3, 4)},
 }
 
 # Autotuning: the whole pruned space of a kernel timed at each of SIZES but the largest, where the TOP best

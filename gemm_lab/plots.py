@@ -469,3 +469,61 @@ def warp_tiles(params: dict[str, int] | None = None) -> Figure:
                  f"{stride_n} columns apart (right: one dotted box of the middle panel)", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+PRECISION_MARKERS = {"fp32": "o", "tf32": "s", "3xtf32": "D"}
+UNIT_ROUNDOFFS = {"FP32": 2.0**-24, "TF32": 2.0**-11}  # for the u * sqrt(K) guide lines
+
+
+def label(x: Measurement) -> str:
+    """What a point or line stands for: the kernel, or which cuBLAS (its math follows the precision)."""
+    if x.kernel.startswith(CUBLAS):
+        return "cuBLAS, TF32 tensor cores" if x.precision == "tf32" else "cuBLAS SGEMM (FP32)"
+    return f"{x.kernel} ({x.precision.upper().replace('3XTF32', '3xTF32')})"
+
+
+def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K (float64 reference)") -> Figure:
+    """max_rel_err against K for each kernel, with u * sqrt(K) for FP32's and TF32's unit roundoff u."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    series: dict[str, list[Measurement]] = {}
+    for x in ms:
+        series.setdefault(label(x), []).append(x)
+    for name, xs in series.items():
+        xs = sorted(xs, key=lambda x: x.k)
+        ax.plot([x.k for x in xs], [x.max_rel_err for x in xs], marker=PRECISION_MARKERS.get(xs[0].precision, "o"),
+                color=color(xs[0].kernel), label=name, **({"linestyle": "--"} if xs[0].kernel.startswith(CUBLAS) else {}))
+    ks = sorted({x.k for x in ms})
+    for name, u in UNIT_ROUNDOFFS.items():
+        ax.plot(ks, [u * k**0.5 for k in ks], ":", color="grey", linewidth=1)
+        ax.text(ks[-1], u * ks[-1] ** 0.5, f" {name} u·√K", fontsize=7, color="grey", va="center")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(ks, [f"{k:,}" for k in ks])
+    shapes = sorted({(x.m, x.n) for x in ms})
+    ax.set_xlabel("K (inner dimension)" + (f", M = N = {shapes[0][0]}" if len(shapes) == 1 and shapes[0][0] == shapes[0][1] else ""))
+    ax.set_ylabel("max |C - C64| / max |C64| (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return stamp(fig, provenance(ms))
+
+
+def accuracy_vs_speed(ms: Sequence[Measurement], title: str = "") -> Figure:
+    """Each kernel (and cuBLAS) as one point: TFLOP/s against max relative error, on one shape."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for x in ms:
+        ax.scatter(x.gflops / 1e3, x.max_rel_err, s=60, marker=PRECISION_MARKERS.get(x.precision, "o"),
+                   color=color(x.kernel), edgecolor="black", linewidth=0.6, zorder=3)
+        ax.annotate(label(x), (x.gflops / 1e3, x.max_rel_err), textcoords="offset points", xytext=(6, 4), fontsize=7)
+    ax.set_yscale("log")
+    ax.set_xlim(0, max(x.gflops for x in ms) / 1e3 * 1.35)
+    lo, hi = min(x.max_rel_err for x in ms), max(x.max_rel_err for x in ms)
+    ax.set_ylim(lo / 4, hi * 4)
+    ax.set_xlabel("TFLOP/s (higher is better)")
+    ax.set_ylabel("max relative error vs float64 (lower is better)")
+    shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
+    ax.set_title(title or f"Accuracy and speed at M x N x K = {', '.join(shapes)}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return stamp(fig, provenance(ms))

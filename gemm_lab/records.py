@@ -1,7 +1,8 @@
 """Recorded GPU results: compact JSON files in `records/<gpu>/`, written atomically, replayed anywhere.
 
 Four kinds of file per GPU, each `{"format": 1, "rows": [...]}` with one row per line:
-  `<kernel>.json`  benchmark measurements (the record format below), one file per kernel;
+  `<kernel>.json`  benchmark measurements (the record format below), one file per kernel and one per cuBLAS
+                   math (`cublas.json`: FP32 SGEMM, `cublas_tf32.json`: TF32 tensor cores);
   `ncu.json`       hardware counters read by Nsight Compute for some kernel instances;
   `device.json`    the GPU's measured ceilings (FP32 peak, DRAM bandwidth) for rooflines;
   `sanitizer.json` compute-sanitizer's verdict on every kernel, one row per (kernel, tool).
@@ -79,6 +80,12 @@ class Measurement:
     def from_row(cls, row: dict[str, Any], where: str = "") -> "Measurement":
         values = _typed_fields(cls, row, REQUIRED, where)
         values.pop("replayed", None)
+        expected = precision_of(row["kernel"])
+        allowed = (expected,) if expected else catalog.PRECISIONS
+        if values["precision"] not in allowed:
+            whose = f" for {row['kernel']}" if expected else ""
+            raise RecordError(f"{where}: field 'precision' must be {' or '.join(map(repr, allowed))}{whose}: "
+                              f"{_short(row)}")
         spec = catalog.KERNELS.get(row["kernel"])
         if spec and set(row["params"]) == set(spec.param_names):
             values["params"] = {p: row["params"][p] for p in spec.param_names}  # template order
@@ -234,8 +241,18 @@ def _key(row: dict[str, Any], key: tuple[str, ...]) -> str:
     return json.dumps([row.get(k) for k in key], sort_keys=True)
 
 
-CUBLAS = "cublas"  # pseudo-kernel name of cuBLAS-only baseline measurements
+CUBLAS = "cublas"  # pseudo-kernel name of cuBLAS-only baseline measurements: FP32 SGEMM
+CUBLAS_TF32 = "cublas_tf32"  # the same with TF32 tensor-core math
+CUBLAS_KERNELS = {"fp32": CUBLAS, "tf32": CUBLAS_TF32}  # cuBLAS's math -> its pseudo-kernel
 BENCH_KEY = ("kernel", "params", "m", "n", "k", "precision")
+
+
+def precision_of(kernel: str) -> str | None:
+    """The precision a measurement of this kernel carries: the catalog's, or the cuBLAS pseudo-kernel's math;
+    None for a kernel that is neither (no longer catalogued)."""
+    if kernel in catalog.KERNELS:
+        return catalog.get(kernel).precision
+    return next((math for math, name in CUBLAS_KERNELS.items() if name == kernel), None)
 
 
 def save(measurements: Iterable[Measurement]) -> None:
@@ -292,8 +309,9 @@ def sanitizer_runs(gpu: str | None = None) -> list[SanitizerRun]:
 
 
 def check(root: Path = RECORDS_DIR) -> list[str]:
-    """Problems with the recorded data: malformed files, missing fields, stale kernel hashes, and, in a GPU
-    folder that has a sanitizer.json, kernels without a fresh, clean run of every sanitizer tool."""
+    """Problems with the recorded data: malformed files, missing fields, a precision that is not the kernel's, stale
+    kernel hashes, and, in a GPU folder that has a sanitizer.json, kernels measured there without a fresh, clean run
+    of every sanitizer tool."""
     problems = []
     for path in sorted(root.glob("*/*.json")):
         try:
@@ -333,15 +351,19 @@ def _stale(path: Path, rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
-    """Every catalogued kernel needs a run of each tool, of its current build, with no errors."""
+    """Every recorded run must be of a catalogued kernel's current build and find no errors, and every catalogued
+    kernel with measurements in this GPU's folder needs a run of each tool. A kernel never measured on that GPU
+    (added since, or one it cannot run) needs no run until it is."""
     problems = [f"{path}: {r.kernel} is no longer in the catalog" for r in runs if r.kernel not in catalog.KERNELS]
     found = {(r.kernel, r.tool): r for r in runs}
     for spec in catalog.KERNELS.values():
         build, redo = spec.build_sha256(), f"run `gemm-lab sanitize {spec.name}` on that GPU"
+        measured = (path.parent / f"{spec.name}.json").exists()
         for tool in SANITIZER_TOOLS:
             run = found.get((spec.name, tool))
             if run is None:
-                problems.append(f"{path}: {spec.name} has no {tool} record: {redo}")
+                if measured:
+                    problems.append(f"{path}: {spec.name} has no {tool} record: {redo}")
             elif run.build_sha256 != build:
                 problems.append(f"{path}: the {tool} record of {spec.name} is of an older {spec.source} or a header "
                                 f"it includes (build_sha256 differs): {redo}")
@@ -351,7 +373,7 @@ def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
 
 
 def _is_bench(path: Path) -> bool:
-    return path.stem in catalog.KERNELS or path.stem == CUBLAS
+    return path.stem in catalog.KERNELS or path.stem in CUBLAS_KERNELS.values()
 
 
 def _short(row: dict[str, Any]) -> str:

@@ -96,7 +96,8 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
     """Run each tool over each kernel (default: all), saving every run as it ends.
 
     Clean runs already recorded on this GPU from the current kernel build, with the same cases, are kept
-    unless `fresh`. Needs a live GPU and compute-sanitizer on PATH, checked before anything runs.
+    unless `fresh`. A kernel this GPU cannot run (wgmma off Hopper) is skipped, saying why. Needs a live GPU and
+    compute-sanitizer on PATH, checked before anything runs.
     """
     if not device.live():
         raise RuntimeError("sanitize runs the kernels on a GPU, and none is in use (replay mode)")
@@ -109,6 +110,11 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
     if unknown:
         raise ValueError(f"unknown tool {', '.join(sorted(unknown))}; the tools are {', '.join(TOOLS)}")
     gpu = device.gpu()
+    why_not = {spec.name: catalog.unsupported(spec, gpu.cc) for spec in specs}
+    for name, why in why_not.items():
+        if why:
+            tqdm.write(f"skipping {name}: {why}")
+    specs = [spec for spec in specs if not why_not[spec.name]]
     versions = {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy,
                 "compute_sanitizer": _version(exe)}
     recorded = {} if fresh else {(r.kernel, r.tool): r for r in records.sanitizer_runs(gpu.name)}

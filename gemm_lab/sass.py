@@ -53,8 +53,8 @@ def nvdisasm() -> str:
     raise RuntimeError("nvdisasm not found: install the CUDA toolkit or `pip install nvidia-cuda-nvdisasm`")
 
 
-def disassemble(kernel: str | KernelSpec, params: Params | None = None, arch: str = "sm_90") -> str:
-    """SASS of the offline-compiled instance."""
+def disassemble(kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None) -> str:
+    """SASS of the offline-compiled instance (for `arch`: default sm_90, or the kernel's arch-specific target)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(compile.cubin(kernel, params, arch))
         f.flush()
@@ -131,12 +131,16 @@ _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T\d]\s+)?([A-Z][A-Z0
 _TARGET = re.compile(r"`\(\.(L_x_\d+)\)")
 
 
+MATH = ("FFMA", "HMMA", "HGMMA")  # FP32 FMAs, mma.sync and wgmma tensor-core instructions
+
+
 def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[str]:
     """Opcodes (FFMA, LDS, ...) of the kernel's hottest loop in the offline SASS, in program order.
 
-    The hottest loop is the backward branch whose body holds the most FFMAs; where two bodies hold as many
-    (the bounds-checked and unchecked copies of a main loop), the shorter one, which the blocks wholly
-    inside C run. What it says about issue slots holds for large, tile-aligned shapes.
+    The hottest loop is the backward branch whose body holds the most math (`MATH`: FFMAs, or the tensor
+    cores' HMMAs and HGMMAs); where two bodies hold as many (the bounds-checked and unchecked copies of a
+    main loop), the shorter one, which the blocks wholly inside C run. What it says about issue slots holds
+    for large, tile-aligned shapes.
     """
     labels: dict[str, int] = {}
     opcodes: list[str] = []
@@ -155,7 +159,7 @@ def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[st
             loops.append((labels[target.group(1)], len(opcodes) - 1))
     if not loops:
         raise ValueError(f"no loop in the SASS of {kernel if isinstance(kernel, str) else kernel.name}")
-    first, last = max(loops, key=lambda ab: (opcodes[ab[0]:ab[1] + 1].count("FFMA"), ab[0] - ab[1]))
+    first, last = max(loops, key=lambda ab: (sum(op in MATH for op in opcodes[ab[0]:ab[1] + 1]), ab[0] - ab[1]))
     return opcodes[first:last + 1]
 
 

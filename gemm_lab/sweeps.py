@@ -25,7 +25,7 @@ def sweep(kernel: str | KernelSpec, size: int | Sequence[int],
     spec = catalog.get(kernel)
     m, n, k = timing.shape_of(size)
     grid = autotune.prune(spec.name, choices)[0] if prune else catalog.legal_grid(spec, choices)
-    if not device.runs_here(spec.name, spec.min_cc):
+    if not device.runs_here(spec):
         recorded = {_key(x.params): x for x in records.measurements(spec.name) if (x.m, x.n, x.k) == (m, n, k)}
         return [recorded[_key(p)] for p in grid if _key(p) in recorded]
     done = {}

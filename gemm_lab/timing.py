@@ -3,18 +3,20 @@
 Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses
 CUDA events around every launch after a warm-up, and reports the median of at least 20 runs. NVML's
 SM clock and power are read while the timed launches are still queued on the GPU, so a throttled
-run shows in its record.
+run shows in its record. The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`):
+TF32 kernels race cuBLAS on TF32 tensor cores, FP32 and 3xTF32 kernels race FP32 SGEMM.
 When A, B and C together fit in twice the L2 cache, launches rotate over enough copies that each
 run reads from DRAM, as a real workload would.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import math
 import os
 import statistics
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -24,6 +26,9 @@ from .records import Measurement
 
 MIN_RUNS = 20
 WARMUP = 3
+# A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
+BASELINE = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "fp32"}
+_COMPUTE_TYPES = {"fp32": "COMPUTE_TYPE_DEFAULT", "tf32": "COMPUTE_TYPE_TF32"}  # cupy.matmul's, per cuBLAS math
 
 Shape = tuple[int, int, int]
 
@@ -50,7 +55,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
     spec = catalog.get(kernel)
     m, n, k = shape_of(size)
     p = catalog.validate(spec, params, shape=(m, n, k))
-    if not device.runs_here(spec.name, spec.min_cc):
+    if not device.runs_here(spec):
         return records.lookup(spec.name, p, m, n, k)
     if runs < MIN_RUNS:
         raise ValueError(f"runs={runs}: the median needs at least {MIN_RUNS} runs")
@@ -63,20 +68,20 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
             )
         sets = _input_sets(m, n, k)
         ms, seen = _timed([run.launcher(spec, a, b, p, out=c) for a, b, c in sets], runs)
-        cublas_ms = cublas_median_ms(sets, runs)
-    return _measurement(spec, p, (m, n, k), ms, cublas_ms, err, runs, seen)
+        cublas_ms = cublas_median_ms(sets, runs, BASELINE[spec.precision])
+    return _measurement(spec, spec.precision, p, (m, n, k), ms, cublas_ms, err, runs, seen)
 
 
-def _measurement(spec: KernelSpec | None, params: dict[str, int], shape: Shape,
+def _measurement(spec: KernelSpec | None, precision: str, params: dict[str, int], shape: Shape,
                  ms: float, cublas_ms: float, err: float, runs: int, seen: dict[str, float]) -> Measurement:
-    """A live measurement of a kernel, or of cuBLAS alone when `spec` is None."""
+    """A live measurement of a kernel, or of cuBLAS alone in `precision`'s math when `spec` is None."""
     gpu = device.gpu()
     m, n, k = shape
     return Measurement(
-        kernel=spec.name if spec else records.CUBLAS, source=spec.source if spec else "",
+        kernel=spec.name if spec else records.CUBLAS_KERNELS[precision], source=spec.source if spec else "",
         source_sha256=spec.source_sha256() if spec else "", build_sha256=spec.build_sha256() if spec else "",
         params=params, m=m, n=n, k=k,
-        precision="fp32", gflops=gflops(m, n, k, ms), cublas_gflops=gflops(m, n, k, cublas_ms),
+        precision=precision, gflops=gflops(m, n, k, ms), cublas_gflops=gflops(m, n, k, cublas_ms),
         max_rel_err=err, gpu=gpu.name,
         recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         time_ms=ms, cublas_time_ms=cublas_ms, runs=runs, peak_gflops=gpu.peak_gflops,
@@ -85,24 +90,54 @@ def _measurement(spec: KernelSpec | None, params: dict[str, int], shape: Shape,
     )
 
 
-def cublas(size: int | Sequence[int], *, runs: int = MIN_RUNS) -> Measurement:
-    """cuBLAS SGEMM alone, as a measurement of the pseudo-kernel "cublas" (replay: recorded)."""
+def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MIN_RUNS) -> Measurement:
+    """cuBLAS alone in `precision`'s math ("fp32": SGEMM; "tf32": TF32 tensor cores), as a measurement of its
+    pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded)."""
     m, n, k = shape_of(size)
+    kernel = _cublas_kernel(precision)
     if not device.live():
-        return records.lookup(records.CUBLAS, {}, m, n, k)
+        return records.lookup(kernel, {}, m, n, k)
     import cupy
 
-    a, b = run.random_inputs(m, n, k)
+    a, b = run.random_inputs(m, n, k, run.CHECK_SEED)  # the inputs `run.check` gives every kernel
     out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
-    cupy.matmul(a, b, out=out)
-    err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
-    ms, seen = _timed(_cublas_launches(_input_sets(m, n, k)), runs)
-    return _measurement(None, {}, (m, n, k), ms, ms, err, runs, seen)
+    with cublas_math(precision):
+        cupy.matmul(a, b, out=out)
+        err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
+        ms, seen = _timed(_cublas_launches(_input_sets(m, n, k)), runs)
+    return _measurement(None, precision, {}, (m, n, k), ms, ms, err, runs, seen)
 
 
-def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS) -> float:
-    """cuBLAS SGEMM through `cupy.matmul` with FP32 math (TF32 off), on the same inputs."""
-    return median_ms(_cublas_launches(sets), runs)
+def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS, precision: str = "fp32") -> float:
+    """cuBLAS through `cupy.matmul` in `precision`'s math (FP32 SGEMM or TF32 tensor cores), on the same inputs."""
+    with cublas_math(precision):
+        return median_ms(_cublas_launches(sets), runs)
+
+
+@contextlib.contextmanager
+def cublas_math(precision: str) -> Iterator[None]:
+    """`cupy.matmul` on float32 computes in `precision`'s math inside the block: "fp32" is FP32 SGEMM (TF32 off),
+    "tf32" lets cuBLAS use TF32 tensor cores. CuPy's setting is per process, so the previous one is always restored."""
+    import numpy
+    from cupy._core import _routines_linalg as linalg
+
+    _cublas_kernel(precision)
+    if precision == "fp32":
+        require_fp32_cublas()
+    previous = linalg.get_compute_type(numpy.float32)
+    linalg.set_compute_type(numpy.float32, getattr(linalg, _COMPUTE_TYPES[precision]))
+    try:
+        yield
+    finally:
+        linalg.set_compute_type(numpy.float32, previous)
+
+
+def _cublas_kernel(precision: str) -> str:
+    """The pseudo-kernel of cuBLAS in `precision`'s math; a ValueError names the maths cuBLAS has."""
+    if precision not in records.CUBLAS_KERNELS:
+        hint = f"; {precision} kernels race cuBLAS in {BASELINE[precision]}" if precision in BASELINE else ""
+        raise ValueError(f"cuBLAS computes in {' or '.join(records.CUBLAS_KERNELS)}, not {precision!r}{hint}")
+    return records.CUBLAS_KERNELS[precision]
 
 
 def require_fp32_cublas() -> None:
@@ -114,7 +149,6 @@ def require_fp32_cublas() -> None:
 def _cublas_launches(sets: list[tuple[Any, Any, Any]]) -> list[Callable[[], Any]]:
     import cupy
 
-    require_fp32_cublas()
     return [functools.partial(cupy.matmul, a, b, out=c) for a, b, c in sets]
 
 

@@ -1,5 +1,5 @@
-"""GPU tests are marked `gpu` and skip cleanly on a machine without one, or on a GPU too old for the
-kernel they test (a `kernel` parameter whose catalog entry needs a newer compute capability)."""
+"""GPU tests are marked `gpu` and skip cleanly on a machine without one, or on a GPU that cannot run the kernel
+they test (a `kernel` parameter whose catalog entry needs a newer compute capability, or exactly Hopper's)."""
 import pytest
 
 from gemm_lab import catalog, device
@@ -9,9 +9,9 @@ def pytest_collection_modifyitems(config, items):
     if device.live():
         for item in items:
             kernel = getattr(item, "callspec", None) and item.callspec.params.get("kernel")
-            if "gpu" in item.keywords and kernel in catalog.KERNELS and device.gpu().cc < catalog.get(kernel).min_cc:
-                item.add_marker(pytest.mark.skip(reason=f"{kernel} needs compute capability "
-                                                        f"{catalog.get(kernel).min_cc}; this GPU is {device.gpu().cc}"))
+            why = kernel in catalog.KERNELS and catalog.unsupported(kernel, device.gpu().cc)
+            if "gpu" in item.keywords and why:
+                item.add_marker(pytest.mark.skip(reason=why))
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (replay mode)")
     for item in items:

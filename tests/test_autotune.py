@@ -41,3 +41,18 @@ def test_a_grid_is_compiled_once_per_kernel_build(monkeypatch):
     second = autotune.prune("prefetch", GRID, workers=1)  # a sweep at the next size prunes the same grid
     autotune._reports.cache_clear()
     assert first == second and len(calls) == len(catalog.legal_grid("prefetch", GRID))
+
+
+def test_prune_drops_serialized_wgmmas(monkeypatch):
+    warning = "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized"
+
+    def fake(case):
+        return compile.PtxasReport(instance="", arch="sm_90a", registers=168, spill_stores=0, spill_loads=0,
+                                   stack_bytes=0, smem_bytes=0,
+                                   performance_warnings=(warning,) if case[1]["BM"] == 256 else ())
+
+    monkeypatch.setattr(autotune, "_ptxas", fake)
+    autotune._reports.cache_clear()
+    keep, pruned = autotune.prune("wgmma_tf32", {"BM": (128, 256), "BN": (128,), "STAGES": (4,)}, workers=1)
+    autotune._reports.cache_clear()
+    assert [p["BM"] for p in keep] == [128] and [x.why for x in pruned] == [f"ptxas: {warning}"]

@@ -84,3 +84,11 @@ def test_model_matches_the_recorded_counters():
                 assert 0.98 * model[f"{kind}_conflicts"] < measured < 1.15 * model[f"{kind}_conflicts"]
             else:  # the residue the chapter discusses: small beside the instructions
                 assert measured < 0.15 * model[f"{kind}_instructions"]
+
+
+@pytest.mark.parametrize("kernel,math", [("mma_tf32", "HMMA"), ("mma_3xtf32", "HMMA"), ("wgmma_tf32", "HGMMA"),
+                                         ("wgmma_3xtf32", "HGMMA")])
+def test_sass_of_the_tensor_core_kernels_from_their_own_targets(kernel, math):
+    """mma.sync compiles for sm_90, wgmma for sm_90a; the hottest loop is the one with the tensor-core instructions."""
+    mix = sass.main_loop_mix(kernel)
+    assert mix.get(math, 0) > 0 and "FFMA" not in mix  # the FFMAs of alpha * C + beta * C_old are after the loop

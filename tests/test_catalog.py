@@ -60,3 +60,69 @@ def test_kernels_refuse_gpus_too_old_for_their_instructions():
     with pytest.raises(ValueError, match=r"multistage needs a GPU of compute capability 8.0 or newer \(cp.async"):
         catalog.validate("multistage", cc=(7, 5))
     assert catalog.validate("multistage", cc=(9, 0)) and catalog.validate("prefetch", cc=(7, 5))
+
+
+@pytest.mark.parametrize("kernel,params,rule", [
+    ("wgmma_tf32", {"BN": 96}, "BN must be a multiple of 64 from 64 to 256"),
+    ("wgmma_tf32", {"BN": 320}, "1 to 4 warpgroups"),
+    ("wgmma_tf32", {"STAGES": 2}, "STAGES must be at least 3"),
+    ("wgmma_3xtf32", {"BM": 192}, "BM must be one of 64, 128, 256"),
+    ("wgmma_tf32", {"BM": 256, "BN": 192, "STAGES": 3}, "registers each thread can have"),  # ptxas: C7512, spills
+    ("wgmma_3xtf32", {"BM": 64, "BN": 256, "STAGES": 4}, "registers each thread can have"),
+    ("wgmma_tf32", {"BM": 256, "BN": 128, "STAGES": 5}, "dynamic shared memory must fit in 232448 bytes"),
+    ("mma_tf32", {"WM": 24}, "WM must be a multiple of 16 and WN of 8"),
+    ("mma_tf32", {"BK": 12}, "BK must be a multiple of 8"),
+    ("mma_tf32", {"WN": 48}, "WN must divide BN"),
+    ("mma_3xtf32", {"STAGES": 1}, "STAGES must be at least 2"),
+    ("mma_3xtf32", {"WM": 64, "WN": 64}, "the accumulators, the per-step sums and the fragments"),
+    ("mma_tf32", {"BM": 256, "BN": 128, "BK": 64}, "dynamic shared memory must fit"),
+])
+def test_tensor_core_rules_are_named(kernel, params, rule):
+    with pytest.raises(ValueError, match=rule):
+        catalog.validate(kernel, params)
+
+
+def test_tensor_core_derivations_follow_the_kernels():
+    mma, wgmma, split = catalog.get("mma_tf32"), catalog.get("wgmma_tf32"), catalog.get("wgmma_3xtf32")
+    p = {"BM": 128, "BN": 256, "BK": 16, "WM": 64, "WN": 32, "STAGES": 3}
+    assert mma.instance(p) == "sgemm_tf32_mma<128, 256, 16, 64, 32, 3>"
+    assert mma.threads(p) == 2 * 8 * 32 and mma.launch_smem(p) == 4 * 3 * (128 * 20 + 16 * 264)
+    q = {"BM": 128, "BN": 192, "STAGES": 5}
+    assert wgmma.threads(q) == 384 and wgmma.grid(q, m=1000, n=1000) == (6, 8, 1)
+    assert wgmma.launch_smem(q) == 5 * (128 * 128 + 25 * 1024) + 1024  # B: 32 x 200 floats, rounded up to 1 KiB
+    assert split.launch_smem(q) == 5 * (2 * 128 * 128 + 25 * 1024) + 1024
+    assert catalog.get("naive").launch_smem({}) == 0  # static __shared__ arrays: nothing asked for at launch
+    assert [s.precision for s in map(catalog.get, ("mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32"))] == \
+        ["tf32", "3xtf32", "tf32", "3xtf32"]
+    assert (wgmma.arch, mma.arch, wgmma.dynamic_smem, mma.dynamic_smem) == ("sm_90a", "", True, True)
+
+
+def test_register_rules_keep_what_ptxas_compiles_and_refuse_what_spills():
+    """Measured with ptxas (sm_90a): these compile clean, or spill and serialize the wgmmas."""
+    legal = {tuple(p.values()) for p in catalog.legal_grid("wgmma_tf32")}
+    assert {(256, 64, 5), (256, 128, 4), (128, 256, 4)} <= legal and (256, 192, 3) not in legal
+    legal = {tuple(p.values()) for p in catalog.legal_grid("wgmma_3xtf32")}
+    assert (128, 128, 4) in legal and not {(128, 192, 3), (64, 256, 4), (128, 256, 3)} & legal
+    counts = [len(catalog.legal_grid(k)) for k in ("mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32")]
+    assert counts == [180, 108, 33, 16]
+
+
+@pytest.mark.parametrize("cc", [(8, 0), (8, 9), (10, 0), (12, 0)])
+def test_wgmma_runs_only_on_compute_capability_9_0(cc):
+    for kernel in ("wgmma_tf32", "wgmma_3xtf32"):
+        with pytest.raises(ValueError, match=rf"{kernel} uses Hopper-only instructions \(wgmma, Hopper's warpgroup MMA"
+                                             rf".*compiled for sm_90a: it runs only on compute capability 9.0 GPUs "
+                                             rf"such as H100/H200; this one is {cc[0]}.{cc[1]}"):
+            catalog.validate(kernel, cc=cc)
+        assert catalog.validate(kernel, cc=(9, 0))
+    assert catalog.validate("mma_tf32", cc=cc) and catalog.validate("mma_3xtf32", cc=cc)  # mma.sync: 8.0 or newer
+    with pytest.raises(ValueError, match=r"mma_tf32 needs a GPU of compute capability 8.0 or newer \(mma.sync"):
+        catalog.validate("mma_tf32", cc=(7, 5))
+
+
+def test_a_spec_states_a_known_precision_and_arch():
+    spec = catalog.get("naive")
+    with pytest.raises(ValueError, match="precision must be one of fp32, tf32, 3xtf32, not 'fp16'"):
+        catalog.KernelSpec(**{**vars(spec), "precision": "fp16"})
+    with pytest.raises(ValueError, match="arch must be one of sm_90a"):
+        catalog.KernelSpec(**{**vars(spec), "arch": "sm_100a"})

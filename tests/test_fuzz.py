@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gemm_lab import autotune, catalog, compile, run
+from gemm_lab import autotune, catalog, compile, device, run
 
 CASES = 500  # per kernel, each a launch checked against float64
 MAX_DIM = 3000
@@ -44,8 +44,10 @@ def shapes(draw: st.DrawFn) -> tuple[int, int, int]:
 
 @functools.cache
 def compiled_grid(kernel: str) -> list[dict[str, int]]:
-    """The kernel's legal grid, compiled in parallel first, so that hypothesis' draws do not wait on NVRTC."""
-    grid = catalog.legal_grid(kernel)
+    """The kernel's legal grid that fits this GPU's shared memory, compiled in parallel first, so that hypothesis'
+    draws do not wait on NVRTC."""
+    spec = catalog.get(kernel)
+    grid = [p for p in catalog.legal_grid(kernel) if spec.smem_bytes(p) <= device.gpu().smem_per_block]
     autotune.precompile([(kernel, p) for p in grid])
     return grid
 

@@ -1,5 +1,6 @@
 """Live code paths on the CPU, with NumPy standing in for CuPy: a kernel fault becomes an error that names the
-kernel and says to restart, and each measurement carries the SM clock and power read while it was timed."""
+kernel and says to restart, each measurement carries the SM clock and power read while it was timed, and each
+kernel is timed beside cuBLAS in the math of its precision."""
 import sys
 from types import SimpleNamespace
 
@@ -33,8 +34,12 @@ def log(monkeypatch):
         def synchronize(self):
             events.append("sync")
 
+    linalg = SimpleNamespace(COMPUTE_TYPE_DEFAULT=1, COMPUTE_TYPE_TF32=7, types={np.float32: 1})
+    linalg.get_compute_type = lambda dtype: linalg.types[dtype]
+    linalg.set_compute_type = lambda dtype, value: linalg.types.__setitem__(dtype, value)
+
     def matmul(a, b, out=None):
-        events.append("cublas")
+        events.append("cublas" if linalg.types[np.float32] == 1 else "cublas tf32")
         return None if a is None else np.matmul(a, b, out=out)
 
     cupy = SimpleNamespace(
@@ -44,6 +49,8 @@ def log(monkeypatch):
                              driver=SimpleNamespace(CUDADriverError=CUDADriverError)),
     )
     monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy._core", SimpleNamespace(_routines_linalg=linalg))
+    monkeypatch.setitem(sys.modules, "cupy._core._routines_linalg", linalg)
     monkeypatch.setattr(device, "live", lambda: True)
     monkeypatch.setattr(device, "gpu", lambda: GPU)
     monkeypatch.setattr(device, "telemetry", lambda: events.append("telemetry") or dict(TELEMETRY))
@@ -122,3 +129,69 @@ def test_relative_error_of_a_cancelling_result_is_measured_against_its_terms():
     assert run.max_rel_err(got, ref) == pytest.approx(1e-6)
     assert run.max_rel_err(got, ref, floor=1.0) == pytest.approx(1e-9)  # the floor applies
     assert run.max_rel_err(got * 1e6, ref * 1e6, floor=1.0) == pytest.approx(1e-6)  # large results: no effect
+
+
+@pytest.mark.parametrize("kernel,math", [("mma_tf32", "cublas tf32"), ("wgmma_tf32", "cublas tf32"),
+                                         ("mma_3xtf32", "cublas"), ("wgmma_3xtf32", "cublas"), ("naive", "cublas")])
+def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch, kernel, math):
+    monkeypatch.setattr(run, "launcher", launching(log))
+    x = timing.bench(kernel, 16)
+    assert x.precision == catalog.get(kernel).precision and timing.BASELINE[x.precision] in ("fp32", "tf32")
+    assert {e for e in log if e.startswith("cublas")} == {math}
+    assert log.count(math) == timing.WARMUP + timing.MIN_RUNS
+    linalg = sys.modules["cupy._core._routines_linalg"]
+    assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT  # restored for everyone else
+
+
+def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
+    fp32, tf32 = timing.cublas(16), timing.cublas(16, "tf32")
+    assert (fp32.kernel, fp32.precision, tf32.kernel, tf32.precision) == ("cublas", "fp32", "cublas_tf32", "tf32")
+    assert log.count("cublas") == log.count("cublas tf32") == 1 + timing.WARMUP + timing.MIN_RUNS
+    with pytest.raises(ValueError, match="cuBLAS computes in fp32 or tf32, not '3xtf32'; 3xtf32 kernels race cuBLAS "
+                                         "in fp32"):
+        timing.cublas(16, "3xtf32")
+
+
+def test_the_tf32_math_is_restored_even_when_timing_fails(log, monkeypatch):
+    linalg = sys.modules["cupy._core._routines_linalg"]
+    monkeypatch.setattr(timing, "median_ms", lambda launches, runs: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        timing.cublas_median_ms([(None, None, None)], precision="tf32")
+    assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT
+    monkeypatch.setenv("CUPY_TF32", "1")
+    with pytest.raises(RuntimeError, match="CUPY_TF32 is set"):  # FP32 SGEMM refuses a TF32 environment
+        timing.cublas_median_ms([(None, None, None)])
+
+
+def test_dynamic_shared_memory_is_opted_into_and_asked_for_and_wgmma_compiles_for_sm_90a(log, monkeypatch):
+    from gemm_lab import compile
+
+    built, launched = [], []
+
+    class Kernel:
+        max_dynamic_shared_size_bytes = 48 * 1024
+
+        def __call__(self, grid, block, args, shared_mem=0):
+            launched.append((grid, block, shared_mem))
+
+    class RawModule:
+        def __init__(self, code, options, name_expressions):
+            built.append(options)
+
+        def get_function(self, name):
+            return Kernel()
+
+    cupy = sys.modules["cupy"]
+    monkeypatch.setattr(cupy, "RawModule", RawModule, raising=False)
+    monkeypatch.setattr(cupy, "empty", np.empty, raising=False)
+    monkeypatch.setattr(run, "_as_operand", lambda x, name: x)
+    monkeypatch.setattr(compile, "_live_cache", {})
+    a, b = run.random_inputs(300, 200, 100)
+    for kernel in ("wgmma_tf32", "mma_tf32", "naive"):
+        spec = catalog.get(kernel)
+        run.gemm(kernel, a, b)
+        smem = spec.smem_bytes(spec.full_params()) if spec.dynamic_smem else 0
+        assert launched[-1] == (spec.grid(spec.full_params(), 300, 200), (spec.threads(spec.full_params()),), smem)
+        assert compile.load(kernel).max_dynamic_shared_size_bytes == (smem or 48 * 1024)
+    assert built == [("-std=c++17", "-arch=sm_90a"), ("-std=c++17",), ("-std=c++17",)]
+    assert launched[0][2] == 201728 > catalog.STATIC_SMEM_LIMIT

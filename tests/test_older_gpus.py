@@ -7,6 +7,7 @@ import pytest
 from gemm_lab import device, hardware, timing
 
 T4 = SimpleNamespace(name="Tesla T4", cc=(7, 5))
+A100 = SimpleNamespace(name="NVIDIA A100-SXM4-80GB", cc=(8, 0))
 
 
 @pytest.fixture
@@ -15,11 +16,12 @@ def live_t4(monkeypatch):
     monkeypatch.setattr(device, "gpu", lambda: T4)
     monkeypatch.setattr(device, "reader_gpu", lambda: T4.name)
     monkeypatch.delenv(device.GPU_ENV, raising=False)
-    device._warn_older_gpu.cache_clear()
+    device._warn_unsupported.cache_clear()
 
 
 def test_a_kernel_the_gpu_cannot_run_is_read_back_with_a_warning(live_t4):
-    with pytest.warns(UserWarning, match=r"multistage needs compute capability 8.0 and Tesla T4 is 7.5"):
+    with pytest.warns(UserWarning, match=r"multistage needs a GPU of compute capability 8.0 or newer .*this one is 7.5 "
+                                         r"\(Tesla T4\): its results are read back from the records of NVIDIA H100"):
         x = timing.bench("multistage", 4096)
     assert x.replayed and x.gpu == device.DEFAULT_REPLAY_GPU
 
@@ -31,3 +33,13 @@ def test_counters_without_ncu_are_read_back_with_a_warning(live_t4, monkeypatch)
     assert row["gpu"] == device.DEFAULT_REPLAY_GPU
     with pytest.raises(RuntimeError, match="not on PATH"), warnings.catch_warnings():
         hardware.counters("coalesced", (4096,) * 3, {"BLOCK": 32}, fallback=False)  # recording never falls back
+
+
+@pytest.mark.parametrize("gpu", [A100, SimpleNamespace(name="NVIDIA B200", cc=(10, 0))])
+def test_wgmma_runs_only_on_hopper_and_mma_on_anything_since_ampere(live_t4, monkeypatch, gpu):
+    monkeypatch.setattr(device, "gpu", lambda: gpu)
+    with pytest.warns(UserWarning, match=rf"wgmma_tf32 uses Hopper-only instructions .* compiled for sm_90a: it runs "
+                                         rf"only on compute capability 9.0 GPUs such as H100/H200; this one is "
+                                         rf"{gpu.cc[0]}.{gpu.cc[1]} \({gpu.name}\)"):
+        assert not device.runs_here("wgmma_tf32")
+    assert device.runs_here("mma_3xtf32") and device.runs_here("cublas")

@@ -17,7 +17,7 @@ def test_every_catalogued_kernel_has_fresh_h100_records():
     have = {m.kernel for m in records.measurements(gpu=records_gpu())}
     assert set(catalog.KERNELS) <= have
     for m in records.measurements(gpu=records_gpu()):
-        if m.kernel == records.CUBLAS:  # the library: no kernel source of ours behind it
+        if m.kernel in records.CUBLAS_KERNELS.values():  # the library: no kernel source of ours behind it
             continue
         for field in records.REQUIRED:
             assert getattr(m, field) not in (None, ""), (m.kernel, field)
@@ -35,10 +35,12 @@ def sandbox(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _row(**over):
-    spec = catalog.get("naive")
-    row = dict(kernel="naive", source=spec.source, source_sha256=spec.source_sha256(), params={"BLOCK": 32},
-               m=64, n=64, k=64, precision="fp32", gflops=1.0, cublas_gflops=2.0, max_rel_err=1e-7,
+def _row(kernel="naive", **over):
+    """A fresh measurement row of a catalogued kernel at its defaults (naive: BLOCK=32), or of a pseudo-kernel."""
+    spec = catalog.KERNELS.get(kernel)
+    row = dict(kernel=kernel, source=spec.source if spec else "", source_sha256=spec.source_sha256() if spec else "",
+               params=spec.full_params() if spec else {}, m=64, n=64, k=64,
+               precision=records.precision_of(kernel) or "fp32", gflops=1.0, cublas_gflops=2.0, max_rel_err=1e-7,
                gpu="Test GPU", recorded_at="2026-11-23T00:00:00+00:00")
     row.update(over)
     return row
@@ -176,11 +178,14 @@ def _sanitizer_row(kernel, tool, **over):
 
 
 def _sanitized(sandbox, *changed):
-    """A sanitizer.json with a clean run of every tool on every kernel, except `changed` rows (None drops one)."""
+    """Measurements of every kernel and a sanitizer.json with a clean run of every tool on each, except `changed`
+    rows (None drops one)."""
     rows = {(k, t): _sanitizer_row(k, t) for k in catalog.KERNELS for t in records.SANITIZER_TOOLS}
     for (kernel, tool), row in changed:
         rows[kernel, tool] = row
     path = sandbox / "test-gpu" / "sanitizer.json"
+    for kernel in catalog.KERNELS:
+        records.upsert(path.with_name(f"{kernel}.json"), [_row(kernel)], records.BENCH_KEY)
     records.upsert(path, [r for r in rows.values() if r is not None], records.SANITIZER_KEY)
     return path
 
@@ -211,3 +216,40 @@ def test_a_malformed_sanitizer_row_names_the_file_and_field(sandbox, over, field
     assert str(path) in str(err.value)
     problems = records.check(sandbox)
     assert len(problems) == 1 and str(path) in problems[0] and f"field '{field}'" in problems[0]
+
+
+def test_a_kernel_never_measured_on_a_gpu_needs_no_sanitizer_record_until_it_is(sandbox):
+    """A kernel added since a GPU was recorded, or one it cannot run (wgmma off Hopper), has no rows there."""
+    path = _sanitized(sandbox, *((("wgmma_tf32", t), None) for t in records.SANITIZER_TOOLS))
+    path.with_name("wgmma_tf32.json").unlink()
+    assert records.check(sandbox) == []
+    records.upsert(path.with_name("wgmma_tf32.json"), [_row("wgmma_tf32")], records.BENCH_KEY)
+    problems = records.check(sandbox)
+    assert len(problems) == 4 and all("wgmma_tf32 has no" in p and "gemm-lab sanitize wgmma_tf32" in p
+                                      for p in problems)
+
+
+@pytest.mark.parametrize("kernel", ["mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32"])
+def test_tensor_core_measurements_carry_their_kernels_precision(sandbox, kernel):
+    records.upsert(sandbox / "test-gpu" / f"{kernel}.json", [_row(kernel)], records.BENCH_KEY)
+    records.upsert(sandbox / "test-gpu" / "cublas_tf32.json", [_row("cublas_tf32")], records.BENCH_KEY)
+    assert records.check(sandbox) == []
+    x = records.lookup(kernel, catalog.get(kernel).full_params(), 64, 64, 64, gpu="Test GPU")
+    assert x.precision == catalog.get(kernel).precision in ("tf32", "3xtf32")
+    assert records.lookup(records.CUBLAS_TF32, {}, 64, 64, 64, gpu="Test GPU").precision == "tf32"
+
+
+@pytest.mark.parametrize("kernel,precision,allowed", [
+    ("mma_tf32", "fp32", "'tf32' for mma_tf32"),
+    ("mma_3xtf32", "tf32", "'3xtf32' for mma_3xtf32"),
+    ("naive", "3xtf32", "'fp32' for naive"),
+    ("cublas", "tf32", "'fp32' for cublas"),
+    ("cublas_tf32", "fp32", "'tf32' for cublas_tf32"),
+    ("retired_kernel", "fp16", "'fp32' or 'tf32' or '3xtf32'"),
+])
+def test_a_precision_that_is_not_the_kernels_is_named(sandbox, kernel, precision, allowed):
+    path = sandbox / "test-gpu" / f"{'naive' if kernel == 'retired_kernel' else kernel}.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"format": 1, "rows": [_row(kernel, precision=precision)]}))
+    problems = records.check(sandbox)
+    assert len(problems) == 1 and str(path) in problems[0] and f"field 'precision' must be {allowed}" in problems[0]

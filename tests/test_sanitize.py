@@ -8,7 +8,7 @@ import pytest
 
 from gemm_lab import catalog, cli, device, plan, records, sanitize
 
-GPU = SimpleNamespace(name="Test GPU", driver="580.65", cuda_runtime="13.0", cupy="14.0.0")
+GPU = SimpleNamespace(name="Test GPU", cc=(9, 0), driver="580.65", cuda_runtime="13.0", cupy="14.0.0")
 
 
 def test_cases_are_the_defaults_and_boundaries_on_tail_shapes():
@@ -121,8 +121,15 @@ def test_every_run_is_recorded_and_a_second_call_resumes(sandbox, monkeypatch):
     table = sanitize.summary(stored)
     assert table.columns == ("kernel", *sanitize.TOOLS) and {r[0] for r in table.rows} == {"naive", "coalesced"}
     assert all(r[1:] == ("0",) * 4 for r in table.rows) and "2025.3.1.0" in table.caption
-    problems = records.check(sandbox)  # seven kernels have no record yet
-    assert len(problems) == 4 * (len(catalog.KERNELS) - 2) and not any("naive " in p for p in problems)
+    assert records.check(sandbox) == []  # no other kernel was measured on this GPU
+    spec = catalog.get("smem_tiled")
+    records.save([records.Measurement(
+        kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
+        params=spec.full_params(),
+        m=64, n=64, k=64, precision="fp32", gflops=1.0, cublas_gflops=2.0, max_rel_err=1e-7, gpu=GPU.name,
+        recorded_at="2026-11-23T00:00:00+00:00")])
+    problems = records.check(sandbox)  # measured, never sanitized
+    assert len(problems) == 4 and all("smem_tiled has no" in p for p in problems)
 
     again = fake_tool(monkeypatch)
     assert sanitize.sanitize(["naive", "coalesced"], progress=False) == runs and again == []
@@ -167,3 +174,11 @@ def test_unknown_kernels_and_tools_are_refused_before_anything_runs(sandbox, mon
     with pytest.raises(ValueError, match="the tools are memcheck"):
         sanitize.sanitize(["naive"], ["leakcheck"])
     assert calls == []
+
+
+def test_kernels_the_gpu_cannot_run_are_skipped_saying_why(sandbox, monkeypatch, capsys):
+    calls = fake_tool(monkeypatch)
+    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(**{**vars(GPU), "cc": (8, 0)}))
+    runs = sanitize.sanitize(["wgmma_tf32", "naive"], ["memcheck"], progress=False)
+    assert calls == [("memcheck", "naive")] and [r.kernel for r in runs] == ["naive"]
+    assert "skipping wgmma_tf32: wgmma_tf32 uses Hopper-only instructions" in capsys.readouterr().out

@@ -1,0 +1,54 @@
+"""What `gemm-lab record` measures, on the CPU with a stand-in GPU: the tensor-core kernels with the headline and
+in the error-vs-K figure, cuBLAS in both maths, and a kernel the GPU cannot run skipped with the reason."""
+from types import SimpleNamespace
+
+import pytest
+
+from gemm_lab import catalog, cli, device, plan, records, sweeps, timing
+
+PARTS = ["--only", "device", "--only", "headline", "--only", "sweeps", "--only", "tensor_cores"]
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    """A live stand-in GPU on which `record` measures nothing: the returned dict collects what it was asked for."""
+    asked = {"cases": [], "cublas": [], "sweeps": []}
+    monkeypatch.setattr(device, "live", lambda: True)
+    monkeypatch.setattr(cli.hardware, "ceilings", lambda: {})
+    monkeypatch.setattr(cli.hardware, "save_ceilings", lambda ceilings: None)
+    monkeypatch.setattr(records, "save", lambda ms: list(ms))
+    monkeypatch.setattr(timing, "cublas", lambda size, math="fp32": asked["cublas"].append((size, math)))
+    monkeypatch.setattr(timing, "bench_all", lambda cases, **kw: asked["cases"].extend(cases))
+    monkeypatch.setattr(sweeps, "sweep", lambda name, size, choices, **kw: asked["sweeps"].append(name))
+    monkeypatch.setattr(cli, "_recorded", lambda *case: False)
+    return asked
+
+
+def test_the_error_vs_k_plan():
+    assert plan.ERROR_VS_K == tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))
+    assert plan.ERROR_VS_K_KERNELS == ("warp_tiling", "mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32")
+    assert len(plan.error_vs_k_cases()) == 6 * 5 and all(p is None for _, p, _ in plan.error_vs_k_cases())
+    for name in plan.TENSOR_CORES:  # every size and the odd shape at the defaults, like every other kernel
+        assert [s for k, p, s in plan.headline_cases() if k == name] == [*plan.SIZES, plan.ODD_SHAPE]
+
+
+def test_on_hopper_everything_is_recorded_with_cublas_in_both_maths(recorder, monkeypatch, capsys):
+    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3", cc=(9, 0)))
+    assert cli.main(["record", *PARTS]) == 0
+    assert "skipping" not in capsys.readouterr().out
+    cases = recorder["cases"]
+    assert all(case in cases for case in plan.headline_cases() + plan.error_vs_k_cases())
+    assert recorder["sweeps"] == list(plan.SWEEPS) and {"mma_tf32", "wgmma_tf32"} <= set(plan.SWEEPS)
+    shapes = [*plan.SIZES, plan.ODD_SHAPE, *plan.ERROR_VS_K]
+    assert recorder["cublas"] == [(s, math) for s in shapes for math in ("fp32", "tf32")]
+
+
+def test_a_kernel_the_gpu_cannot_run_is_skipped_saying_why(recorder, monkeypatch, capsys):
+    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="NVIDIA A100-SXM4-80GB", cc=(8, 0)))
+    assert cli.main(["record", *PARTS]) == 0
+    out = capsys.readouterr().out
+    for name in ("wgmma_tf32", "wgmma_3xtf32"):
+        assert f"skipping {name}: {catalog.unsupported(name, (8, 0))}" in out
+        assert name not in {k for k, _, _ in recorder["cases"]} | set(recorder["sweeps"])
+    assert {"mma_tf32", "mma_3xtf32", "warp_tiling"} <= {k for k, _, _ in recorder["cases"]}
+    assert "mma_tf32" in recorder["sweeps"]
