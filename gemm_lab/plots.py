@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from . import banks, catalog, model
-from .records import CUBLAS, Measurement
+from . import banks, catalog, model, run
+from .records import CUBLAS, CUBLAS_KERNELS, Measurement
 from .tables import params_text, provenance
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
@@ -472,12 +472,11 @@ def warp_tiles(params: dict[str, int] | None = None) -> Figure:
 
 
 PRECISION_MARKERS = {"fp32": "o", "tf32": "s", "3xtf32": "D"}
-UNIT_ROUNDOFFS = {"FP32": 2.0**-24, "TF32": 2.0**-11}  # for the u * sqrt(K) guide lines
 
 
 def label(x: Measurement) -> str:
     """What a point or line stands for: the kernel, or which cuBLAS (its math follows the precision)."""
-    if x.kernel.startswith(CUBLAS):
+    if x.kernel in CUBLAS_KERNELS.values():
         return "cuBLAS, TF32 tensor cores" if x.precision == "tf32" else "cuBLAS SGEMM (FP32)"
     return f"{x.kernel} ({x.precision.upper().replace('3XTF32', '3xTF32')})"
 
@@ -491,9 +490,9 @@ def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K 
     for name, xs in series.items():
         xs = sorted(xs, key=lambda x: x.k)
         ax.plot([x.k for x in xs], [x.max_rel_err for x in xs], marker=PRECISION_MARKERS.get(xs[0].precision, "o"),
-                color=color(xs[0].kernel), label=name, **({"linestyle": "--"} if xs[0].kernel.startswith(CUBLAS) else {}))
+                color=color(xs[0].kernel), label=name, **({"linestyle": "--"} if xs[0].kernel in CUBLAS_KERNELS.values() else {}))
     ks = sorted({x.k for x in ms})
-    for name, u in UNIT_ROUNDOFFS.items():
+    for name, u in (("FP32", run.UNIT_ROUNDOFF["fp32"]), ("TF32", run.UNIT_ROUNDOFF["tf32"])):
         ax.plot(ks, [u * k**0.5 for k in ks], ":", color="grey", linewidth=1)
         ax.text(ks[-1], u * ks[-1] ** 0.5, f" {name} u·√K", fontsize=7, color="grey", va="center")
     ax.set_xscale("log", base=2)
