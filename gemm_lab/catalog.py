@@ -318,13 +318,17 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
     threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
     smem = lambda p: 4 * p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * (p["BN"] + 8))  # noqa: E731 - padded rows
     copies = 2 if split else 1  # 3xTF32: a per-step sum beside the accumulators, small fragments beside the big
-    # accumulators (4 per 16 x 8 tile) and fragments (WM/4 of A, WN/4 of B), and about 32 for addresses and indices
-    need = lambda p: copies * (p["WM"] * p["WN"] // 32 + (p["WM"] + p["WN"]) // 4) + 32  # noqa: E731
+    # accumulators (4 per 16 x 8 tile), two sets of fragments (WM/4 of A and WN/4 of B each; 3xTF32: and the small
+    # parts of one), and about 32 for addresses and indices. 3xTF32 with BK = 32: ptxas keeps about one more set
+    # live across the longer unrolled step (calibrated on ptxas over the whole offered grid)
+    need = lambda p: (copies * p["WM"] * p["WN"] // 32 + (copies + 1) * (p["WM"] + p["WN"]) // 4 + 32  # noqa: E731
+                      + (split and p["BK"] > 16) * (p["WM"] + p["WN"]) // 4)
     rules = (
         _positive("BM", "BN", "BK", "WM", "WN", "STAGES"),
         Rule("WM must be a multiple of 16 and WN of 8 (a warp tile is made of whole 16 x 8 mma tiles)",
              lambda p: p["WM"] % 16 == 0 and p["WN"] % 8 == 0),
-        Rule("BK must be a multiple of 8 (each mma.sync multiplies 8 deep)", lambda p: p["BK"] % 8 == 0),
+        Rule("BK must be a multiple of 16 (each mma.sync multiplies 8 deep, and the fragments of two such k8 slices "
+             "alternate in registers)", lambda p: p["BK"] % 16 == 0),
         _divides("WM", "BM", "the warps tile the block's rows"),
         _divides("WN", "BN", "the warps tile the block's columns"),
         Rule("STAGES must be at least 2 (buffers in the cp.async pipeline: one is read while the next arrives)",
@@ -423,13 +427,13 @@ KERNELS: dict[str, KernelSpec] = {
         _warp_tiling(),
         _mma(
             "mma_tf32", "sgemm_tf32_mma", "Tensor cores, mma.sync TF32", False,
-            {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32, "STAGES": 3},  # fastest measured at 8192 (H100)
+            {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},  # fastest measured at 8192 (H100)
             "mma.sync m16n8k8 (Ampere and newer) on TF32 operands: the tensor cores read the FP32 bits and drop 13 "
             "mantissa bits; cp.async pipeline into dynamic shared memory",
         ),
         _mma(
             "mma_3xtf32", "sgemm_3xtf32_mma", "Tensor cores, mma.sync 3xTF32", True,
-            {"BM": 64, "BN": 128, "BK": 32, "WM": 32, "WN": 64, "STAGES": 4},  # fastest measured at 8192 (H100)
+            {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 4},  # fastest measured at 8192 (H100)
             "mma.sync m16n8k8 (Ampere and newer), each operand split into big + small TF32 parts and three "
             "products summed: FP32-level accuracy from the tensor cores",
         ),
@@ -441,7 +445,7 @@ KERNELS: dict[str, KernelSpec] = {
         ),
         _wgmma(
             "wgmma_3xtf32", "sgemm_3xtf32_wgmma", "Tensor cores, Hopper wgmma 3xTF32", True,
-            {"BM": 128, "BN": 128, "STAGES": 3},  # fastest measured at 4096 and 8192 (H100)
+            {"BM": 128, "BN": 128, "STAGES": 4},  # fastest measured at 4096 and 8192 (H100)
             "wgmma, Hopper's warpgroup MMA, with 3xTF32: big and small TF32 parts of each operand, three products "
             "per step, FP32-level accuracy",
         ),

@@ -11,6 +11,8 @@
 //   of each, exactly the fragment. With rows BK + 4 floats apart, the eight rows of a block fall on
 //   eight different 16-byte bank groups.
 // - B's two come from scalar loads: B[t][g] for the 32 lanes lies on banks 8t + g (rows BN + 8 apart).
+// Each warp loads the next k8 slice of its fragments while the tensor cores work on the current one,
+// and waits at the barrier only once per BK step, just before the first slice of the next tile.
 // TF32 kernel: the tensor cores read the FP32 bits as TF32, which drops the 13 low mantissa bits
 // (truncation); rounding each fragment first would cost a cvt per value.
 // 3xTF32 kernel: each operand x = big + small, both rounded to nearest TF32, and each BK step adds
@@ -33,35 +35,80 @@ struct MmaLayout {
   static constexpr int STAGE_FLOATS = BM * LDA + BK * LDB;
 };
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SPLIT>
+// One k8 slice of a warp tile's operands: A from ldmatrix, B from 32-bit loads.
+template <int MT, int NT>
+struct Fragments {
+  unsigned a[MT][4], b[NT][2];
+
+  // as: this lane's ldmatrix row of the first m16 tile; bs: B[t][g] of the first n8 tile.
+  __device__ __forceinline__ void load(const float* as, const float* bs, int lda, int ldb) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], as + 16 * i * lda);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) b[j][0] = __float_as_uint(bs[8 * j]), b[j][1] = __float_as_uint(bs[4 * ldb + 8 * j]);
+  }
+};
+
+template <int MT, int NT, bool SPLIT>
+__device__ __forceinline__ void mma_slice(float (&sum)[MT][NT][4], Fragments<MT, NT>& f) {
+  if (SPLIT) {
+    unsigned a_small[MT][4], b_small[NT][2];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const Split x(__uint_as_float(f.a[i][q]));
+        f.a[i][q] = x.big, a_small[i][q] = x.small;
+      }
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const Split x(__uint_as_float(f.b[j][q]));
+        f.b[j][q] = x.big, b_small[j][q] = x.small;
+      }
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {  // the small corrections first, so they are not lost against the big product
+        mma_tf32(sum[i][j], f.a[i], b_small[j]);
+        mma_tf32(sum[i][j], a_small[i], f.b[j]);
+      }
+  }
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) mma_tf32(sum[i][j], f.a[i], f.b[j]);
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool SPLIT, bool VEC>
 __device__ __forceinline__ void tf32_mma_block(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                const float* __restrict__ B, float beta, float* __restrict__ C) {
   using L = MmaLayout<BM, BN, BK>;
   constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-  constexpr int MT = WM / 16, NT = WN / 8;  // mma tiles per warp
+  constexpr int MT = WM / 16, NT = WN / 8, KK = BK / 8;  // mma tiles per warp, k8 slices per tile
   constexpr int LDA = L::LDA, LDB = L::LDB;
   extern __shared__ __align__(16) float smem[];
-  auto a_tile = [&](int s) { return smem + s * L::STAGE_FLOATS; };
-  auto b_tile = [&](int s) { return smem + s * L::STAGE_FLOATS + BM * LDA; };
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int wm0 = warp / (BN / WN) * WM, wn0 = warp % (BN / WN) * WN;
   const int lm_row = lane % 8 + 8 * (lane / 8 % 2), lm_col = 4 * (lane / 16);  // this lane's ldmatrix row
-  const bool vec_a = K % 4 == 0, vec_bc = N % 4 == 0;
+  const int a_frag = (wm0 + lm_row) * LDA + lm_col, b_frag = BM * LDA + t * LDB + wn0 + g;
   const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
   const int steps = (K + BK - 1) / BK;
   float acc[MT][NT][4] = {};
 
-  auto issue = [&](int step) {  // start copying step's tiles into buffer step % STAGES
-    const int s = step % STAGES, k0 = step * BK;
-    for (int i = threadIdx.x; i < BM * BK / 4; i += THREADS) {
-      const int r = i / (BK / 4), c = i % (BK / 4) * 4;
-      copy4_async(a_tile(s) + r * LDA + c, A, row0 + r, k0 + c, M, K, vec_a);
-    }
-    for (int i = threadIdx.x; i < BK * BN / 4; i += THREADS) {
-      const int r = i / (BN / 4), c = i % (BN / 4) * 4;
-      copy4_async(b_tile(s) + r * LDB + c, B, k0 + r, col0 + c, K, N, vec_bc);
-    }
+  TileStream<BM, BK, THREADS, false, VEC> a_tiles(A, M, K, row0, 0);
+  TileStream<BK, BN, THREADS, true, VEC> b_tiles(B, K, N, 0, col0);
+  auto issue = [&](int step) {  // start copying step's tiles into buffer step % STAGES (steps come in order)
+    float* const a = smem + step % STAGES * L::STAGE_FLOATS;
+    float* const b = a + BM * LDA;
+    a_tiles.issue([&](int r, int c) { return a + r * LDA + c; });
+    b_tiles.issue([&](int r, int c) { return b + r * LDB + c; });
+  };
+  auto load = [&](Fragments<MT, NT>& f, int step, int k8) {
+    const float* tile = smem + step % STAGES * L::STAGE_FLOATS;
+    f.load(tile + a_frag + k8, tile + b_frag + k8 * LDB, LDA, LDB);
   };
 
 #pragma unroll
@@ -69,53 +116,27 @@ __device__ __forceinline__ void tf32_mma_block(int M, int N, int K, float alpha,
     if (s < steps) issue(s);
     commit_copies();  // one group per step, empty past the end, so wait_group counts stay uniform
   }
+  wait_copies<STAGES - 2>();
+  __syncthreads();
+  Fragments<MT, NT> frag[2];  // the slice being multiplied and the next one, loaded meanwhile
+  load(frag[0], 0, 0);
   for (int step = 0; step < steps; ++step) {
-    wait_copies<STAGES - 2>();
-    __syncthreads();  // tile `step` has arrived, and every warp is done with the buffer refilled next
-    if (step + STAGES - 1 < steps) issue(step + STAGES - 1);
-    commit_copies();
-    const float* as = a_tile(step % STAGES);
-    const float* bs = b_tile(step % STAGES);
     float part[MT][NT][4] = {};  // 3xTF32: this step's sum, added to acc with FP32 adds
     auto& sum = *(SPLIT ? &part : &acc);
 #pragma unroll
-    for (int k8 = 0; k8 < BK; k8 += 8) {
-      unsigned a[MT][4], b[NT][2];
-#pragma unroll
-      for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], as + (wm0 + 16 * i + lm_row) * LDA + k8 + lm_col);
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        b[j][0] = __float_as_uint(bs[(k8 + t) * LDB + wn0 + 8 * j + g]);
-        b[j][1] = __float_as_uint(bs[(k8 + t + 4) * LDB + wn0 + 8 * j + g]);
+    for (int kk = 0; kk < KK; ++kk) {
+      if (kk == 0) {  // refill the buffer every warp finished reading before the last barrier
+        if (step + STAGES - 1 < steps) issue(step + STAGES - 1);
+        commit_copies();
       }
-      if (SPLIT) {
-        unsigned a_small[MT][4], b_small[NT][2];
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const Split x(__uint_as_float(a[i][q]));
-            a[i][q] = x.big, a_small[i][q] = x.small;
-          }
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            const Split x(__uint_as_float(b[j][q]));
-            b[j][q] = x.big, b_small[j][q] = x.small;
-          }
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-          for (int j = 0; j < NT; ++j) {  // the small corrections first, so they are not lost against the big product
-            mma_tf32(sum[i][j], a[i], b_small[j]);
-            mma_tf32(sum[i][j], a_small[i], b[j]);
-          }
+      if (kk < KK - 1) {
+        load(frag[(kk + 1) % 2], step, 8 * (kk + 1));
+      } else if (step + 1 < steps) {
+        wait_copies<STAGES - 2>();
+        __syncthreads();  // the next tile has arrived, and every warp is done with the one refilled next
+        load(frag[(kk + 1) % 2], step + 1, 0);
       }
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) mma_tf32(sum[i][j], a[i], b[j]);
+      mma_slice<MT, NT, SPLIT>(sum, frag[kk % 2]);
     }
     if (SPLIT)
 #pragma unroll
@@ -141,12 +162,18 @@ template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                float beta, float* __restrict__ C) {
-  tf32_mma_block<BM, BN, BK, WM, WN, STAGES, false>(M, N, K, alpha, A, B, beta, C);
+  if (K % 4 == 0 && N % 4 == 0)  // rows of A and B are whole float4s
+    tf32_mma_block<BM, BN, BK, WM, WN, STAGES, false, true>(M, N, K, alpha, A, B, beta, C);
+  else
+    tf32_mma_block<BM, BN, BK, WM, WN, STAGES, false, false>(M, N, K, alpha, A, B, beta, C);
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 sgemm_3xtf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                  float beta, float* __restrict__ C) {
-  tf32_mma_block<BM, BN, BK, WM, WN, STAGES, true>(M, N, K, alpha, A, B, beta, C);
+  if (K % 4 == 0 && N % 4 == 0)  // rows of A and B are whole float4s
+    tf32_mma_block<BM, BN, BK, WM, WN, STAGES, true, true>(M, N, K, alpha, A, B, beta, C);
+  else
+    tf32_mma_block<BM, BN, BK, WM, WN, STAGES, true, false>(M, N, K, alpha, A, B, beta, C);
 }

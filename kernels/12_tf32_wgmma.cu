@@ -26,7 +26,7 @@ struct WgmmaLayout {
   static constexpr int STAGE_BYTES = (SPLIT ? 2 : 1) * A_BYTES + B_BYTES;
 };
 
-template <int BM, int BN, int STAGES, bool SPLIT>
+template <int BM, int BN, int STAGES, bool SPLIT, bool VEC>
 __device__ __forceinline__ void tf32_wgmma_block(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                  const float* __restrict__ B, float beta, float* __restrict__ C) {
   using L = WgmmaLayout<BM, BN, SPLIT>;
@@ -41,20 +41,15 @@ __device__ __forceinline__ void tf32_wgmma_block(int M, int N, int K, float alph
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
   const int n0 = wg * 64 + warp * 16 + g;  // the first of this thread's two columns of the block's C tile
-  const bool vec_a = K % 4 == 0, vec_b = N % 4 == 0;
   const int steps = (K + BK - 1) / BK;
 
-  auto issue = [&](int step) {  // start copying step's tiles into buffer step % STAGES
-    const int s = step % STAGES, k0 = step * BK;
-    for (int i = threadIdx.x; i < BM * BK / 4; i += THREADS) {
-      const int r = i / (BK / 4), c = i % (BK / 4) * 4;
-      copy4_async(reinterpret_cast<float*>(a_big(s) + swizzled(r, c)), A, row0 + r, k0 + c, M, K, vec_a);
-    }
-    float* bt = b_tile(s);
-    for (int i = threadIdx.x; i < BK * BN / 4; i += THREADS) {
-      const int r = i / (BN / 4), c = i % (BN / 4) * 4;
-      copy4_async(bt + r * LDB + c, B, k0 + r, col0 + c, K, N, vec_b);
-    }
+  TileStream<BM, BK, THREADS, false, VEC> a_tiles(A, M, K, row0, 0);
+  TileStream<BK, BN, THREADS, true, VEC> b_tiles(B, K, N, 0, col0);
+  auto issue = [&](int step) {  // start copying step's tiles into buffer step % STAGES (steps come in order)
+    unsigned char* const a = a_big(step % STAGES);
+    float* const bt = b_tile(step % STAGES);
+    a_tiles.issue([&](int r, int c) { return reinterpret_cast<float*>(a + swizzled(r, c)); });
+    b_tiles.issue([&](int r, int c) { return bt + r * LDB + c; });
   };
 
   float acc[NACC], part[NACC];
@@ -146,12 +141,18 @@ template <int BM, int BN, int STAGES>
 __global__ void __launch_bounds__(BN / 64 * 128, 1)
 sgemm_tf32_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                  float beta, float* __restrict__ C) {
-  tf32_wgmma_block<BM, BN, STAGES, false>(M, N, K, alpha, A, B, beta, C);
+  if (K % 4 == 0 && N % 4 == 0)  // rows of A and B are whole float4s
+    tf32_wgmma_block<BM, BN, STAGES, false, true>(M, N, K, alpha, A, B, beta, C);
+  else
+    tf32_wgmma_block<BM, BN, STAGES, false, false>(M, N, K, alpha, A, B, beta, C);
 }
 
 template <int BM, int BN, int STAGES>
 __global__ void __launch_bounds__(BN / 64 * 128, 1)
 sgemm_3xtf32_wgmma(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                    float beta, float* __restrict__ C) {
-  tf32_wgmma_block<BM, BN, STAGES, true>(M, N, K, alpha, A, B, beta, C);
+  if (K % 4 == 0 && N % 4 == 0)  // rows of A and B are whole float4s
+    tf32_wgmma_block<BM, BN, STAGES, true, true>(M, N, K, alpha, A, B, beta, C);
+  else
+    tf32_wgmma_block<BM, BN, STAGES, true, false>(M, N, K, alpha, A, B, beta, C);
 }

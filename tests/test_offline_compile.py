@@ -27,7 +27,7 @@ def test_compiles_without_spills(kernel, params):
 
 @pytest.mark.parametrize("kernel", plan.TENSOR_CORES)
 def test_every_offered_tensor_core_instance_compiles_clean(kernel):
-    """The whole offered grid, not only the swept one: the register rules are estimates, calibrated on ptxas (337
+    """The whole offered grid, not only the swept one: the register rules are estimates, calibrated on ptxas (259
     instances of the four kernels, about 70 s in two processes)."""
     spec, grid = catalog.get(kernel), catalog.legal_grid(kernel)
     reports = autotune._map(autotune._ptxas, [(kernel, p) for p in grid], os.cpu_count())
