@@ -56,6 +56,8 @@ class KernelSpec:
     min_cc: tuple[int, int] = (5, 0)  # oldest compute capability whose instructions it uses
     dynamic_smem: bool = False  # extern __shared__: smem_bytes is asked for at launch (an opt-in above 48 KiB)
     arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for, else the GPU's own
+    tma: bool = False  # reads A and B through TMA tensor maps (`tma.py`), passed after C; rows of 16-byte multiples
+    cluster: Callable[[Params], int] = lambda p: 1  # blocks per cluster, stacked along M (the grid's y)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -109,8 +111,9 @@ class KernelSpec:
         return self.smem_bytes(self.full_params(params)) if self.dynamic_smem else 0
 
     def grid(self, params: Params, m: int, n: int) -> tuple[int, int, int]:
-        bm, bn = self.tile(self.full_params(params))
-        return (math.ceil(n / bn), math.ceil(m / bm), 1)
+        p = self.full_params(params)
+        (bm, bn), per = self.tile(p), self.cluster(p)
+        return (math.ceil(n / bn), math.ceil(m / bm / per) * per, 1)  # whole clusters: spare blocks store nothing
 
     def describe(self, params: Params | None = None) -> str:
         p = self.full_params(params)
@@ -350,6 +353,41 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
     )
 
 
+def _mma_tma() -> KernelSpec:
+    """The mma.sync TF32 kernel fed by TMA (13_tf32_mma_tma.cu): 32-deep steps, B multicast across a cluster."""
+    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
+    smem = lambda p: p["STAGES"] * (p["BM"] + p["BN"]) * 128 + 1024 + 16 * p["STAGES"]  # noqa: E731 - +align, mbarriers
+    # accumulators (4 per 8 x 16 tile), two sets of fragments (WM/4 from A and WN/4 from B each), about 24 others
+    need = lambda p: p["WM"] * p["WN"] // 32 + 2 * (p["WM"] + p["WN"]) // 4 + 24  # noqa: E731
+    rules = (
+        _positive("BM", "BN", "WM", "WN", "STAGES", "CLUSTER"),
+        Rule("WM must be a multiple of 16 (one ldmatrix.x4 reads two 8-row tiles of A) and WN of 32 (a warp reads "
+             "whole 32-column boxes of B)", lambda p: p["WM"] % 16 == 0 and p["WN"] % 32 == 0),
+        _divides("WM", "BM", "the warps tile the block's rows"),
+        _divides("WN", "BN", "the warps tile the block's columns"),
+        Rule("BM must be at most 256 (a TMA box has at most 256 rows)", lambda p: p["BM"] <= 256),
+        Rule("STAGES must be at least 2 (one stage is read while the next arrives)", lambda p: p["STAGES"] >= 2),
+        Rule("CLUSTER must be 1 or 2 and divide the BN / 32 boxes of B (the blocks of a cluster share them out)",
+             lambda p: p["CLUSTER"] in (1, 2) and p["BN"] // 32 % p["CLUSTER"] == 0),
+        Rule("the accumulators and the fragments of a warp tile must fit in the registers each thread can have "
+             f"with this many threads ({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} per thread), "
+             "or they spill to local memory", lambda p: need(p) <= register_budget(threads(p))),
+        *_common_rules(threads, smem, dynamic=True),
+    )
+    return KernelSpec(
+        name="mma_tf32_tma", source="kernels/13_tf32_mma_tma.cu", function="sgemm_tf32_mma_tma",
+        title="Tensor cores, mma.sync TF32 fed by TMA",
+        choices={"BM": (64, 128, 256), "BN": (128, 256), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4),
+                 "CLUSTER": (1, 2)},
+        defaults={"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "CLUSTER": 2},  # fastest measured (H100)
+        tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
+        chapter=TENSOR_CORES_CHAPTER, precision="tf32", min_cc=(9, 0), dynamic_smem=True, arch="sm_90a",
+        tma=True, cluster=lambda p: p["CLUSTER"],
+        notes="mma.sync m16n8k8 TF32 with tiles copied by Hopper's TMA (one thread, 128-byte swizzle), B multicast "
+              "to the CLUSTER blocks of a cluster, mbarrier stages instead of block barriers",
+    )
+
+
 WGMMA_N = (64, 128, 256)  # the wgmma shapes m64nNk8 that kernels/wgmma.cuh instantiates
 
 
@@ -437,6 +475,7 @@ KERNELS: dict[str, KernelSpec] = {
             "mma.sync m16n8k8 (Ampere and newer), each operand split into big + small TF32 parts and three "
             "products summed: FP32-level accuracy from the tensor cores",
         ),
+        _mma_tma(),
         _wgmma(
             "wgmma_tf32", "sgemm_tf32_wgmma", "Tensor cores, Hopper wgmma TF32", False,
             {"BM": 128, "BN": 256, "STAGES": 4},  # fastest measured at 4096 and 8192 (H100)
@@ -525,6 +564,11 @@ def _validate_shape(spec: KernelSpec, p: dict[str, int], shape: tuple[int, int, 
         raise ValueError(
             f"shape M={m}, N={n}, K={k}: the kernels index with 32-bit integers, "
             f"so each matrix must have fewer than 2**31 elements"
+        )
+    if spec.tma and (n % 4 or k % 4):
+        raise ValueError(
+            f"shape M={m}, N={n}, K={k}: {spec.name} reads A and B through TMA tensor maps, whose rows must be "
+            f"whole multiples of 16 bytes, so K and N must be multiples of 4 (mma_tf32 takes any shape)"
         )
     rows = spec.grid(p, m, n)[1]
     if rows > MAX_GRID_Y:

@@ -18,13 +18,16 @@ HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2
             "prefetch", "multistage", "warp_tiling")
 # Chapter 8's tensor-core kernels, recorded with the headline; each against cuBLAS in its own precision
 # (timing.BASELINE), so `record` also times cuBLAS with TF32 math at SIZES and ODD_SHAPE (CUBLAS_PRECISIONS).
-TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32")
+TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32", "wgmma_3xtf32")
 CUBLAS_PRECISIONS = ("fp32", "tf32")
+# The kernels that take ODD_SHAPE: the TMA kernels need N and K multiples of 4 and refuse it.
+ODD_SHAPE_KERNELS = tuple(k for k in (*HEADLINE, *TENSOR_CORES) if not catalog.get(k).tma)
 
 
 def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
-    """Every headline and tensor-core kernel at its defaults at every size and on the odd shape."""
-    return [(name, None, size) for size in (*SIZES, ODD_SHAPE) for name in (*HEADLINE, *TENSOR_CORES)]
+    """Every headline and tensor-core kernel at its defaults at every size, and those that take it on the odd shape."""
+    return [(name, None, size) for size in SIZES for name in (*HEADLINE, *TENSOR_CORES)] + \
+        [(name, None, ODD_SHAPE) for name in ODD_SHAPE_KERNELS]
 
 
 def seed_table_cases(size: int = 4096) -> tuple[tuple[str, dict[str, int], int], ...]:

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import catalog, compile, device, records
+from . import catalog, compile, device, records, tma
 from .catalog import KernelSpec, Params
 
 # per precision; 3xTF32 is FP32's: it is meant to be as accurate as FP32 (on the H100 at 8192: max relative error
@@ -97,6 +97,8 @@ def launcher(
     fn = compile.load(spec, p)
     grid, block, smem = spec.grid(p, m, n), (spec.threads(p),), spec.launch_smem(p)
     args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out)
+    if spec.tma:  # the kernel reads A and B through these (kept alive by the closure)
+        args += (tma.tensor_map(a, spec.tile(p)[0]), tma.tensor_map(b, tma.STEP))
 
     def launch() -> Any:
         fn(grid, block, args, shared_mem=smem)

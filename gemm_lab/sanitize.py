@@ -36,8 +36,11 @@ Shape = tuple[int, int, int]
 
 def tail_shapes(spec: KernelSpec, params: Params) -> list[Shape]:
     """1x1x1 and primes; one row of blocks more than a tile multiple with N a multiple of 4 and K not (float4
-    stores of C, scalar loads of A), the reverse one tile short, and whole tiles (the unguarded interior)."""
+    stores of C, scalar loads of A), the reverse one tile short, and whole tiles (the unguarded interior).
+    The TMA kernels' versions keep N and K multiples of 4."""
     bm, bn = spec.tile(params)
+    if spec.tma:  # N and K multiples of 4 (catalog refuses others): tails in M, N and K all the same
+        return [(1, 4, 4), (17, 20, 24), (bm + 1, bn + 4, 36), (2 * bm - 1, bn - 4, 68), (2 * bm, 2 * bn, 64)]
     return [(1, 1, 1), (17, 19, 23), (bm + 1, bn + 4, 33), (2 * bm - 1, bn - 1, 36), (2 * bm, 2 * bn, 64)]
 
 

@@ -76,6 +76,10 @@ def test_kernels_refuse_gpus_too_old_for_their_instructions():
     ("mma_3xtf32", {"STAGES": 1}, "STAGES must be at least 2"),
     ("mma_3xtf32", {"WM": 64, "WN": 64}, "the accumulators, the per-step sums and the fragments"),
     ("mma_tf32", {"BM": 256, "BN": 128, "BK": 64}, "dynamic shared memory must fit"),
+    ("mma_tf32_tma", {"WN": 16}, "WN of 32"),
+    ("mma_tf32_tma", {"BN": 128, "WN": 64, "CLUSTER": 4}, "CLUSTER must be 1 or 2"),
+    ("mma_tf32_tma", {"STAGES": 5}, "dynamic shared memory must fit"),
+    ("mma_tf32_tma", {"BM": 256, "BN": 256}, "registers each thread can have"),
 ])
 def test_tensor_core_rules_are_named(kernel, params, rule):
     with pytest.raises(ValueError, match=rule):
@@ -97,14 +101,27 @@ def test_tensor_core_derivations_follow_the_kernels():
     assert (wgmma.arch, mma.arch, wgmma.dynamic_smem, mma.dynamic_smem) == ("sm_90a", "", True, True)
 
 
+def test_the_tma_kernel_runs_whole_clusters_and_refuses_rows_tma_cannot_read():
+    spec = catalog.get("mma_tf32_tma")
+    p = spec.full_params()
+    assert spec.instance(p) == "sgemm_tf32_mma_tma<128, 256, 64, 64, 4, 2>" and spec.tma and spec.arch == "sm_90a"
+    assert spec.grid(p, m=300, n=260) == (2, 4, 1)  # 3 block rows, rounded up to 2 clusters of 2
+    assert spec.grid({**p, "CLUSTER": 1}, m=300, n=260) == (2, 3, 1)
+    assert spec.launch_smem(p) == 4 * (128 + 256) * 128 + 1024 + 64  # 4 stages, base alignment, 8 mbarriers
+    for n, k in ((258, 64), (256, 30)):
+        with pytest.raises(ValueError, match="K and N must be multiples of 4"):
+            catalog.validate(spec, shape=(300, n, k))
+    assert catalog.validate(spec, shape=(301, 260, 36))
+
+
 def test_register_rules_keep_what_ptxas_compiles_and_refuse_what_spills():
     """Measured with ptxas (sm_90a): these compile clean, or spill and serialize the wgmmas."""
     legal = {tuple(p.values()) for p in catalog.legal_grid("wgmma_tf32")}
     assert {(256, 64, 5), (256, 128, 4), (128, 256, 4)} <= legal and (256, 192, 3) not in legal
     legal = {tuple(p.values()) for p in catalog.legal_grid("wgmma_3xtf32")}
     assert (128, 128, 4) in legal and not {(128, 192, 3), (64, 256, 4), (128, 256, 3)} & legal
-    counts = [len(catalog.legal_grid(k)) for k in ("mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32")]
-    assert counts == [156, 54, 33, 16]
+    counts = [len(catalog.legal_grid(k)) for k in ("mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32", "mma_tf32_tma")]
+    assert counts == [156, 54, 33, 16, 84]
 
 
 @pytest.mark.parametrize("cc", [(8, 0), (8, 9), (10, 0), (12, 0)])

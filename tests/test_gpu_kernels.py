@@ -16,6 +16,14 @@ SHAPES = [
 ]
 
 
+def shapes_for(spec: catalog.KernelSpec) -> list[tuple[int, int, int]]:
+    """SHAPES, with N and K rounded up to multiples of 4 for the TMA kernels (catalog refuses others for them,
+    tested in test_catalog): still tails in M, N and K against every tile."""
+    if not spec.tma:
+        return SHAPES
+    return sorted({(m, -(-n // 4) * 4, -(-k // 4) * 4) for m, n, k in SHAPES})
+
+
 def _instances():
     for name in catalog.KERNELS:
         grid = catalog.legal_grid(name, plan.SWEEPS.get(name))
@@ -32,7 +40,8 @@ def test_correct_on_every_shape(kernel, params):
     if spec.smem_bytes(params) > device.gpu().smem_per_block:
         pytest.skip(f"{spec.describe(params)} needs {spec.smem_bytes(params)} B of shared memory per block; "
                     f"{device.gpu().name} allows {device.gpu().smem_per_block}")
-    for m, n, k in SHAPES:
+    assert len(shapes_for(spec)) >= 30
+    for m, n, k in shapes_for(spec):
         err = run.check(spec, params, m, n, k)
         assert err <= run.tolerance(k, spec.precision), f"{kernel} {params} at {m}x{n}x{k}: max rel err {err}"
 
@@ -40,14 +49,14 @@ def test_correct_on_every_shape(kernel, params):
 def test_alpha_beta_follow_blas():
     import cupy
 
-    a, b = run.random_inputs(70, 50, 30)
-    c = cupy.random.default_rng(1).uniform(-1, 1, (70, 50), dtype=cupy.float32)
+    a, b = run.random_inputs(70, 52, 28)  # N and K multiples of 4, as the TMA kernel needs
+    c = cupy.random.default_rng(1).uniform(-1, 1, (70, 52), dtype=cupy.float32)
     want = 0.5 * (a.astype(cupy.float64) @ b.astype(cupy.float64)) - 2.0 * c.astype(cupy.float64)
     for spec in catalog.KERNELS.values():
         if catalog.unsupported(spec, device.gpu().cc):
             continue
         got = run.gemm(spec, a, b, alpha=0.5, beta=-2.0, out=c.copy())
-        assert run.max_rel_err(got, want) < run.tolerance(30, spec.precision), spec.name
+        assert run.max_rel_err(got, want) < run.tolerance(28, spec.precision), spec.name
 
 
 @pytest.mark.parametrize("kernel,params", [("smem_tiled", {"BM": 64, "BN": 64}), ("naive", {"BLOCK": 64}),

@@ -24,12 +24,16 @@ def test_cases_are_the_defaults_and_boundaries_on_tail_shapes():
         for case in cases:
             bm, bn = spec.tile(case["params"])
             shapes = [tuple(s) for s in case["shapes"]]
-            assert (1, 1, 1) in shapes
             assert any(m % bm == 1 for m, n, k in shapes) and any(m % bm == bm - 1 for m, n, k in shapes)
+            assert any(m % bm == 0 and n % bn == 0 and k % 64 == 0 for m, n, k in shapes)  # whole tiles
+            if spec.tma:  # rows of 16-byte multiples only: tails in N and K against the tile and TMA's 32-float boxes
+                assert (1, 4, 4) in shapes and all(n % 4 == 0 and k % 4 == 0 for m, n, k in shapes)
+                assert any(n % bn and k % 32 for m, n, k in shapes) and any(n % 32 for m, n, k in shapes)
+                continue
+            assert (1, 1, 1) in shapes
             assert any(n % 4 and k % 4 for m, n, k in shapes)  # scalar loads of A and B
             assert any(n % 4 == 0 and k % 4 for m, n, k in shapes)  # float4 B and C, scalar A
             assert any(k % 4 == 0 and n % 4 for m, n, k in shapes)  # float4 A, scalar B and C
-            assert any(m % bm == 0 and n % bn == 0 and k % 64 == 0 for m, n, k in shapes)  # whole tiles
             for shape in shapes:
                 catalog.validate(spec, case["params"], shape)
 

@@ -1,0 +1,30 @@
+"""Tensor maps for the TMA kernels (13_tf32_mma_tma.cu): the descriptors Hopper's copy engine reads a matrix
+through, encoded by the CUDA driver on the host and copied to device memory for the kernel to point at."""
+from __future__ import annotations
+
+from typing import Any
+
+BOX_COLS = 32  # floats per box row: 128 bytes, the span of the 128-byte swizzle the kernels read with
+STEP = 32  # K per step of the TMA kernels: the depth of B's boxes (A's are BM rows)
+
+
+def tensor_map(x: Any, box_rows: int) -> Any:
+    """A device copy of the tensor map of row-major float32 matrix `x`, read in boxes of box_rows x 32 floats
+    with the 128-byte swizzle; TMA fills what lies outside the matrix with zeros. The row stride must be a
+    multiple of 16 bytes (`catalog` refuses other shapes before this is reached)."""
+    import cupy
+    import numpy as np
+    from cuda.bindings import driver
+
+    rows, cols = x.shape
+    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, x.data.ptr,
+        [u64(cols), u64(rows)], [u64(cols * 4)], [u32(BOX_COLS), u32(box_rows)], [u32(1), u32(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"the CUDA driver could not encode a tensor map of a {rows}x{cols} matrix: {err}")
+    return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))
