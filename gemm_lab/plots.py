@@ -1,7 +1,7 @@
 """The book's charts. Every chart drawn from measurements says on its face where they came from."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -514,11 +514,11 @@ def accuracy_vs_speed(ms: Sequence[Measurement], title: str = "") -> Figure:
     for x in ms:
         ax.scatter(x.gflops / 1e3, x.max_rel_err, s=60, marker=PRECISION_MARKERS.get(x.precision, "o"),
                    color=color(x.kernel), edgecolor="black", linewidth=0.6, zorder=3)
-        ax.annotate(label(x), (x.gflops / 1e3, x.max_rel_err), textcoords="offset points", xytext=(6, 4), fontsize=7)
     ax.set_yscale("log")
     ax.set_xlim(0, max(x.gflops for x in ms) / 1e3 * 1.35)
     lo, hi = min(x.max_rel_err for x in ms), max(x.max_rel_err for x in ms)
     ax.set_ylim(lo / 4, hi * 4)
+    _label_points(ax, [((x.gflops / 1e3, x.max_rel_err), label(x)) for x in ms])
     ax.set_xlabel("TFLOP/s (higher is better)")
     ax.set_ylabel("max relative error vs float64 (lower is better)")
     shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
@@ -526,3 +526,18 @@ def accuracy_vs_speed(ms: Sequence[Measurement], title: str = "") -> Figure:
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return stamp(fig, provenance(ms))
+
+
+def _label_points(ax: Any, points: list[tuple[tuple[float, float], str]], size: float = 7) -> None:
+    """Label each point to its upper right, lifting a label in steps of a line until it clears those placed
+    before (points with nearly equal values, such as kernels of one precision, would print over each other)."""
+    placed: list[tuple[float, float, float, float]] = []  # label boxes in points: left, bottom, right, top
+    scale = 72 / ax.figure.dpi
+    for (x, y), text in sorted(points, key=lambda p: (p[0][1], p[0][0])):
+        px, py = (v * scale for v in ax.transData.transform((x, y)))
+        width, lift = 0.6 * size * len(text), 4.0
+        while any(px + 6 < r and l < px + 6 + width and py + lift < t and b < py + lift + size + 2
+                  for l, b, r, t in placed):
+            lift += size + 3
+        placed.append((px + 6, py + lift, px + 6 + width, py + lift + size + 2))
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(6, lift), fontsize=size)
