@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import functools
 import os
+import statistics
+import time
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from .catalog import KernelSpec
@@ -149,20 +151,58 @@ def replay_gpu() -> str:
     return mine if mine and records.has_records(mine) else DEFAULT_REPLAY_GPU
 
 
-def telemetry() -> dict[str, float]:
-    """SM clock (MHz), power (W) and temperature (C) right now, when NVML is available."""
-    try:
-        import pynvml
+TELEMETRY_INTERVAL_S = 0.002  # between NVML samples while timed launches run
 
-        pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(_device_index())
-        return {
-            "sm_clock_mhz": float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
-            "power_w": pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,
-            "temperature_c": float(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
-        }
+
+def telemetry_while(started: Callable[[], bool], finished: Callable[[], bool],
+                    interval_s: float = TELEMETRY_INTERVAL_S) -> dict[str, float]:
+    """SM clock (MHz), power (W) and temperature (C) sampled by NVML while timed launches run on the GPU.
+
+    Samples are taken from when `started()` turns true (the first timed launch began) until `finished()` does,
+    so an idle or still-warming GPU never stands in for a loaded one. Returns the median clock and power, the
+    highest temperature and the number of samples; empty when NVML is missing or the launches ended before a
+    first sample (too short to observe). Power is NVML's instantaneous reading where the driver has one: its
+    default is a one-second average on Ampere and newer, longer than most timed runs.
+    """
+    samples: list[tuple[float, float, float]] = []
+    try:
+        read = _nvml_reader()
     except Exception:  # NVML is optional: a missing library only drops these fields
+        read = None
+    while not finished():
+        if read is not None and started():
+            try:
+                samples.append(read())
+            except Exception:  # a failing sensor read loses the telemetry, never the measurement
+                read = None
+        time.sleep(interval_s)
+    if not samples:
         return {}
+    clocks, powers, temps = zip(*samples)
+    return {"sm_clock_mhz": statistics.median(clocks), "power_w": statistics.median(powers),
+            "temperature_c": max(temps), "samples": float(len(samples))}
+
+
+def _nvml_reader() -> Callable[[], tuple[float, float, float]]:
+    """A function that reads (SM clock MHz, power W, temperature C) of the device in use from NVML."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    h = pynvml.nvmlDeviceGetHandleByIndex(_device_index())
+    instant = getattr(pynvml, "NVML_FI_DEV_POWER_INSTANT", None)
+
+    def power_w() -> float:
+        if instant is not None:
+            value = pynvml.nvmlDeviceGetFieldValues(h, [instant])[0]
+            if value.nvmlReturn == pynvml.NVML_SUCCESS:
+                return value.value.uiVal / 1e3  # milliwatts
+        return pynvml.nvmlDeviceGetPowerUsage(h) / 1e3
+
+    def read() -> tuple[float, float, float]:
+        return (float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)), power_w(),
+                float(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)))
+
+    return read
 
 
 def _clock_khz(index: int) -> int:

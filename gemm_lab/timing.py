@@ -2,8 +2,8 @@
 
 Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses
 CUDA events around every launch after a warm-up, and reports the median of at least 20 runs. NVML's
-SM clock and power are read while the timed launches are still queued on the GPU, so a throttled
-run shows in its record. The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`):
+SM clock and power are sampled from the moment the first timed launch starts on the GPU until the last
+one ends, so a throttled run shows in its record (and an idle GPU never stands in for a busy one). The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`):
 TF32 kernels race cuBLAS on TF32 tensor cores, FP32 and 3xTF32 kernels race FP32 SGEMM.
 When A, B and C together fit in twice the L2 cache, launches rotate over enough copies that each
 run reads from DRAM, as a real workload would.
@@ -158,9 +158,9 @@ def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
 
 
 def _timed(launches: Sequence[Callable[[], Any]], runs: int) -> tuple[float, dict[str, float]]:
-    """`median_ms`, and the SM clock and power that NVML reads while the timed launches still run."""
+    """`median_ms`, and the SM clock and power that NVML samples while the timed launches run on the GPU."""
     events = _queue(launches, runs)
-    seen = device.telemetry()
+    seen = device.telemetry_while(lambda: events[0][0].done, lambda: events[-1][1].done)
     return _median(events), seen
 
 

@@ -53,7 +53,8 @@ def log(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy._core._routines_linalg", linalg)
     monkeypatch.setattr(device, "live", lambda: True)
     monkeypatch.setattr(device, "gpu", lambda: GPU)
-    monkeypatch.setattr(device, "telemetry", lambda: events.append("telemetry") or dict(TELEMETRY))
+    monkeypatch.setattr(device, "telemetry_while",
+                        lambda started, finished: events.append("telemetry") or dict(TELEMETRY))
     rng = np.random.default_rng(0)
     monkeypatch.setattr(run, "random_inputs", lambda m, n, k, seed=None: (
         rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)))
@@ -121,6 +122,65 @@ def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, mo
     y = timing.cublas(16)
     last_launch = max(i for i, what in enumerate(log) if what == "cublas")
     assert y.telemetry == TELEMETRY and last_launch < log.index("telemetry") < log.index("sync")
+
+
+class FakeNVML:
+    """pynvml's calls that `device.telemetry_while` makes, answering from a GPU that idles at 1980 MHz and 70 W
+    until its launches start, then runs at 1755 MHz and 690 W."""
+
+    NVML_CLOCK_SM, NVML_TEMPERATURE_GPU, NVML_SUCCESS, NVML_FI_DEV_POWER_INSTANT = 1, 0, 0, 186
+
+    def __init__(self):
+        self.busy = False
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetClockInfo(self, handle, clock):
+        return 1755 if self.busy else 1980
+
+    def nvmlDeviceGetFieldValues(self, handle, fields):
+        assert fields == [self.NVML_FI_DEV_POWER_INSTANT]
+        milliwatts = 690_000 if self.busy else 70_000
+        return [SimpleNamespace(nvmlReturn=self.NVML_SUCCESS, value=SimpleNamespace(uiVal=milliwatts))]
+
+    def nvmlDeviceGetPowerUsage(self, handle):  # a one-second average: still low just after the launches began
+        return 131_000
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return 64 if self.busy else 40
+
+
+def test_telemetry_is_sampled_only_while_the_timed_launches_run(monkeypatch):
+    nvml = FakeNVML()
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    monkeypatch.setattr(device, "_device_index", lambda: 0)
+    polls = iter(range(100))
+
+    def started():  # the GPU reaches the first timed launch at the third poll
+        return next(polls) >= 2
+
+    def finished():  # ... and ends the last one after eight polls; the GPU is busy in between
+        done = nvml.calls >= 8
+        nvml.calls += 1
+        nvml.busy = 2 <= nvml.calls <= 8
+        return done
+
+    nvml.calls = 0
+    seen = device.telemetry_while(started, finished, interval_s=0)
+    assert seen == {"sm_clock_mhz": 1755.0, "power_w": 690.0, "temperature_c": 64.0, "samples": 6.0}
+
+
+def test_launches_too_short_to_sample_carry_no_telemetry(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNVML())
+    monkeypatch.setattr(device, "_device_index", lambda: 0)
+    assert device.telemetry_while(lambda: True, lambda: True) == {}  # ended before a first sample: no idle reading
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML at all: the measurement goes on without telemetry
+    calls = iter([False, True])
+    assert device.telemetry_while(lambda: True, lambda: next(calls), interval_s=0) == {}
 
 
 def test_relative_error_of_a_cancelling_result_is_measured_against_its_terms():
