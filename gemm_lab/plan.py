@@ -11,6 +11,10 @@ from . import catalog, published
 SIZES = (1024, 2048, 4096, 8192)
 ODD_SHAPE = (2999, 4001, 3001)  # M, N, K: no tile divides it and rows are not 16-byte aligned
 EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure live on every change
+# The kernels whose live tile explorer (widgets.tile_explorer) a chapter shows; benchmarks/widget_latency.py times
+# each on a GPU (records/<gpu>/widget_latency.json).
+TILE_EXPLORERS = ("smem_tiled", "thread_tile_2d", "vectorized", "multistage", "warp_tiling", "mma_tf32",
+                  "mma_tf32_tma")
 
 # Every FP32 kernel at its default parameters at every size (the scoreboard and the chapters' charts), against
 # cuBLAS SGEMM.

@@ -92,6 +92,9 @@ class Measurement:
         return cls(**values, replayed=True)
 
 
+LATENCY = "widget_latency"  # records/<gpu>/widget_latency.json: seconds per live tile-explorer move
+LATENCY_REQUIRED = {"kernel": str, "open_s": float, "cold_s": list, "warm_s": list, "recorded_at": str}
+
 SANITIZER = "sanitizer"  # records/<gpu>/sanitizer.json
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 SANITIZER_KEY = ("kernel", "tool")
@@ -296,6 +299,29 @@ def read_kind(kind: str, gpu: str | None = None) -> list[dict[str, Any]]:
     return read_rows(path) if path.exists() else []
 
 
+def save_latency(rows: Iterable[dict[str, Any]]) -> None:
+    """Store tile-explorer latencies (benchmarks/widget_latency.py) in their GPU's file, one row per kernel."""
+    for row in rows:
+        _latency_problems(Path(LATENCY), row, raise_=True)
+        upsert(gpu_dir(row["gpu"]) / f"{LATENCY}.json", [row], ("kernel",))
+
+
+def latencies(gpu: str | None = None) -> list[dict[str, Any]]:
+    """The recorded tile-explorer latencies of a GPU (default: the replay GPU); empty when none were recorded."""
+    return read_kind(LATENCY, gpu)
+
+
+def _latency_problems(path: Path, row: dict[str, Any], raise_: bool = False) -> list[str]:
+    """A latency row needs its kernel, the seconds to open and lists of seconds per cold and warm move."""
+    problems = [f"{path}: field {k!r} must be {t.__name__}: {_short(row)}" for k, t in LATENCY_REQUIRED.items()
+                if not isinstance(row.get(k), (int, float) if t is float else t) or isinstance(row.get(k), bool)]
+    problems += [f"{path}: field {k!r} must list seconds: {_short(row)}" for k in ("cold_s", "warm_s")
+                 if isinstance(row.get(k), list) and not all(isinstance(x, (int, float)) for x in row[k])]
+    if problems and raise_:
+        raise RecordError(problems[0])
+    return problems
+
+
 def save_sanitizer(runs: Iterable[SanitizerRun]) -> None:
     """Store sanitizer runs in their GPU's sanitizer.json (same kernel and tool: the newer one wins)."""
     for run in runs:
@@ -323,6 +349,8 @@ def check(root: Path = RECORDS_DIR) -> list[str]:
         except RecordError as err:
             problems.append(str(err))
             continue
+        if path.stem == LATENCY:
+            problems += [p for r in rows for p in _latency_problems(path, r)]
         problems += _sanitizer_problems(path, runs) if path.stem == SANITIZER else _stale(path, rows)
     return problems
 

@@ -1,8 +1,10 @@
 """The tile explorer: sliders for a kernel's template parameters and a GFLOP/s chart that follows them.
 
 Live, every change is validated, compiled (cached), verified against float64 and timed beside
-cuBLAS; the chart keeps every configuration tried so far. In replay, the sliders move over the
-recorded sweep grid and each position shows the recorded measurement, said so on the chart.
+cuBLAS; the chart keeps every configuration tried so far. While the first chart is drawn, the kernel's
+whole legal grid starts compiling in background processes (`warmup`), nearest the sliders first, so a
+move finds its kernel compiled. In replay, the sliders move over the recorded sweep grid and each
+position shows the recorded measurement, said so on the chart.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from . import catalog, compile, device, plan, plots, records, timing
+from . import catalog, compile, device, plan, plots, records, timing, warmup
 from .records import Measurement
 from .tables import params_text, replay_reason
 
@@ -42,14 +44,22 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
     status = w.HTML()
     out = w.Output()
     history: dict[tuple, Measurement] = {}
+    start = {p: s.value for p, s in sliders.items()}
+    background, progress = _warmup(spec, start) if device.live() else (None, w.HTML())
 
     def update(_: object = None) -> None:
         params = {p: s.value for p, s in sliders.items()}
+        if background is not None:
+            background.focus(params)
+            if not background.is_ready(params):
+                status.value = f"compiling {spec.describe(params)} (the background has not reached it yet)..."
         try:
             result = timing.bench(spec, shape, params)
         except (ValueError, LookupError) as err:  # a broken rule or a point outside the recorded grid
             status.value = f"<span style='color:#b00'>&#10007; {err}</span>"
             return
+        if background is not None:
+            background.compiled_here(params)
         history[tuple(params.items())] = result
         status.value = _status(spec, result)
         with out:
@@ -65,7 +75,27 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
     mode = ("<b>live</b>: each change compiles, verifies and times on this GPU" if device.live() else
             f"<b>replay</b> ({replay_reason()}): the sliders move over the grid recorded on {device.replay_gpu()}")
     header = w.HTML(f"{spec.title} tile explorer at {shape[0]}x{shape[1]}x{shape[2]} ({mode})")
-    return w.VBox([header, w.HBox(list(sliders.values())), status, out])
+    box = w.VBox([header, w.HBox(list(sliders.values())), progress, status, out])
+    box.warmup = background  # benchmarks/widget_latency.py waits on it
+    return box
+
+
+def _warmup(spec: catalog.KernelSpec, start: dict[str, int]) -> tuple[warmup.Warmup, w.HTML]:
+    """Background compilation of the kernel's legal grid on this GPU (less the starting instance, which the
+    first chart compiles), and a line that follows it."""
+    gpu = device.gpu()
+    grid = [p for p in catalog.legal_grid(spec) if p != start
+            and spec.smem_bytes(p) <= gpu.smem_per_block]
+    line = w.HTML()
+
+    def show(done: int, total: int) -> None:
+        line.value = (f"<small>compiled in the background: {done} of {total} legal instances, nearest the sliders "
+                      "first</small>" if done < total else
+                      f"<small>all {total + 1} legal instances compiled: a move only loads and times its kernel"
+                      "</small>")
+
+    show(0, len(grid))
+    return warmup.Warmup(spec, grid, start, on_progress=show), line
 
 
 def _status(spec: catalog.KernelSpec, x: Measurement) -> str:

@@ -253,3 +253,15 @@ def test_a_precision_that_is_not_the_kernels_is_named(sandbox, kernel, precision
     path.write_text(json.dumps({"format": 1, "rows": [_row(kernel, precision=precision)]}))
     problems = records.check(sandbox)
     assert len(problems) == 1 and str(path) in problems[0] and f"field 'precision' must be {allowed}" in problems[0]
+
+
+def test_latency_rows_need_their_seconds(tmp_path):
+    folder = tmp_path / "some-gpu"
+    folder.mkdir()
+    good = {"kernel": "smem_tiled", "open_s": 3.2, "cold_s": [0.4, 0.5], "warm_s": [0.1], "recorded_at": "2026-11-24"}
+    bad = {**good, "kernel": "warp_tiling", "cold_s": ["fast"]}
+    (folder / "widget_latency.json").write_text(json.dumps({"format": 1, "rows": [good, {**good, "open_s": None}, bad]}))
+    problems = records.check(tmp_path)
+    assert len(problems) == 2 and "'open_s' must be float" in problems[0] and "'cold_s' must list seconds" in problems[1]
+    with pytest.raises(records.RecordError, match="open_s"):
+        records.save_latency([{**good, "open_s": "3 s", "gpu": "Some GPU"}])

@@ -96,7 +96,7 @@ def test_ceilings_and_plots_carry_provenance():
 
 def test_tile_explorer_moves_over_the_recorded_grid():
     box = widgets.tile_explorer("smem_tiled")
-    header, sliders, status, _ = box.children
+    header, sliders, _, status, _ = box.children
     assert "replay" in header.value
     bm, bn, bk = sliders.children
     assert bm.options == plan.SWEEPS["smem_tiled"]["BM"]
