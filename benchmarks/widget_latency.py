@@ -2,7 +2,7 @@
 
     python benchmarks/widget_latency.py [KERNEL ...]   # default: every explorer (plan.TILE_EXPLORERS)
 
-Each explorer starts from an empty CuPy kernel cache, as on a reader's first visit: opening it compiles the
+Each explorer starts from an empty cubin cache, as on a reader's first visit: opening it compiles the
 first instance and starts compiling the legal grid in the background. Once the background is done, cold
 moves go to instances not measured yet (their first verification and timing) and warm moves walk back to
 measured ones. Saves one row per explorer to records/<gpu>/widget_latency.json (`records.LATENCY`).
@@ -15,13 +15,14 @@ import sys
 import tempfile
 import time
 
-from gemm_lab import catalog, device, plan, records, widgets
+from gemm_lab import catalog, compile, device, plan, records, widgets
 
 MOVES = 6  # cold moves per explorer, then as many warm ones back
 
 
 def measure(kernel: str) -> dict:
-    os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"cupy-{kernel}-")  # read at each compile
+    os.environ[compile.CACHE_ENV] = tempfile.mkdtemp(prefix=f"cubins-{kernel}-")  # read at each compile
+    compile._live_cache.clear()  # nor anything loaded by an explorer before
     spec, gpu = catalog.get(kernel), device.gpu()
     t = time.perf_counter()
     box = widgets.tile_explorer(kernel)

@@ -3,9 +3,9 @@
 The catalog's rules remove what cannot run at all; the offline ptxas report (no GPU needed) removes
 instances that would spill registers to local memory, whose wgmmas ptxas serializes, or that leave too
 few warps on an SM to hide latency.
-On a GPU, `precompile` fills CuPy's on-disk kernel cache from a pool of processes, so the timing loop
-of a sweep never waits for NVRTC: the 400-odd instances the book records compile in well under a
-minute on a 16-core host instead of several minutes one by one.
+On a GPU, `precompile` fills the on-disk cubin cache (`compile.cubin_file`) from a pool of processes, so
+the timing loop of a sweep never waits for NVRTC: the 400-odd instances the book records compile in well
+under a minute on a 16-core host instead of several minutes one by one.
 """
 from __future__ import annotations
 
@@ -52,10 +52,13 @@ def prune(kernel: str, choices: Mapping[str, tuple[int, ...]] | None = None, min
 def precompile(cases: Iterable[tuple[str, Params | None]], workers: int | None = None) -> int:
     """Compile each distinct (kernel, params) instance for the live GPU in worker processes.
 
-    CuPy keeps every compiled module in its on-disk cache, so the parent's later `compile.load`
-    finds it there. Returns the number of instances compiled or found.
+    The cubins land in the on-disk cache, where the parent's later `compile.load` finds them. Returns the
+    number of instances compiled or found.
     """
-    distinct = {(name, tuple(catalog.get(name).full_params(p).items())) for name, p in cases}
+    from . import device
+
+    distinct = {(name, tuple(catalog.get(name).full_params(p).items()), catalog.get(name).arch or device.gpu().arch)
+                for name, p in cases}
     _map(_load, sorted(distinct), workers)
     return len(distinct)
 
@@ -71,8 +74,8 @@ def _ptxas(case: tuple[str, dict[str, int]]) -> compile.PtxasReport:
     return compile.ptxas_report(*case)
 
 
-def _load(case: tuple[str, tuple]) -> None:
-    compile.load(case[0], dict(case[1]))
+def _load(case: tuple[str, tuple, str]) -> None:
+    compile.cubin_file(case[0], dict(case[1]), case[2])
 
 
 def _map(fn, items: list, workers: int | None) -> list:

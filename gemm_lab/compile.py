@@ -1,23 +1,30 @@
-"""Compile kernel template instances with NVRTC: live through CuPy, offline through cuda-bindings.
+"""Compile kernel template instances with NVRTC (cuda-bindings), to cubins cached on disk.
 
-Live: `load()` returns a launchable `cupy.RawKernel` for the device's own architecture (or the
-kernel's arch-specific target, sm_90a for wgmma), cached per (source hash, template instance, arch) in
-this process; CuPy also keeps compiled modules on disk, so a second process does not recompile.
-Offline (no GPU needed, used by CI): `ptxas_report()` compiles to an sm_90 cubin (sm_90a for
-arch-specific kernels) with NVIDIA's pip NVRTC and reads registers, spills, shared memory and ptxas'
+One compile path serves both uses. Offline (no GPU needed, used by CI): `ptxas_report()` compiles to an
+sm_90 cubin (sm_90a for arch-specific kernels) and reads registers, spills, shared memory and ptxas'
 "Potential Performance Loss" notes (wgmmas serialized: correct, but much slower) from its verbose output.
+Live: `load()` returns a launchable `cupy.RawKernel` for the device's own architecture (or the kernel's
+arch-specific target, sm_90a for wgmma), loaded from the cubin that `cubin_file()` keeps on disk per
+(compiled text, template instance, arch, NVRTC version). A second process, or a pool filling the cache in
+the background (`warmup`, `autotune.precompile`), then only loads it. (CuPy's own disk cache does not help
+here: it recompiles every module built with `name_expressions`, to learn the mangled names.)
 """
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import re
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import catalog, device
 from .catalog import KernelSpec, Params
 
 NVRTC_OPTIONS = ("-std=c++17",)
+CACHE_ENV = "GEMM_LAB_CACHE"  # where compiled cubins are kept (default: ~/.cache/gemm_lab)
 OFFLINE_ARCH = "sm_90"  # what CI compiles for, unless a kernel needs an arch-specific target
 _ERROR_LINE = re.compile(r"([\w.]+)\((\d+)\): (error|warning)")
 _PERFORMANCE_LOSS = re.compile(r"^.*Potential Performance Loss.*$", re.MULTILINE)
@@ -45,7 +52,7 @@ _live_cache: dict[tuple[str, str, str], Any] = {}
 
 
 def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
-    """Compile (once) and return the `cupy.RawKernel` of a validated template instance.
+    """The launchable `cupy.RawKernel` of a validated template instance, compiled once (see `cubin_file`).
 
     A kernel with dynamic shared memory gets its opt-in here: the most it may ask for at launch is set to
     what it needs, which may exceed the 48 KiB every kernel gets without one.
@@ -58,16 +65,51 @@ def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
     arch = spec.arch or device.gpu().arch
     key = (spec.build_sha256(), name, arch)
     if key not in _live_cache:
-        options = (*NVRTC_OPTIONS, f"-arch={spec.arch}") if spec.arch else NVRTC_OPTIONS
-        module = cupy.RawModule(code=spec.source_text(), options=options, name_expressions=[name])
-        try:
-            fn = module.get_function(name)  # NVRTC runs here, lazily
-            if spec.dynamic_smem:
-                fn.max_dynamic_shared_size_bytes = spec.launch_smem(p)
-        except cupy.cuda.compiler.CompileException as err:
-            raise CompileError(f"{name} failed to compile:\n{explain_log(str(err), spec)}") from None
+        path, lowered = cubin_file(spec, p, arch)
+        fn = cupy.RawModule(path=str(path)).get_function(lowered)
+        if spec.dynamic_smem:
+            fn.max_dynamic_shared_size_bytes = spec.launch_smem(p)
         _live_cache[key] = fn
     return _live_cache[key]
+
+
+def cubin_file(kernel: str | KernelSpec, params: Params | None, arch: str) -> tuple[Path, str]:
+    """The cubin of an instance for `arch` on disk, and its kernel's mangled name; compiled only when missing.
+
+    Needs no GPU, so worker processes can fill the cache while the GPU works. Files are written through a
+    rename, so a reader never sees half of one, and two processes compiling the same instance do no harm.
+    """
+    spec = catalog.get(kernel)
+    name = spec.instance(catalog.validate(spec, params))
+    stem = hashlib.sha256(f"{spec.build_sha256()} {name} {arch} {NVRTC_OPTIONS} {_nvrtc_version()}".encode())
+    path = _cache_dir() / f"{stem.hexdigest()[:40]}.cubin"
+    mangled = path.with_suffix(".name")
+    if not (path.exists() and mangled.exists()):
+        binary, _, lowered = _offline(spec.name, spec.build_sha256(), name, arch)
+        _write_atomic(path, binary)
+        _write_atomic(mangled, lowered.encode())
+    return path, mangled.read_text()
+
+
+def _cache_dir() -> Path:
+    path = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "gemm_lab") / "cubins"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+@functools.cache
+def _nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = _check(nvrtc.nvrtcVersion())
+    return f"{major}.{minor}"
 
 
 @dataclass(frozen=True)
@@ -135,8 +177,9 @@ def _offline_target(kernel: str | KernelSpec, params: Params | None, arch: str |
 
 
 @functools.cache
-def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasReport]:
-    """Compile with cuda-bindings' NVRTC; `sha` is part of the cache key so edits recompile."""
+def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasReport, str]:
+    """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report and the instance's mangled name. `sha` is part
+    of the cache key so edits recompile."""
     from cuda.bindings import nvrtc
 
     spec = catalog.get(kernel)
@@ -154,9 +197,10 @@ def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasR
         _, size = _check(nvrtc.nvrtcGetCUBINSize(prog))
         binary = b" " * size
         _check(nvrtc.nvrtcGetCUBIN(prog, binary))
+        _, lowered = _check(nvrtc.nvrtcGetLoweredName(prog, name.encode()))
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return binary, _parse_ptxas(log_text, name, arch)
+    return binary, _parse_ptxas(log_text, name, arch), lowered.decode()
 
 
 def _check(result: tuple) -> tuple:

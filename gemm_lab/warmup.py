@@ -25,14 +25,15 @@ class Warmup:
 
     `on_progress(done, total)` is called from a background thread after each instance. An instance that fails
     to compile is kept in `failed` with its error; the explorer then compiles it itself and shows the error.
-    `executor(workers)` makes the pool (default: spawned processes, since NVRTC holds the GIL while it works).
+    `arch` is the target the live GPU loads (`compile.load`'s). `executor(workers)` makes the pool (default:
+    spawned processes: NVRTC holds the GIL while it works).
     """
 
     def __init__(self, kernel: str | catalog.KernelSpec, grid: Sequence[Mapping[str, int]],
-                 focus: Mapping[str, int], *, workers: int | None = None,
+                 focus: Mapping[str, int], arch: str, *, workers: int | None = None,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  executor: Callable[[int], Executor] | None = None) -> None:
-        self.spec = catalog.get(kernel)
+        self.spec, self.arch = catalog.get(kernel), arch
         self._order = {p: sorted({g[p] for g in grid}) for p in self.spec.param_names}
         self._todo = {self._key(g) for g in grid}
         self.total = len(self._todo)
@@ -89,7 +90,7 @@ class Warmup:
                         while self._todo and len(running) < self.workers:
                             key = self._nearest()
                             self._todo.discard(key)
-                            running[pool.submit(_compile, self.spec.name, key)] = key
+                            running[pool.submit(_compile, self.spec.name, key, self.arch)] = key
                     if not running:
                         return
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -104,6 +105,6 @@ class Warmup:
             return
 
 
-def _compile(kernel: str, key: Key) -> None:
-    """Worker process: compile one instance for this GPU into CuPy's on-disk cache."""
-    compile.load(kernel, dict(key))
+def _compile(kernel: str, key: Key, arch: str) -> None:
+    """Worker process: compile one instance for `arch` into the on-disk cubin cache."""
+    compile.cubin_file(kernel, dict(key), arch)

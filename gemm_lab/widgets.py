@@ -95,7 +95,7 @@ def _warmup(spec: catalog.KernelSpec, start: dict[str, int]) -> tuple[warmup.War
                       "</small>")
 
     show(0, len(grid))
-    return warmup.Warmup(spec, grid, start, on_progress=show), line
+    return warmup.Warmup(spec, grid, start, spec.arch or gpu.arch, on_progress=show), line
 
 
 def _status(spec: catalog.KernelSpec, x: Measurement) -> str:

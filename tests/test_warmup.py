@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gemm_lab import catalog, plan, warmup
+from gemm_lab import catalog, compile, plan, warmup
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 
@@ -15,7 +15,7 @@ def compiled(monkeypatch):
     """Instances 'compiled' in order, in threads of this process instead of spawned ones."""
     order = []
 
-    def fake(kernel, key):
+    def fake(kernel, key, arch):
         if dict(key) == {"BM": 16, "BN": 16, "BK": 8}:
             raise RuntimeError("ptxas ran out of patience")
         order.append(dict(key))
@@ -28,7 +28,7 @@ def test_the_grid_compiles_once_nearest_the_sliders_first(compiled):
     grid = catalog.legal_grid("smem_tiled")
     start = catalog.get("smem_tiled").full_params()
     progress = []
-    w = warmup.Warmup("smem_tiled", [p for p in grid if p != start], start, workers=1,
+    w = warmup.Warmup("smem_tiled", [p for p in grid if p != start], start, "sm_90", workers=1,
                       executor=ThreadPoolExecutor, on_progress=lambda done, total: progress.append((done, total)))
     assert w.wait(timeout=60)
     assert len(compiled) + len(w.failed) == len(grid) - 1 == w.total and progress[-1] == (w.total, w.total)
@@ -41,7 +41,7 @@ def test_the_grid_compiles_once_nearest_the_sliders_first(compiled):
 
 def test_an_instance_the_explorer_compiled_is_not_compiled_again(compiled):
     grid = [{"BM": 32, "BN": 32, "BK": bk} for bk in (4, 8, 16, 32)]
-    w = warmup.Warmup("smem_tiled", grid, grid[0], workers=1, executor=ThreadPoolExecutor)
+    w = warmup.Warmup("smem_tiled", grid, grid[0], "sm_90", workers=1, executor=ThreadPoolExecutor)
     w.compiled_here(grid[3])
     assert w.wait(timeout=60)
     assert grid[3] not in compiled[1:] and all(w.is_ready(p) for p in grid)
@@ -51,3 +51,15 @@ def test_the_latency_benchmark_covers_every_tile_explorer_of_the_book():
     called = {name for page in BOOK.glob("*.md")
               for name in re.findall(r'tile_explorer\(\s*"(\w+)"', page.read_text())}
     assert called == set(plan.TILE_EXPLORERS)
+
+
+def test_a_compiled_instance_is_kept_on_disk_for_the_next_process(tmp_path, monkeypatch):
+    monkeypatch.setenv(compile.CACHE_ENV, str(tmp_path))
+    compiles = []
+    real = compile._offline.__wrapped__
+    monkeypatch.setattr(compile, "_offline", lambda *args: compiles.append(args) or real(*args))
+    path, name = compile.cubin_file("smem_tiled", {"BM": 8, "BN": 8, "BK": 8}, "sm_90")
+    assert path.parent == tmp_path / "cubins" and path.read_bytes()[:4] == b"\x7fELF"
+    assert name.startswith("_Z16sgemm_smem_tiledILi8ELi8ELi8EE")  # the mangled name a module load looks up
+    assert compile.cubin_file("smem_tiled", {"BM": 8, "BN": 8, "BK": 8}, "sm_90") == (path, name)
+    assert len(compiles) == 1  # the second call (another process, in a real session) only reads the file
