@@ -160,7 +160,8 @@ def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: s
     spec, name, arch = _offline_target(kernel, params, arch)
     report = _offline(spec.name, spec.build_sha256(), name, arch)[1]
     if report is None:
-        raise CompileError(f"NVRTC compiled {name} for {arch} but its log holds no ptxas report (-Xptxas=-v)")
+        raise CompileError(f"NVRTC compiled {name} for {arch} twice, and neither log holds ptxas' report "
+                           "(-Xptxas=-v)")
     return report
 
 
@@ -181,8 +182,19 @@ def _offline_target(kernel: str | KernelSpec, params: Params | None, arch: str |
 
 @functools.cache
 def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasReport | None, str]:
-    """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report (None when the log has none: seen once with
-    the GPU machine's NVRTC) and the instance's mangled name. `sha` is part of the cache key so edits recompile."""
+    """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report and the instance's mangled name. `sha` is part
+    of the cache key so edits recompile. The GPU machine's NVRTC (CUDA 13.0) now and then returns a log without
+    the report that -Xptxas=-v asks for; a second compile has had it, so one more is tried (else None)."""
+    for _ in range(2):
+        binary, log, lowered = _nvrtc(kernel, name, arch)
+        report = _parse_ptxas(log, name, arch)
+        if report is not None:
+            break
+    return binary, report, lowered
+
+
+def _nvrtc(kernel: str, name: str, arch: str) -> tuple[bytes, str, str]:
+    """One NVRTC compile of an instance: its cubin, the compile log and the mangled name."""
     from cuda.bindings import nvrtc
 
     spec = catalog.get(kernel)
@@ -203,7 +215,7 @@ def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasR
         _, lowered = _check(nvrtc.nvrtcGetLoweredName(prog, name.encode()))
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return binary, _parse_ptxas(log_text, name, arch), lowered.decode()
+    return binary, log_text, lowered.decode()
 
 
 def _check(result: tuple) -> tuple:
