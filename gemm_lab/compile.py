@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import catalog, device
-from .catalog import KernelSpec, Params
+from .catalog import Instance, KernelSpec, Params
 
 NVRTC_OPTIONS = ("-std=c++17",)
 OFFLINE_ARCH = "sm_90"  # what CI compiles for, unless a kernel needs an arch-specific target
@@ -44,16 +44,18 @@ def explain_log(log: str, spec: KernelSpec) -> str:
 _live_cache: dict[tuple[str, str, str], Any] = {}
 
 
-def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
-    """Compile (once) and return the `cupy.RawKernel` of a validated template instance.
+def load(kernel: str | KernelSpec | Instance, params: Params | None = None) -> Any:
+    """Compile (once) and return the `cupy.RawKernel` of a template instance: an `Instance` as it was validated, or
+    a kernel and its parameters, validated here for this GPU.
 
     A kernel with dynamic shared memory gets its opt-in here: the most it may ask for at launch is set to
     what it needs, which may exceed the 48 KiB every kernel gets without one.
     """
     import cupy
 
-    spec = catalog.get(kernel)
-    p = catalog.validate(spec, params, smem_limit=device.gpu().smem_per_block, cc=device.gpu().cc)
+    inst = kernel if isinstance(kernel, Instance) else \
+        catalog.instance(kernel, params, smem_limit=device.gpu().smem_per_block, cc=device.gpu().cc)
+    spec, p = inst.spec, inst.params
     name = spec.instance(p)
     arch = spec.arch or device.gpu().arch
     key = (spec.build_sha256(), name, arch)
