@@ -528,7 +528,8 @@ def instance(
     smem_limit: int | None = None,
     cc: tuple[int, int] | None = None,
 ) -> Instance:
-    """Check parameters (and a problem shape) against the kernel's rules before anything compiles.
+    """Check parameters (and a problem shape) against the kernel's rules before anything compiles, and return the
+    validated `Instance`.
 
     Raises `ValueError` naming the broken rule and the values that broke it. `smem_limit` and `cc`
     (compute capability) describe the device when known.
