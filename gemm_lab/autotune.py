@@ -75,7 +75,7 @@ def _ptxas(case: tuple[str, dict[str, int]]) -> compile.PtxasReport:
 
 
 def _load(case: tuple[str, tuple, str]) -> None:
-    compile.cubin_file(case[0], dict(case[1]), case[2])
+    compile.cubin_file(catalog.instance(case[0], dict(case[1])), case[2])
 
 
 def _map(fn, items: list, workers: int | None) -> list:

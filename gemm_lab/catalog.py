@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 """Repository root: `kernels/` and `records/` live here."""
 
 Params = Mapping[str, int]
+Shape = tuple[int, int, int]  # (M, N, K)
 
 MAX_THREADS_PER_BLOCK = 1024
 STATIC_SMEM_LIMIT = 48 * 1024  # bytes of statically declared __shared__ memory per block
@@ -502,18 +503,36 @@ def get(kernel: str | KernelSpec) -> KernelSpec:
         raise ValueError(f"unknown kernel {kernel!r}; the catalog has {', '.join(KERNELS)}") from None
 
 
-def validate(
+@dataclass(frozen=True)
+class Instance:
+    """One template instance as `instance()` validated it: the spec, every parameter (defaults filled in, in
+    template order) and the problem shape it was checked against (None: no shape, e.g. for compiling alone).
+
+    Made once where a name enters (a bench, a gemm, a compile by name) and handed down: the layers below (launch,
+    check, compile) trust it and never validate again.
+    """
+
+    spec: KernelSpec
+    params: dict[str, int]
+    shape: Shape | None = None
+
+    def describe(self) -> str:
+        return self.spec.describe(self.params)
+
+
+def instance(
     kernel: str | KernelSpec,
     params: Params | None = None,
-    shape: tuple[int, int, int] | None = None,
+    shape: Shape | None = None,
+    *,
     smem_limit: int | None = None,
     cc: tuple[int, int] | None = None,
-) -> dict[str, int]:
-    """Check parameters (and a problem shape) against the kernel's rules before anything compiles.
+) -> Instance:
+    """Check parameters (and a problem shape) against the kernel's rules before anything compiles, and return the
+    validated `Instance`.
 
-    Returns the full parameter set (defaults filled in). Raises `ValueError` naming the broken
-    rule and the values that broke it. `smem_limit` and `cc` (compute capability) describe the
-    device when known.
+    Raises `ValueError` naming the broken rule and the values that broke it. `smem_limit` and `cc`
+    (compute capability) describe the device when known.
     """
     spec = get(kernel)
     why = unsupported(spec, cc) if cc is not None else None
@@ -523,14 +542,33 @@ def validate(
     for rule in spec.rules:
         if not rule.holds(p):
             raise ValueError(f"{spec.describe(p)} breaks a rule: {rule.why}{_needs(spec, p)}")
-    if smem_limit is not None and spec.smem_bytes(p) > smem_limit:
+    if smem_limit is not None:
+        check_smem(spec, p, smem_limit)
+    if shape is not None:
+        shape = tuple(shape)
+        _validate_shape(spec, p, shape)
+    return Instance(spec, p, shape)
+
+
+def check_smem(spec: KernelSpec, params: dict[str, int], smem_limit: int) -> None:
+    """Refuse full `params` that need more shared memory per block than a GPU allows (`smem_limit` bytes); for an
+    instance validated before the GPU was known."""
+    if spec.smem_bytes(params) > smem_limit:
         raise ValueError(
-            f"{spec.describe(p)} needs {spec.smem_bytes(p)} bytes of shared memory per block; "
+            f"{spec.describe(params)} needs {spec.smem_bytes(params)} bytes of shared memory per block; "
             f"this GPU allows {smem_limit}"
         )
-    if shape is not None:
-        _validate_shape(spec, p, shape)
-    return p
+
+
+def validate(
+    kernel: str | KernelSpec,
+    params: Params | None = None,
+    shape: Shape | None = None,
+    smem_limit: int | None = None,
+    cc: tuple[int, int] | None = None,
+) -> dict[str, int]:
+    """`instance()`'s checks, returning the full parameter set (defaults filled in)."""
+    return instance(kernel, params, shape, smem_limit=smem_limit, cc=cc).params
 
 
 def unsupported(kernel: str | KernelSpec, cc: tuple[int, int]) -> str | None:
@@ -556,7 +594,7 @@ def _needs(spec: KernelSpec, p: dict[str, int]) -> str:
         return ""
 
 
-def _validate_shape(spec: KernelSpec, p: dict[str, int], shape: tuple[int, int, int]) -> None:
+def _validate_shape(spec: KernelSpec, p: dict[str, int], shape: Shape) -> None:
     m, n, k = shape
     if min(m, n, k) < 1:
         raise ValueError(f"shape M={m}, N={n}, K={k}: every dimension must be at least 1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import baselines, catalog, device, hardware, plan, records, sanitize, sweeps, tables, timing
+from . import baselines, catalog, device, folders, hardware, plan, records, sanitize, sweeps, tables, timing
 
 # What `record` measures, in order.
 PARTS = ("device", "headline", "sweeps", "autotune", "claims", "tensor_cores", "counters")
@@ -164,7 +164,7 @@ def _records(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         print(f"records --check: {len(problems)} problem(s)")
         return 1 if problems else 0
-    for folder in sorted(records.RECORDS_DIR.iterdir()):
+    for folder in sorted(folders.RECORDS_DIR.iterdir()):
         if folder.is_dir():
             files = sorted(folder.glob("*.json"))
             print(f"{folder.name}: " + ", ".join(f"{f.stem} ({len(records.read_rows(f))})" for f in files))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import catalog, device
-from .catalog import KernelSpec, Params
+from .catalog import Instance, KernelSpec, Params
 
 NVRTC_OPTIONS = ("-std=c++17",)
 CACHE_ENV = "GEMM_LAB_CACHE"  # where compiled cubins are kept (default: ~/.cache/gemm_lab)
@@ -53,21 +53,23 @@ def explain_log(log: str, spec: KernelSpec) -> str:
 _live_cache: dict[tuple[str, str, str], Any] = {}
 
 
-def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
-    """The launchable `cupy.RawKernel` of a validated template instance, compiled once (see `cubin_file`).
+def load(kernel: str | KernelSpec | Instance, params: Params | None = None) -> Any:
+    """The launchable `cupy.RawKernel` of a template instance, compiled once (see `cubin_file`): an `Instance` as
+    it was validated, or a kernel and its parameters, validated here for this GPU.
 
     A kernel with dynamic shared memory gets its opt-in here: the most it may ask for at launch is set to
     what it needs, which may exceed the 48 KiB every kernel gets without one.
     """
     import cupy
 
-    spec = catalog.get(kernel)
-    p = catalog.validate(spec, params, smem_limit=device.gpu().smem_per_block, cc=device.gpu().cc)
+    inst = kernel if isinstance(kernel, Instance) else \
+        catalog.instance(kernel, params, smem_limit=device.gpu().smem_per_block, cc=device.gpu().cc)
+    spec, p = inst.spec, inst.params
     name = spec.instance(p)
     arch = spec.arch or device.gpu().arch
     key = (spec.build_sha256(), name, arch)
     if key not in _live_cache:
-        path, lowered = cubin_file(spec, p, arch)
+        path, lowered = cubin_file(inst, arch)
         fn = cupy.RawModule(path=str(path)).get_function(lowered)
         if spec.dynamic_smem:
             fn.max_dynamic_shared_size_bytes = spec.launch_smem(p)
@@ -75,14 +77,14 @@ def load(kernel: str | KernelSpec, params: Params | None = None) -> Any:
     return _live_cache[key]
 
 
-def cubin_file(kernel: str | KernelSpec, params: Params | None, arch: str) -> tuple[Path, str]:
-    """The cubin of an instance for `arch` on disk, and its kernel's mangled name; compiled only when missing.
+def cubin_file(inst: Instance, arch: str) -> tuple[Path, str]:
+    """The cubin of a validated instance for `arch` on disk, and its kernel's mangled name; compiled only when
+    missing.
 
     Needs no GPU, so worker processes can fill the cache while the GPU works. Files are written through a
     rename, so a reader never sees half of one, and two processes compiling the same instance do no harm.
     """
-    spec = catalog.get(kernel)
-    name = spec.instance(catalog.validate(spec, params))
+    spec, name = inst.spec, inst.spec.instance(inst.params)
     stem = hashlib.sha256(f"{spec.build_sha256()} {name} {arch} {NVRTC_OPTIONS} {_nvrtc_version()}".encode())
     path = _cache_dir() / f"{stem.hexdigest()[:40]}.cubin"
     mangled = path.with_suffix(".name")

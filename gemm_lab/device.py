@@ -12,10 +12,10 @@ import statistics
 import time
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-if TYPE_CHECKING:
-    from .catalog import KernelSpec
+from . import catalog, folders
+from .catalog import KernelSpec
 
 REPLAY_ENV = "GEMM_LAB_REPLAY"
 GPU_ENV = "GEMM_LAB_GPU"
@@ -97,14 +97,12 @@ def gpu() -> GPU:
 
 
 def runs_here(kernel: str | KernelSpec) -> bool:
-    """Live, and this GPU has the instructions the kernel (a catalogued name or spec, or "cublas") needs. Where
-    it has not (cp.async on a T4, wgmma off Hopper) the kernel's results are read back from the records instead,
-    with a warning saying so."""
+    """Live, and this GPU has the instructions the kernel (a catalogued name or spec) needs. Where it has not
+    (cp.async on a T4, wgmma off Hopper) the kernel's results are read back from the records instead, with a
+    warning saying so."""
     if not live():
         return False
-    from . import catalog, records  # both import this module
-
-    why = None if kernel == records.CUBLAS else catalog.unsupported(kernel, gpu().cc)
+    why = catalog.unsupported(kernel, gpu().cc)
     if why is None:
         return True
     _warn_unsupported(why)
@@ -145,10 +143,8 @@ def replay_gpu() -> str:
     """Whose records to read: GEMM_LAB_GPU, else the reader's GPU if it has records, else the book's H100."""
     if os.environ.get(GPU_ENV):
         return os.environ[GPU_ENV]
-    from . import records  # records imports this module
-
     mine = reader_gpu()
-    return mine if mine and records.has_records(mine) else DEFAULT_REPLAY_GPU
+    return mine if mine and folders.has_records(mine) else DEFAULT_REPLAY_GPU
 
 
 TELEMETRY_INTERVAL_S = 0.002  # between NVML samples while timed launches run

@@ -66,13 +66,15 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
     if kernel == records.CUBLAS:
         name, p, kernel_regex = records.CUBLAS, {}, "gemm"  # cuBLAS's kernels all have gemm in their name
         identity = {"kernel": name, "source": "", "source_sha256": "", "build_sha256": ""}
+        here = device.live()
     else:
         spec = catalog.get(kernel)
         name, p = spec.name, catalog.validate(spec, params, shape=(m, n, k))
         kernel_regex = f"^{spec.function}"
         identity = {"kernel": name, "source": spec.source, "source_sha256": spec.source_sha256(),
                     "build_sha256": spec.build_sha256()}
-    if not device.runs_here(name):
+        here = device.runs_here(spec)
+    if not here:
         return _recorded_or_raise(name, p, (m, n, k))
     ncu = shutil.which("ncu")
     if ncu is None:

@@ -34,22 +34,12 @@ def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
         [(name, None, ODD_SHAPE) for name in ODD_SHAPE_KERNELS]
 
 
-def seed_table_cases(size: int = 4096) -> tuple[tuple[str, dict[str, int], int], ...]:
-    """Seed 000's eight configurations, with and without prefetch, and in the cp.async pipeline."""
-    cases = []
-    for bm, bk, bn, tm, tn in published.SEED000_CONFIGS:
-        tile = {"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn}
-        cases += [("prefetch", {**tile, "PREFETCH": p}, size) for p in (0, 1)]
-        stages = catalog.legal_grid("multistage", {**{k: (v,) for k, v in tile.items()}, "STAGES": (2, 3)})
-        cases += [("multistage", p, size) for p in stages]  # the stage counts whose buffers fit
-    return tuple(cases)
-
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
     ("bank_conflicts", {"LAYOUT": 1}, 4096),
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch
-    *seed_table_cases(),
+    *published.seed_table_cases(),
 )
 
 # The page on published claims: seed 002's steps at its size and ours, siboehm's at its size, and cuBLAS

@@ -3,12 +3,9 @@ tables that set them beside our own measurements.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from . import banks, baselines, catalog, device, model, sweeps, timing
+from .records import Measurement
 from .tables import Table, params_text, provenance
-
-if TYPE_CHECKING:
-    from .records import Measurement
 
 SEED000 = "seed 000, a Zhihu article on GEMM optimisation (part 2) measured on a V100 at M = N = K = 4096"
 
@@ -26,13 +23,23 @@ SEED000_TABLE: dict[tuple[int, int, int, int, int], tuple[float, float]] = {
 SEED000_CONFIGS = tuple(SEED000_TABLE)
 
 
+def seed_table_cases(size: int = 4096) -> tuple[tuple[str, dict[str, int], int], ...]:
+    """Seed 000's eight configurations, with and without prefetch, and in the cp.async pipeline (`plan` records
+    them)."""
+    cases = []
+    for bm, bk, bn, tm, tn in SEED000_CONFIGS:
+        tile = {"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn}
+        cases += [("prefetch", {**tile, "PREFETCH": p}, size) for p in (0, 1)]
+        stages = catalog.legal_grid("multistage", {**{k: (v,) for k, v in tile.items()}, "STAGES": (2, 3)})
+        cases += [("multistage", p, size) for p in stages]  # the stage counts whose buffers fit
+    return tuple(cases)
+
+
 def seed000_table(size: int = 4096) -> Table:
     """Seed 000's eight configurations: its V100 column beside ours (same run as cuBLAS each), with
     what explains the differences: registers, resident blocks per SM, and the share of FFMA peak
     that shared-memory wavefronts allow on the H100 (128 FP32 lanes per SM) and the V100 (64)."""
-    from . import banks, model, plan, timing
-
-    cases = plan.seed_table_cases(size)
+    cases = seed_table_cases(size)
     rows, ms = [], []
     for bm, bk, bn, tm, tn in SEED000_CONFIGS:
         tile = {"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn}
@@ -63,8 +70,9 @@ SEED002 = "seed 002, the README of my_SGEMM (its GPU is not named), at M = N = K
 SEED002_CUBLAS = 2477.0  # GFLOP/s of cuBLAS in the same README
 
 # One published step: the article's label, its idea in our words, its GFLOP/s, and the instance of ours that
-# carries the same idea (kernel, parameters, or None for "the best its sweep found"), with why that one.
-Step = tuple[str, str, "float | None", str, "dict[str, int] | None", str]
+# carries the same idea (kernel, and parameters or the size M = N = K at which its recorded sweep's fastest instance
+# is taken), with why that one.
+Step = tuple[str, str, "float | None", str, "dict[str, int] | int", str]
 
 SEED002_STEPS: tuple[Step, ...] = (
     ("k1", "naive: one thread per output", 386, "naive", {}, "chapter 1's first kernel"),
@@ -96,7 +104,7 @@ SIBOEHM_STEPS: tuple[Step, ...] = (
     ("7", "bank conflicts avoided (linearize)", 16213.4, "bank_conflicts", {"LAYOUT": 2},
      "ours: an XOR swizzle of the A tile, another fix of the same conflict"),
     ("8", "bank conflicts avoided (offset)", 16459.2, "bank_conflicts", {"LAYOUT": 1}, "ours: rows padded by 4"),
-    ("9", "autotuning", 19721, "vectorized", None, "the fastest instance of chapter 4's sweep at 2048"),
+    ("9", "autotuning", 19721, "vectorized", 2048, "the fastest instance of chapter 4's sweep at 2048"),
     ("10", "warp tiling", 21779.3, "warp_tiling", {}, "chapter 7's default tiles"),
     ("11", "double buffering", 17278.3, "prefetch", {}, "chapter 6's default tiles"),
 )
@@ -105,12 +113,10 @@ SEED000_CLAIM = (91.0, "prefetch", {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN"
 
 
 def resolve(step: Step) -> tuple[str, dict[str, int]]:
-    """The kernel and full parameters of a step's counterpart (None: the sweep's best, from the records)."""
-    from . import catalog, plan, sweeps
-
+    """The kernel and full parameters of a step's counterpart (a size: the sweep's fastest there, from the records)."""
     kernel, params = step[3], step[4]
-    if params is None:
-        params = sweeps.best(kernel, plan.EXPLORER_SIZE).params
+    if isinstance(params, int):
+        params = sweeps.best(kernel, params).params
     return kernel, catalog.get(kernel).full_params(params)
 
 
@@ -120,8 +126,6 @@ def _ours(ms: Measurement) -> str:
 
 def seed002_table(sizes: tuple[int, ...] = (2048, 4096)) -> Table:
     """Seed 002's eight steps beside the instance of ours with the same idea, % of cuBLAS in the same run."""
-    from . import timing
-
     rows, ms, measured = [], [], {}
     for step in SEED002_STEPS:
         kernel, params = resolve(step)
@@ -141,8 +145,6 @@ def seed002_table(sizes: tuple[int, ...] = (2048, 4096)) -> Table:
 
 def siboehm_table() -> Table:
     """siboehm's kernels on the A6000 beside ours at the same 4092 x 4092 x 4092."""
-    from . import timing
-
     rows, ms = [], []
     for step in SIBOEHM_STEPS:
         kernel, params = resolve(step)
@@ -159,8 +161,6 @@ def siboehm_table() -> Table:
 def cublas_ways_table(size: int = 2048) -> Table:
     """The same cuBLAS call timed each way, and what each would make of seed 002's k8 counterpart and of our
     best kernel at that size."""
-    from . import baselines, device, sweeps, timing
-
     kernel, params = resolve(next(s for s in SEED002_STEPS if s[0] == "k8"))
     k8 = timing.bench(kernel, size, params)
     best = sweeps.best("warp_tiling", size)

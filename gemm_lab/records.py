@@ -14,16 +14,15 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from . import catalog, device
+from . import catalog, device, folders
 from .catalog import ROOT
+from .folders import RECORDS_DIR  # noqa: F401 - records.RECORDS_DIR: tables.recorded_gpus reads it
 
-RECORDS_DIR = ROOT / "records"
 FORMAT = 1
 REQUIRED = ("kernel", "source", "source_sha256", "params", "m", "n", "k", "precision",
             "gflops", "cublas_gflops", "max_rel_err", "gpu", "recorded_at")
@@ -147,24 +146,9 @@ def _typed_fields(cls: type, row: dict[str, Any], required: tuple[str, ...], whe
     return values
 
 
-def slug(gpu_name: str) -> str:
-    """Folder name of a GPU's records: 'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3'."""
-    return re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
-
-
 def gpu_dir(gpu_name: str | None = None) -> Path:
-    return RECORDS_DIR / slug(gpu_name or device.replay_gpu())
-
-
-def has_records(gpu_name: str) -> bool:
-    """Whether records/ holds a complete set for this GPU, enough to replay every page.
-
-    `gemm-lab record` writes the device ceilings first and the hardware counters last, so a folder
-    with both holds a full recording; one made with `--only headline` (the scoreboard's second GPU)
-    does not, and replay then shows the H100's records instead of failing on a missing case.
-    """
-    folder = gpu_dir(gpu_name)
-    return (folder / "device.json").is_file() and (folder / "ncu.json").is_file()
+    """A GPU's folder of records (default: the replay GPU's)."""
+    return folders.gpu_folder(gpu_name or device.replay_gpu())
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -334,12 +318,12 @@ def sanitizer_runs(gpu: str | None = None) -> list[SanitizerRun]:
     return [SanitizerRun.from_row(r, str(path)) for r in read_rows(path)] if path.exists() else []
 
 
-def check(root: Path = RECORDS_DIR) -> list[str]:
+def check(root: Path | None = None) -> list[str]:
     """Problems with the recorded data: malformed files, missing fields, a precision that is not the kernel's, stale
     kernel hashes, and, in a GPU folder that has a sanitizer.json, kernels measured there without a fresh, clean run
     of every sanitizer tool."""
     problems = []
-    for path in sorted(root.glob("*/*.json")):
+    for path in sorted((root or folders.RECORDS_DIR).glob("*/*.json")):
         try:
             rows = read_rows(path)
             if _is_bench(path):

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import catalog, compile, device, records, tma
-from .catalog import KernelSpec, Params
+from .catalog import Instance, KernelSpec, Params, Shape
 
 # per precision; 3xTF32 is FP32's: it is meant to be as accurate as FP32 (on the H100 at 8192: max relative error
 # 8.5e-7, cuBLAS SGEMM 4.0e-6)
@@ -32,12 +32,24 @@ def gemm(
     first, so vector loads are always legal; anything that is not a 2-D float32 CuPy array is
     refused with a TypeError. `out` must be C-contiguous and 16-byte aligned; with beta == 0 it
     is never read.
-    Everything is validated before the kernel is compiled or launched. The launch is asynchronous: a
+    Everything is validated, once, before the kernel is compiled or launched. The launch is asynchronous: a
     fault it causes surfaces at the next synchronisation (as a KernelFault in `check` and `bench`).
     """
+    import cupy
+
     matrices = getattr(a, "ndim", 0) == getattr(b, "ndim", 0) == 2
     with faults(kernel, params, (a.shape[0], b.shape[1], a.shape[1]) if matrices else None):
-        return launcher(kernel, a, b, params, alpha=alpha, beta=beta, out=out)()
+        spec = catalog.get(kernel)
+        a, b = (_as_operand(x, name) for x, name in ((a, "A"), (b, "B")))
+        (m, k), (k2, n) = a.shape, b.shape
+        if k != k2:
+            raise ValueError(f"A is {m}x{k} and B is {k2}x{n}: inner dimensions differ")
+        inst = catalog.instance(spec, params, (m, n, k), smem_limit=device.gpu().smem_per_block, cc=device.gpu().cc)
+        if out is None:
+            out = cupy.empty((m, n), dtype=cupy.float32)
+        elif out.shape != (m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous or out.data.ptr % 16:
+            raise ValueError(f"out must be a C-contiguous, 16-byte aligned float32 array of shape ({m}, {n})")
+        return launcher(inst, a, b, alpha=alpha, beta=beta, out=out)()
 
 
 class KernelFault(RuntimeError):
@@ -45,8 +57,7 @@ class KernelFault(RuntimeError):
 
 
 @contextlib.contextmanager
-def faults(kernel: str | KernelSpec, params: Params | None,
-           shape: tuple[int, int, int] | None = None) -> Iterator[None]:
+def faults(kernel: str | KernelSpec, params: Params | None, shape: Shape | None = None) -> Iterator[None]:
     """Turn a CUDA error raised inside into a KernelFault that names the kernel, its parameters and what to do.
 
     After a fault every CUDA call of the process fails, so the only way on is a new process; CUDA
@@ -66,35 +77,18 @@ def faults(kernel: str | KernelSpec, params: Params | None,
         ) from err
 
 
-def launcher(
-    kernel: str | KernelSpec,
-    a: Any,
-    b: Any,
-    params: Params | None = None,
-    *,
-    alpha: float = 1.0,
-    beta: float = 0.0,
-    out: Any = None,
-) -> Callable[[], Any]:
-    """`gemm` split in two: checks and compilation now, and a call that only launches (returns C).
+def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float = 0.0, out: Any) -> Callable[[], Any]:
+    """`gemm` split in two, for a validated instance and arrays that `gemm` would launch as they are (C-contiguous,
+    16-byte aligned float32 CuPy arrays of its shape): compilation now, and a call that only launches (returns C).
 
     Timing uses the call: a launch that costs the host less than the kernel costs the GPU keeps
     the stream busy, so CUDA events time the kernel and not the Python in front of it.
     """
-    import cupy
-
-    spec = catalog.get(kernel)
-    a, b = (_as_operand(x, name) for x, name in ((a, "A"), (b, "B")))
-    (m, k), (k2, n) = a.shape, b.shape
-    if k != k2:
-        raise ValueError(f"A is {m}x{k} and B is {k2}x{n}: inner dimensions differ")
-    p = catalog.validate(spec, params, shape=(m, n, k), smem_limit=device.gpu().smem_per_block,
-                          cc=device.gpu().cc)
-    if out is None:
-        out = cupy.empty((m, n), dtype=cupy.float32)
-    elif out.shape != (m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous or out.data.ptr % 16:
-        raise ValueError(f"out must be a C-contiguous, 16-byte aligned float32 array of shape ({m}, {n})")
-    fn = compile.load(spec, p)
+    spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
+    if a.shape != (m, k) or b.shape != (k, n) or out.shape != (m, n):
+        raise ValueError(f"A is {a.shape[0]}x{a.shape[1]}, B {b.shape[0]}x{b.shape[1]} and C {out.shape[0]}x"
+                         f"{out.shape[1]}: not the M={m}, N={n}, K={k} that {inst.describe()} was validated for")
+    fn = compile.load(inst)
     grid, block, smem = spec.grid(p, m, n), (spec.threads(p),), spec.launch_smem(p)
     args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out)
     if spec.tma:  # the kernel reads A and B through these (kept alive by the closure)
@@ -170,29 +164,37 @@ class Verification:
         return self.max_rel_err <= self.tolerance
 
 
+def resolve(kernel: str | KernelSpec, params: Params | None, shape: Shape) -> tuple[Instance, bool]:
+    """The validated instance, and whether it runs here: live, on a GPU with the instructions it needs (and then
+    checked against that GPU's shared memory too), else its results are read back from the records."""
+    inst = catalog.instance(kernel, params, shape)
+    if not device.runs_here(inst.spec):
+        return inst, False
+    catalog.check_smem(inst.spec, inst.params, device.gpu().smem_per_block)
+    return inst, True
+
+
 def verify(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> Verification:
     """Run on the seeded inputs of the shape into a NaN-poisoned C and compare with float64 (replay: recorded)."""
-    spec = catalog.get(kernel)
-    p = catalog.validate(spec, params, shape=(m, n, k))
-    if not device.runs_here(spec):
-        err = records.lookup(spec.name, p, m, n, k).max_rel_err
-    else:
-        err = check(spec, p, m, n, k)
-    return Verification(spec.name, p, m, n, k, err, tolerance(k, spec.precision))
+    inst, here = resolve(kernel, params, (m, n, k))
+    err = check(inst) if here else records.lookup(inst.spec.name, inst.params, m, n, k).max_rel_err
+    return Verification(inst.spec.name, inst.params, m, n, k, err, tolerance(k, inst.spec.precision))
 
 
-def check(spec: KernelSpec, params: Params, m: int, n: int, k: int) -> float:
-    """max_rel_err of one live run on the seeded inputs of the shape (`CHECK_SEED`), with C poisoned by NaN.
+def check(inst: Instance) -> float:
+    """max_rel_err of one live run of a validated instance on the seeded inputs of its shape (`CHECK_SEED`), with C
+    poisoned by NaN.
 
     It synchronises right after the launch, so that a fault of this kernel is reported as its KernelFault
     (and not as an error of the cuBLAS reference that follows).
     """
     import cupy
 
-    with faults(spec, params, (m, n, k)):
+    m, n, k = inst.shape
+    with faults(inst.spec, inst.params, inst.shape):
         a, b = random_inputs(m, n, k, CHECK_SEED)
         out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
-        gemm(spec, a, b, params, out=out)
+        launcher(inst, a, b, out=out)()
         cupy.cuda.Device().synchronize()
         a64, b64 = a.astype(cupy.float64), b.astype(cupy.float64)
         # Rounding errors scale with the terms |a||b|, not with the sum: where cancellation leaves every

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from tqdm.auto import tqdm
 
 from . import catalog, device, plan, records
-from .catalog import KernelSpec, Params
+from .catalog import KernelSpec, Params, Shape
 from .records import SanitizerRun
 from .tables import Table
 
@@ -30,8 +30,6 @@ ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found error
 TIMEOUT_S = 900  # one tool over one kernel's cases (racecheck is the slowest): a hang becomes an error
 DONE = "gemm-lab sanitize: every case launched"  # the child's last line
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: [^(\n]*\((\d+) errors?")
-
-Shape = tuple[int, int, int]
 
 
 def tail_shapes(spec: KernelSpec, params: Params) -> list[Shape]:

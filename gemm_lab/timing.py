@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
-from . import catalog, device, records, run
-from .catalog import KernelSpec, Params
+from . import device, records, run
+from .catalog import KernelSpec, Params, Shape
 from .records import Measurement
 
 MIN_RUNS = 20
@@ -29,8 +29,6 @@ WARMUP = 3
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
 BASELINE = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "fp32"}
 _COMPUTE_TYPES = {"fp32": "COMPUTE_TYPE_DEFAULT", "tf32": "COMPUTE_TYPE_TF32"}  # cupy.matmul's, per cuBLAS math
-
-Shape = tuple[int, int, int]
 
 
 class VerificationError(RuntimeError):
@@ -52,24 +50,23 @@ def gflops(m: int, n: int, k: int, ms: float) -> float:
 def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | None = None,
           *, runs: int = MIN_RUNS) -> Measurement:
     """Verify, then time one kernel instance and cuBLAS on one shape (replay: the recorded result)."""
-    spec = catalog.get(kernel)
-    m, n, k = shape_of(size)
-    p = catalog.validate(spec, params, shape=(m, n, k))
-    if not device.runs_here(spec):
-        return records.lookup(spec.name, p, m, n, k)
+    inst, here = run.resolve(kernel, params, shape_of(size))
+    if not here:
+        return records.lookup(inst.spec.name, inst.params, *inst.shape)
     if runs < MIN_RUNS:
         raise ValueError(f"runs={runs}: the median needs at least {MIN_RUNS} runs")
-    with run.faults(spec, p, (m, n, k)):
-        err = run.check(spec, p, m, n, k)
+    spec, (m, n, k) = inst.spec, inst.shape
+    with run.faults(spec, inst.params, inst.shape):
+        err = run.check(inst)
         if not err <= run.tolerance(k, spec.precision):
             raise VerificationError(
-                f"{spec.describe(p)} at M={m}, N={n}, K={k}: max relative error {err:.3g} exceeds "
+                f"{inst.describe()} at M={m}, N={n}, K={k}: max relative error {err:.3g} exceeds "
                 f"{run.tolerance(k, spec.precision):.3g}, so no time is reported"
             )
         sets = _input_sets(m, n, k)
-        ms, seen = _timed([run.launcher(spec, a, b, p, out=c) for a, b, c in sets], runs)
+        ms, seen = _timed([run.launcher(inst, a, b, out=c) for a, b, c in sets], runs)
         cublas_ms = cublas_median_ms(sets, runs, BASELINE[spec.precision])
-    return _measurement(spec, spec.precision, p, (m, n, k), ms, cublas_ms, err, runs, seen)
+    return _measurement(spec, spec.precision, inst.params, inst.shape, ms, cublas_ms, err, runs, seen)
 
 
 def _measurement(spec: KernelSpec | None, precision: str, params: dict[str, int], shape: Shape,

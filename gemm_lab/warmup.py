@@ -107,4 +107,4 @@ class Warmup:
 
 def _compile(kernel: str, key: Key, arch: str) -> None:
     """Worker process: compile one instance for `arch` into the on-disk cubin cache."""
-    compile.cubin_file(kernel, dict(key), arch)
+    compile.cubin_file(catalog.instance(kernel, dict(key)), arch)

@@ -62,7 +62,7 @@ def test_random_shapes_and_legal_parameters_are_right(kernel):
     def case(params, shape):
         if spec.tma:  # rows of 16-byte multiples (the refusal of other shapes is tested in test_catalog)
             shape = (shape[0], -(-shape[1] // 4) * 4, -(-shape[2] // 4) * 4)
-        err = run.check(spec, params, *shape)
+        err = run.check(catalog.instance(spec, params, shape))
         assert err <= run.tolerance(shape[2], spec.precision), f"{spec.describe(params)} at {shape}: max rel err {err}"
 
     case()
@@ -83,7 +83,7 @@ def test_random_illegal_parameters_are_refused_before_launch(kernel):
             catalog.validate(spec, params, shape)
         compiled = len(compile._live_cache)
         with pytest.raises(ValueError, match=re.escape(str(refusal.value))):
-            run.check(spec, params, *shape)
+            run.verify(spec, *shape, params)
         assert len(compile._live_cache) == compiled  # refused before NVRTC, so before any launch
 
     case()

@@ -43,7 +43,8 @@ def log(monkeypatch):
         return None if a is None else np.matmul(a, b, out=out)
 
     cupy = SimpleNamespace(
-        float32=np.float32, float64=np.float64, nan=np.nan, full=np.full, matmul=matmul, ndarray=np.ndarray,
+        float32=np.float32, float64=np.float64, nan=np.nan, empty=np.empty, full=np.full, matmul=matmul,
+        ndarray=np.ndarray,
         cuda=SimpleNamespace(Event=Event, get_elapsed_time=lambda start, end: 0.5, Device=lambda: Event(),
                              runtime=SimpleNamespace(CUDARuntimeError=CUDARuntimeError),
                              driver=SimpleNamespace(CUDADriverError=CUDADriverError)),
@@ -59,12 +60,15 @@ def log(monkeypatch):
     monkeypatch.setattr(run, "random_inputs", lambda m, n, k, seed=None: (
         rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)))
     monkeypatch.setattr(timing, "_input_sets", lambda m, n, k: [(None, None, None)])
+    monkeypatch.setattr(run, "_as_operand", lambda x, name: x)  # NumPy arrays have no device pointer to align
     return events
 
 
 def launching(log, fault=None):
     """A stand-in for run.launcher whose launches log 'kernel' and compute C on the CPU, or raise `fault`."""
-    def launcher(kernel, a, b, params=None, *, alpha=1.0, beta=0.0, out=None):
+    def launcher(inst, a, b, *, alpha=1.0, beta=0.0, out):
+        assert isinstance(inst, catalog.Instance)
+
         def launch():
             log.append("kernel")
             if fault:
@@ -101,13 +105,15 @@ def test_a_fault_that_surfaces_at_the_next_synchronisation_is_named_too(log, mon
 
     monkeypatch.setattr(sys.modules["cupy"].cuda, "Device", lambda: SimpleNamespace(synchronize=sync))
     with pytest.raises(run.KernelFault, match=r"naive with \{'BLOCK': 16\} at M=3, N=4, K=5: cudaErrorIllegal"):
-        run.check(catalog.get("naive"), {"BLOCK": 16}, 3, 4, 5)
+        run.check(catalog.instance("naive", {"BLOCK": 16}, (3, 4, 5)))
 
 
 def test_other_errors_pass_through_unchanged(log, monkeypatch):
-    monkeypatch.setattr(run, "launcher", launching(log, ValueError("A is 8x8 and B is 9x8: inner dimensions differ")))
-    with pytest.raises(ValueError, match="inner dimensions differ"):
-        run.gemm("naive", None, None)
+    monkeypatch.setattr(run, "launcher", launching(log, ValueError("out must be a C-contiguous, 16-byte aligned")))
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        run.gemm("naive", *run.random_inputs(8, 8, 8))
+    with pytest.raises(ValueError, match="A is 8x8 and B is 9x8: inner dimensions differ"):
+        run.gemm("naive", run.random_inputs(8, 8, 8)[0], run.random_inputs(9, 8, 9)[1])
 
 
 def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, monkeypatch):
@@ -223,7 +229,10 @@ def test_the_tf32_math_is_restored_even_when_timing_fails(log, monkeypatch):
         timing.cublas_median_ms([(None, None, None)])
 
 
-def test_dynamic_shared_memory_is_opted_into_and_asked_for_and_wgmma_compiles_for_sm_90a(log, monkeypatch):
+@pytest.fixture
+def nvrtc(log, monkeypatch):
+    """A stand-in NVRTC: each compile records its target arch, and the loaded kernels record each launch and compute C
+    on the CPU. Returns (arch of each instance compiled, (grid, block, shared memory) of each launch)."""
     from gemm_lab import compile
 
     built, launched = [], []
@@ -233,19 +242,27 @@ def test_dynamic_shared_memory_is_opted_into_and_asked_for_and_wgmma_compiles_fo
 
         def __call__(self, grid, block, args, shared_mem=0):
             launched.append((grid, block, shared_mem))
+            alpha, a, b, beta, out = args[3:8]
+            out[...] = alpha * (a @ b) + (beta * out if beta else 0)
 
     class RawModule:
-        def __init__(self, code, options, name_expressions):
-            built.append(options)
+        def __init__(self, path):
+            assert path.endswith(".cubin")
 
         def get_function(self, name):
+            assert name.startswith("_Z")  # the mangled name NVRTC gave the instance
             return Kernel()
 
-    cupy = sys.modules["cupy"]
-    monkeypatch.setattr(cupy, "RawModule", RawModule, raising=False)
-    monkeypatch.setattr(cupy, "empty", np.empty, raising=False)
-    monkeypatch.setattr(run, "_as_operand", lambda x, name: x)
+    monkeypatch.setattr(sys.modules["cupy"], "RawModule", RawModule, raising=False)
+    monkeypatch.setattr(compile, "cubin_file", lambda inst, arch: built.append(arch) or ("k.cubin", "_Zk"))
     monkeypatch.setattr(compile, "_live_cache", {})
+    return built, launched
+
+
+def test_dynamic_shared_memory_is_opted_into_and_asked_for_and_wgmma_compiles_for_sm_90a(nvrtc):
+    from gemm_lab import compile
+
+    built, launched = nvrtc
     a, b = run.random_inputs(300, 200, 100)
     for kernel in ("wgmma_tf32", "mma_tf32", "naive"):
         spec = catalog.get(kernel)
@@ -253,5 +270,27 @@ def test_dynamic_shared_memory_is_opted_into_and_asked_for_and_wgmma_compiles_fo
         smem = spec.smem_bytes(spec.full_params()) if spec.dynamic_smem else 0
         assert launched[-1] == (spec.grid(spec.full_params(), 300, 200), (spec.threads(spec.full_params()),), smem)
         assert compile.load(kernel).max_dynamic_shared_size_bytes == (smem or 48 * 1024)
-    assert built == [("-std=c++17", "-arch=sm_90a"), ("-std=c++17",), ("-std=c++17",)]
+    assert built == ["sm_90a", "sm_90", "sm_90"]
     assert launched[0][2] == 201728 > catalog.STATIC_SMEM_LIMIT
+
+
+def test_a_kernel_name_is_validated_once_on_its_way_to_the_gpu(nvrtc, monkeypatch):
+    """bench, verify and gemm make one catalog.Instance of a name; check, the launcher and compile.load trust it."""
+    made, instance = [], catalog.instance
+    monkeypatch.setattr(catalog, "instance", lambda *args, **kw: made.append(args[1:3]) or instance(*args, **kw))
+    monkeypatch.setattr(timing, "_input_sets",
+                        lambda m, n, k: [(*run.random_inputs(m, n, k), np.empty((m, n), np.float32))])
+    params = {"BM": 16, "BN": 16, "BK": 8}
+    x = timing.bench("smem_tiled", (40, 24, 16), params)
+    assert made == [(params, (40, 24, 16))] and x.max_rel_err < 1e-6
+    assert len(nvrtc[1]) == 1 + timing.WARMUP + timing.MIN_RUNS  # every launch of the verification and the timing
+    made.clear()
+    assert run.verify("smem_tiled", 40, 24, 16, params).ok and len(made) == 1
+    made.clear()
+    run.gemm("smem_tiled", *run.random_inputs(40, 24, 16), params)
+    assert made == [(params, (40, 24, 16))]
+    monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(**{**vars(GPU), "smem_per_block": 100 * 1024}))
+    needs = catalog.get("mma_tf32").smem_bytes(catalog.get("mma_tf32").full_params())
+    with pytest.raises(ValueError, match=f"needs {needs} bytes of shared memory per block; this GPU allows 102400"):
+        timing.bench("mma_tf32", 64)  # a GPU with less shared memory refuses it before anything compiles
+    assert len(nvrtc[0]) == 1

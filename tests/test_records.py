@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import autotune, catalog, device, records, sweeps, timing
+from gemm_lab import autotune, catalog, device, folders, records, sweeps, timing
 
 
 def test_repository_records_are_well_formed_and_fresh():
@@ -31,7 +31,7 @@ def records_gpu() -> str:
 
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
-    monkeypatch.setattr(records, "RECORDS_DIR", tmp_path)
+    monkeypatch.setattr(folders, "RECORDS_DIR", tmp_path)
     return tmp_path
 
 

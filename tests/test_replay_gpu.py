@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import catalog, device, records, tables
+from gemm_lab import catalog, device, folders, records, tables
 
 H100 = device.DEFAULT_REPLAY_GPU
 
@@ -25,7 +25,7 @@ def forced_replay(monkeypatch):
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     """records/ with one measurement of the H100 and one of 'NVIDIA H200'."""
-    monkeypatch.setattr(records, "RECORDS_DIR", tmp_path)
+    monkeypatch.setattr(folders, "RECORDS_DIR", tmp_path)
     spec = catalog.get("naive")
     records.save(
         records.Measurement("naive", spec.source, spec.source_sha256(), {"BLOCK": 32}, 64, 64, 64, "fp32", 1.0, 2.0,
@@ -62,7 +62,7 @@ def test_no_nvml_or_no_driver_means_no_gpu(monkeypatch, module):
 def test_replay_shows_the_readers_gpu_when_it_has_records(sandbox, monkeypatch):
     monkeypatch.setattr(device, "reader_gpu", lambda: "NVIDIA H200")
     assert device.replay_gpu() == "NVIDIA H200"
-    assert records.gpu_dir() == records.RECORDS_DIR / "nvidia-h200"
+    assert records.gpu_dir() == folders.RECORDS_DIR / "nvidia-h200"
     text = str(tables.banner())
     assert "recorded on NVIDIA H200, 2026-11-22." in text and "GEMM_LAB_REPLAY is set" in text
     assert "Unset GEMM_LAB_REPLAY to measure your NVIDIA H200" in text

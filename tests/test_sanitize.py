@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import catalog, cli, device, plan, records, sanitize
+from gemm_lab import catalog, cli, device, folders, plan, records, sanitize
 
 GPU = SimpleNamespace(name="Test GPU", cc=(9, 0), driver="580.65", cuda_runtime="13.0", cupy="14.0.0")
 
@@ -87,7 +87,7 @@ def test_the_error_count_comes_from_the_summary(output, errors):
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     """records/ in a temporary folder, a live stand-in GPU and a stand-in compute-sanitizer on PATH."""
-    monkeypatch.setattr(records, "RECORDS_DIR", tmp_path)
+    monkeypatch.setattr(folders, "RECORDS_DIR", tmp_path)
     monkeypatch.setattr(device, "live", lambda: True)
     monkeypatch.setattr(device, "gpu", lambda: GPU)
     monkeypatch.setattr(sanitize.shutil, "which", lambda exe: f"/cuda/bin/{exe}")
