@@ -37,8 +37,50 @@ class Rule:
     holds: Callable[[Params], bool]
 
 
+class SourceFile:
+    """What is compiled from a file of kernels/ (`source`: its path from the repository root), and its hashes."""
+
+    source: str
+
+    @property
+    def path(self) -> Path:
+        return ROOT / self.source
+
+    def source_text(self) -> str:
+        """The .cu file with its local `#include "..."` headers inlined (once each, `#line`-marked).
+
+        NVRTC then compiles one self-contained string, so a cache keyed by the string notices header
+        edits, and errors still name the original file and line.
+        """
+        return expand_includes(self.path)
+
+    def source_sha256(self) -> str:
+        """sha256 of the .cu file's bytes (the record format's `source_sha256`)."""
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    def build_sha256(self) -> str:
+        """sha256 of what is compiled: the .cu file with its headers, so header edits are seen too."""
+        return hashlib.sha256(self.source_text().encode()).hexdigest()
+
+
 @dataclass(frozen=True)
-class KernelSpec:
+class Probe(SourceFile):
+    """A kernel file that measures the hardware instead of multiplying matrices (`hardware.peak_launches`): not a
+    catalogued GEMM, but compiled, run and sanitizer-checked like one."""
+
+    name: str
+    source: str
+    functions: tuple[str, ...]  # its kernels' names, which compute-sanitizer is told to check
+    min_cc: tuple[int, int]
+
+
+PROBES = {p.name: p for p in (
+    Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0)),
+)}
+
+
+@dataclass(frozen=True)
+class KernelSpec(SourceFile):
     """One CUDA kernel template of `kernels/` and everything needed to launch it."""
 
     name: str
@@ -70,26 +112,6 @@ class KernelSpec:
     @property
     def param_names(self) -> tuple[str, ...]:
         return tuple(self.choices)
-
-    @property
-    def path(self) -> Path:
-        return ROOT / self.source
-
-    def source_text(self) -> str:
-        """The .cu file with its local `#include "..."` headers inlined (once each, `#line`-marked).
-
-        NVRTC then compiles one self-contained string, so CuPy's on-disk cache (keyed by the
-        string) notices header edits, and errors still name the original file and line.
-        """
-        return expand_includes(self.path)
-
-    def source_sha256(self) -> str:
-        """sha256 of the .cu file's bytes (the record format's `source_sha256`)."""
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
-
-    def build_sha256(self) -> str:
-        """sha256 of what is compiled: the .cu file with its headers, so header edits are seen too."""
-        return hashlib.sha256(self.source_text().encode()).hexdigest()
 
     def full_params(self, params: Params | None = None) -> dict[str, int]:
         """Defaults overridden by `params`, in template order; unknown names are an error."""

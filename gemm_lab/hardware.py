@@ -16,8 +16,10 @@ import shutil
 import subprocess
 import sys
 import warnings
+from typing import Callable
 
 from . import catalog, device, records
+from .compile import NVRTC_OPTIONS
 from .catalog import KernelSpec, Params
 
 TRAFFIC_METRICS = (
@@ -152,35 +154,42 @@ def ceilings() -> dict:
     }
 
 
-TENSOR_CORE_PEAK = catalog.ROOT / "kernels" / "tensor_core_peak.cu"
 PEAK_ITERS = 2048
 
 
 def tensor_core_ceilings() -> dict[str, float]:
     """TF32 GFLOP/s of the tensor-core instructions alone (kernels/tensor_core_peak.cu, no memory traffic):
     `mma_sync_tf32_gflops` on compute capability 8.0 and newer, `wgmma_tf32_gflops` on 9.0 (sm_90a) only."""
+    from .timing import median_ms
+
+    out = {}
+    for key, launch, flop in peak_launches(PEAK_ITERS):
+        out[key] = flop / (median_ms([launch], 10) * 1e-3) / 1e9
+    return out
+
+
+def peak_launches(iters: int, blocks_per_sm: int | None = None) -> list[tuple[str, Callable[[], None], int]]:
+    """(ceiling name, a launch of its probe kernel, FLOP per launch) for each probe of kernels/tensor_core_peak.cu
+    this GPU runs; `blocks_per_sm` below the probes' own count gives small launches (the sanitizer's)."""
     import cupy
     import numpy as np
 
-    from .compile import NVRTC_OPTIONS
-    from .timing import median_ms
+    probe, gpu, sink = catalog.PROBES["tensor_core_peak"], device.gpu(), cupy.zeros(1, dtype=cupy.float32)
+    out = []
 
-    gpu, sink, out = device.gpu(), cupy.zeros(1, dtype=cupy.float32), {}
-    iters = np.int32(PEAK_ITERS)
-
-    def rate(name: str, arch: str, blocks: int, threads: int, smem: int, flop_per_thread_iter: int) -> float:
-        module = cupy.RawModule(code=catalog.expand_includes(TENSOR_CORE_PEAK), options=(*NVRTC_OPTIONS, f"-arch={arch}"),
+    def add(key: str, name: str, arch: str, per_sm: int, threads: int, smem: int, flop_per_thread_iter: int) -> None:
+        module = cupy.RawModule(code=probe.source_text(), options=(*NVRTC_OPTIONS, f"-arch={arch}"),
                                 name_expressions=[name])
         fn = module.get_function(name)
         fn.max_dynamic_shared_size_bytes = smem
-        ms = median_ms([functools.partial(fn, (blocks,), (threads,), (iters, sink), shared_mem=smem)], 10)
-        return blocks * threads * PEAK_ITERS * flop_per_thread_iter / (ms * 1e-3) / 1e9
+        blocks = min(per_sm, blocks_per_sm or per_sm) * gpu.sms
+        out.append((key, functools.partial(fn, (blocks,), (threads,), (np.int32(iters), sink), shared_mem=smem),
+                    blocks * threads * iters * flop_per_thread_iter))
 
     if gpu.cc >= (8, 0):  # 8 warps x 4 blocks per SM, 16 independent m16n8k8 (2 x 1024 FLOP) per warp and round
-        out["mma_sync_tf32_gflops"] = rate("mma_peak<16>", gpu.arch, 4 * gpu.sms, 256, 0, 16 * 2 * 1024 // 32)
+        add("mma_sync_tf32_gflops", "mma_peak<16>", gpu.arch, 4, 256, 0, 16 * 2 * 1024 // 32)
     if gpu.cc == (9, 0):  # 2 warpgroups x 2 blocks per SM, four 64 x 256 x 8 wgmmas per warpgroup and round
-        out["wgmma_tf32_gflops"] = rate("wgmma_peak<256>", "sm_90a", 2 * gpu.sms, 256, 256 * 128 + 1024,
-                                        4 * 2 * 64 * 256 * 8 // 128)
+        add("wgmma_tf32_gflops", "wgmma_peak<256>", "sm_90a", 2, 256, 256 * 128 + 1024, 4 * 2 * 64 * 256 * 8 // 128)
     return out
 
 

@@ -363,14 +363,17 @@ def _stale(path: Path, rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
-    """Every recorded run must be of a catalogued kernel's current build and find no errors, and every catalogued
-    kernel with measurements in this GPU's folder needs a run of each tool. A kernel never measured on that GPU
-    (added since, or one it cannot run) needs no run until it is."""
-    problems = [f"{path}: {r.kernel} is no longer in the catalog" for r in runs if r.kernel not in catalog.KERNELS]
+    """Every recorded run must be of a catalogued kernel's (or probe's) current build and find no errors, and every
+    catalogued kernel with measurements in this GPU's folder needs a run of each tool, as does each probe where the
+    device ceilings were measured with it. A kernel never measured on that GPU (added since, or one it cannot run)
+    needs no run until it is."""
+    problems = [f"{path}: {r.kernel} is no longer in the catalog" for r in runs
+                if r.kernel not in catalog.KERNELS and r.kernel not in catalog.PROBES]
     found = {(r.kernel, r.tool): r for r in runs}
-    for spec in catalog.KERNELS.values():
+    for spec in (*catalog.KERNELS.values(), *catalog.PROBES.values()):
         build, redo = spec.build_sha256(), f"run `gemm-lab sanitize {spec.name}` on that GPU"
-        measured = (path.parent / f"{spec.name}.json").exists()
+        used = "device" if spec.name in catalog.PROBES else spec.name  # the ceilings in device.json ran the probe
+        measured = (path.parent / f"{used}.json").exists()
         for tool in SANITIZER_TOOLS:
             run = found.get((spec.name, tool))
             if run is None:

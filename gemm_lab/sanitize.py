@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from tqdm.auto import tqdm
 
 from . import catalog, device, plan, records
-from .catalog import KernelSpec, Params, Shape
+from .catalog import KernelSpec, Params, Probe, Shape
 from .records import SanitizerRun
 from .tables import Table
 
@@ -29,6 +29,7 @@ TOOLS = records.SANITIZER_TOOLS
 ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found errors
 TIMEOUT_S = 900  # one tool over one kernel's cases (racecheck is the slowest): a hang becomes an error
 DONE = "gemm-lab sanitize: every case launched"  # the child's last line
+PROBE_CASE = {"iters": 4, "blocks_per_sm": 1}  # a probe's launches under the tools: a few rounds, one block per SM
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: [^(\n]*\((\d+) errors?")
 
 
@@ -42,9 +43,12 @@ def tail_shapes(spec: KernelSpec, params: Params) -> list[Shape]:
     return [(1, 1, 1), (17, 19, 23), (bm + 1, bn + 4, 33), (2 * bm - 1, bn - 1, 36), (2 * bm, 2 * bn, 64)]
 
 
-def cases(kernel: str | KernelSpec) -> list[dict[str, Any]]:
+def cases(kernel: str | KernelSpec | Probe) -> list[dict[str, Any]]:
     """Default parameters, the first, middle and last of the legal grid (of plan.SWEEPS where it has the kernel)
-    and the fewest and most threads per block of the whole legal grid, each with its tail shapes."""
+    and the fewest and most threads per block of the whole legal grid, each with its tail shapes. A probe's kernels
+    run a few rounds, one block per SM (`PROBE_CASE`)."""
+    if isinstance(_target(kernel), Probe):
+        return [dict(PROBE_CASE)]
     spec = catalog.get(kernel)
     grid, everything = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
     picked = [spec.full_params(), grid[0], grid[len(grid) // 2], grid[-1],
@@ -58,10 +62,11 @@ def mangled_prefix(spec: KernelSpec) -> str:
     return f"_Z{len(spec.function)}{spec.function}I"
 
 
-def command(spec: KernelSpec, tool: str, kernel_cases: list[dict[str, Any]], exe: str) -> list[str]:
+def command(spec: KernelSpec | Probe, tool: str, kernel_cases: list[dict[str, Any]], exe: str) -> list[str]:
     """The compute-sanitizer command line of one tool over one kernel's cases."""
     memcheck = ("--padding", "64", "--report-api-errors", "no") if tool == "memcheck" else ()
-    return [exe, "--tool", tool, "--kernel-name", f"kns={mangled_prefix(spec)}",
+    only = f"regex={'|'.join(spec.functions)}" if isinstance(spec, Probe) else f"kns={mangled_prefix(spec)}"
+    return [exe, "--tool", tool, "--kernel-name", only,
             "--error-exitcode", str(ERROR_EXITCODE), "--check-exit-code", "no", *memcheck,
             sys.executable, "-m", "gemm_lab.sanitize", spec.name, json.dumps(kernel_cases)]
 
@@ -73,7 +78,7 @@ def parse_errors(output: str) -> int | None:
     return max(counts) if counts else None
 
 
-def run_tool(spec: KernelSpec, tool: str, kernel_cases: list[dict[str, Any]], exe: str) -> tuple[int, str]:
+def run_tool(spec: KernelSpec | Probe, tool: str, kernel_cases: list[dict[str, Any]], exe: str) -> tuple[int, str]:
     """Errors that `tool` finds in the kernel's cases, and the tool's output.
 
     A child that fails without the tool having found anything (a Python error, a timeout) raises, so that a
@@ -94,7 +99,7 @@ def run_tool(spec: KernelSpec, tool: str, kernel_cases: list[dict[str, Any]], ex
 
 def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS, *, fresh: bool = False,
              progress: bool = True) -> list[SanitizerRun]:
-    """Run each tool over each kernel (default: all), saving every run as it ends.
+    """Run each tool over each kernel (default: all, and the probes of `catalog.PROBES`), saving every run as it ends.
 
     Clean runs already recorded on this GPU from the current kernel build, with the same cases, are kept
     unless `fresh`. A kernel this GPU cannot run (wgmma off Hopper) is skipped, saying why. Needs a live GPU and
@@ -106,12 +111,13 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
     if exe is None:
         raise RuntimeError("NVIDIA's compute-sanitizer is not on PATH: it comes with the CUDA toolkit "
                            "(or pip install nvidia-cuda-sanitizer-api and add its bin/ folder to PATH)")
-    specs, tools = [catalog.get(k) for k in dict.fromkeys(kernels or catalog.KERNELS)], list(dict.fromkeys(tools))
+    specs = [_target(k) for k in dict.fromkeys(kernels or [*catalog.KERNELS, *catalog.PROBES])]
+    tools = list(dict.fromkeys(tools))
     unknown = set(tools) - set(TOOLS)
     if unknown:
         raise ValueError(f"unknown tool {', '.join(sorted(unknown))}; the tools are {', '.join(TOOLS)}")
     gpu = device.gpu()
-    why_not = {spec.name: catalog.unsupported(spec, gpu.cc) for spec in specs}
+    why_not = {spec.name: _unsupported(spec, gpu.cc) for spec in specs}
     for name, why in why_not.items():
         if why:
             tqdm.write(f"skipping {name}: {why}")
@@ -138,6 +144,20 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
         ))
         records.save_sanitizer(out[-1:])
     return out
+
+
+def _target(kernel: str | KernelSpec | Probe) -> KernelSpec | Probe:
+    """A catalogued kernel or a probe, by name."""
+    if isinstance(kernel, (KernelSpec, Probe)):
+        return kernel
+    return catalog.PROBES[kernel] if kernel in catalog.PROBES else catalog.get(kernel)
+
+
+def _unsupported(target: KernelSpec | Probe, cc: tuple[int, int]) -> str | None:
+    if isinstance(target, KernelSpec):
+        return catalog.unsupported(target, cc)
+    return None if tuple(cc) >= target.min_cc else \
+        f"{target.name} needs compute capability {target.min_cc[0]}.{target.min_cc[1]} or newer (tensor cores)"
 
 
 def summary(runs: Iterable[SanitizerRun]) -> Table:
@@ -174,6 +194,9 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
     from . import compile, run
 
     cupy.cuda.set_allocator(None)  # one cudaMalloc per array: a pool's slack would hide overruns from memcheck
+    if kernel in catalog.PROBES:
+        _launch_probe(kernel_cases)
+        return
     spec = catalog.get(kernel)
     rng = numpy.random.default_rng(0)
     for case in kernel_cases:
@@ -184,6 +207,19 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
             a, b = (cupy.asarray(x) for x in run.host_inputs(m, n, k, rng))
             c = run.gemm(spec, a, b, case["params"])
             run.gemm(spec, a, b, case["params"], beta=0.5, out=c)
+    cupy.cuda.Device().synchronize()
+    print(DONE)
+
+
+def _launch_probe(kernel_cases: list[dict[str, Any]]) -> None:
+    """Child process of `run_tool` for the tensor-core probes: each of the GPU's probe kernels, launched per case."""
+    import cupy
+
+    from . import hardware
+
+    for case in kernel_cases:
+        for _, launch, _ in hardware.peak_launches(case["iters"], case["blocks_per_sm"]):
+            launch()
     cupy.cuda.Device().synchronize()
     print(DONE)
 

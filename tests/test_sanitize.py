@@ -186,3 +186,10 @@ def test_kernels_the_gpu_cannot_run_are_skipped_saying_why(sandbox, monkeypatch,
     runs = sanitize.sanitize(["wgmma_tf32", "naive"], ["memcheck"], progress=False)
     assert calls == [("memcheck", "naive")] and [r.kernel for r in runs] == ["naive"]
     assert "skipping wgmma_tf32: wgmma_tf32 uses Hopper-only instructions" in capsys.readouterr().out
+
+
+def test_the_tensor_core_probe_is_checked_by_its_kernels_names():
+    probe = catalog.PROBES["tensor_core_peak"]
+    line = sanitize.command(probe, "racecheck", sanitize.cases(probe.name), "compute-sanitizer")
+    assert line[line.index("--kernel-name") + 1] == "regex=mma_peak|wgmma_peak"
+    assert line[-2:] == ["tensor_core_peak", json.dumps([sanitize.PROBE_CASE])]
