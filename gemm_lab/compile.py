@@ -89,7 +89,7 @@ def cubin_file(inst: Instance, arch: str) -> tuple[Path, str]:
     path = _cache_dir() / f"{stem.hexdigest()[:40]}.cubin"
     mangled = path.with_suffix(".name")
     if not (path.exists() and mangled.exists()):
-        binary, _, lowered = _offline(spec.name, spec.build_sha256(), name, arch)
+        binary, _, lowered, _ = _nvrtc(spec, name, arch)
         _write_atomic(path, binary)
         _write_atomic(mangled, lowered.encode())
     return path, mangled.read_text()
@@ -190,7 +190,7 @@ def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasR
     of the cache key so edits recompile. The GPU machine's NVRTC (CUDA 13.0) now and then returns a log without
     the report that -Xptxas=-v asks for (in pytest, and in pool workers during `record`); the toolkit's own
     ptxas, where there is one, then reports on the same PTX (else the report is None)."""
-    binary, log, lowered, ptx = _nvrtc(kernel, name, arch)
+    binary, log, lowered, ptx = _nvrtc(catalog.get(kernel), name, arch)
     report = _parse_ptxas(log, name, arch)
     if report is None and shutil.which("ptxas"):
         report = _parse_ptxas(_ptxas_log(ptx, arch), name, arch)
@@ -207,11 +207,10 @@ def _ptxas_log(ptx: bytes, arch: str) -> str:
     return out.stdout + out.stderr
 
 
-def _nvrtc(kernel: str, name: str, arch: str) -> tuple[bytes, str, str, bytes]:
+def _nvrtc(spec: KernelSpec, name: str, arch: str) -> tuple[bytes, str, str, bytes]:
     """One NVRTC compile of an instance: its cubin, the compile log, the mangled name and the PTX."""
     from cuda.bindings import nvrtc
 
-    spec = catalog.get(kernel)
     _, prog = _check(nvrtc.nvrtcCreateProgram(spec.source_text().encode(), spec.path.name.encode(), 0, [], []))
     try:
         _check(nvrtc.nvrtcAddNameExpression(prog, name.encode()))

@@ -56,8 +56,8 @@ def test_the_latency_benchmark_covers_every_tile_explorer_of_the_book():
 def test_a_compiled_instance_is_kept_on_disk_for_the_next_process(tmp_path, monkeypatch):
     monkeypatch.setenv(compile.CACHE_ENV, str(tmp_path))
     compiles = []
-    real = compile._offline.__wrapped__
-    monkeypatch.setattr(compile, "_offline", lambda *args: compiles.append(args) or real(*args))
+    real = compile._nvrtc
+    monkeypatch.setattr(compile, "_nvrtc", lambda *args: compiles.append(args) or real(*args))
     path, name = compile.cubin_file(catalog.instance("smem_tiled", {"BM": 8, "BN": 8, "BK": 8}), "sm_90")
     assert path.parent == tmp_path / "cubins" and path.read_bytes()[:4] == b"\x7fELF"
     assert name.startswith("_Z16sgemm_smem_tiledILi8ELi8ELi8EE")  # the mangled name a module load looks up
