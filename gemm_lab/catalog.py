@@ -283,6 +283,19 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
             Rule("the swizzled layout (LAYOUT 2) needs BM to be a multiple of 32 (it XORs m with up to 28)",
                  lambda p: p["LAYOUT"] != 2 or p["BM"] % 32 == 0),
         ]
+    # Registers: the TM x TN accumulators, two sets of fragments (the compiler loads the next k's during the FFMAs),
+    # three more per row of A where cp.async leaves A row-major (a float4 holds four k-values), six per staged float4
+    # of the next tiles where prefetching (its four values, its address and bounds) and about 32 for addresses and
+    # indices. Calibrated on ptxas (NVRTC 13, sm_90) over the offered grids and instances beyond them.
+    staged = lambda p: (math.ceil(p["BM"] * p["BK"] / (4 * threads(p)))  # noqa: E731 - Staging's float4s of A and B
+                        + math.ceil(p["BK"] * p["BN"] / (4 * threads(p))))
+    need = lambda p: (p["TM"] * tn(p) + 2 * (p["TM"] + tn(p)) + 3 * p["TM"] * ("STAGES" in dims)  # noqa: E731
+                      + 6 * staged(p) * ("PREFETCH" in dims) + 32)
+    rules.append(Rule(
+        "the TM x TN accumulators, two sets of fragments" + (" and the staged tiles" if "PREFETCH" in dims else "") +
+        f" must fit in the registers each thread can have with this many threads ({REGISTER_FILE}), or they spill "
+        "to local memory",
+        lambda p: need(p) <= register_budget(threads(p))))
     return KernelSpec(
         name=name, source=source, function=function, title=title, choices=choices, defaults=defaults,
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem,
@@ -291,12 +304,19 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
 
 
 REGISTERS_PER_SM = 65536  # 32-bit registers per SM from Kepler to Hopper
+SCHEDULERS_PER_SM = 4  # each warp scheduler has its own quarter of the register file for the warps it holds
 MAX_REGISTERS_PER_THREAD = 255
+REGISTER_FILE = (f"{REGISTERS_PER_SM} per SM, a quarter for the warps of each of its {SCHEDULERS_PER_SM} schedulers, "
+                 f"at most {MAX_REGISTERS_PER_THREAD} per thread")
 
 
 def register_budget(threads: int) -> int:
-    """Registers each thread can have when one block of `threads` fills an SM (allocated in units of 8)."""
-    return min(MAX_REGISTERS_PER_THREAD, REGISTERS_PER_SM // threads // 8 * 8)
+    """Registers each thread can have when one block of `threads` fills an SM (allocated in units of 8).
+
+    A block's warps are dealt out to the four schedulers, so the fullest quarter of the register file holds
+    ceil(warps / 4) of them: 22 warps leave each thread 80 registers, not the 88 that 65536 / 704 suggests."""
+    warps_per_scheduler = math.ceil(math.ceil(threads / 32) / SCHEDULERS_PER_SM)
+    return min(MAX_REGISTERS_PER_THREAD, REGISTERS_PER_SM // SCHEDULERS_PER_SM // warps_per_scheduler // 32 // 8 * 8)
 
 
 def _warp_tiling() -> KernelSpec:
@@ -305,8 +325,12 @@ def _warp_tiling() -> KernelSpec:
     smem = lambda p: 4 * 2 * p["BK"] * (p["BM"] + 4 + p["BN"])  # noqa: E731 - two buffers, A padded by 4
     lanes = lambda p: (p["WM"] // p["TM"], p["WN"] // p["TN"])  # noqa: E731
     staged = lambda p: 4 * -(-(p["BM"] + p["BN"]) * p["BK"] // (4 * threads(p)))  # noqa: E731 - the next tiles' float4s
-    # accumulators, two sets of fragments, the staged tiles and about 20 for addresses: below this, ptxas spills
-    need = lambda p: p["TM"] * p["TN"] + 2 * (p["TM"] + p["TN"]) + staged(p) + 20  # noqa: E731
+    # accumulators, one and a half sets of fragments (the next k's arrive while the FFMAs use the current ones), the
+    # staged tiles and about 28 for addresses; 8 x 16 thread tiles 16 more: below this, ptxas spills (calibrated on
+    # ptxas, NVRTC 13, over the offered grid and instances beyond it, where 64-thread blocks of 8 x 16 tiles with
+    # BK = 16 spill while their 16 x 8 twins fit)
+    need = lambda p: (p["TM"] * p["TN"] + 3 * (p["TM"] + p["TN"]) // 2 + staged(p) + 28  # noqa: E731
+                      + 16 * (p["TN"] > p["TM"] >= 8))
     rules = (
         _positive("BM", "BN", "BK", "WM", "WN", "TM", "TN"),
         _multiple_of_4("BK", "TM", "TN"),
@@ -317,10 +341,12 @@ def _warp_tiling() -> KernelSpec:
              lambda p: p["WM"] % p["TM"] == 0 and p["WN"] % p["TN"] == 0 and lanes(p) in ((8, 4), (4, 8))),
         _divides("WM", "BM", "the warps tile the block's rows"),
         _divides("WN", "BN", "the warps tile the block's columns"),
+        Rule("the block must have 1, 2 or a multiple of 4 warps: each of the SM's four warp schedulers has a quarter "
+             "of the register file, and with uneven shares the fullest one sets every thread's register budget (the "
+             "register estimate below is calibrated on even shares)",
+             lambda p: threads(p) // 32 in (1, 2) or threads(p) // 32 % 4 == 0),
         Rule("the TM x TN accumulators, two sets of fragments and the staged tiles must fit in the registers "
-             "each thread can "
-             f"have with this many threads ({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} "
-             "per thread), or they spill to local memory",
+             f"each thread can have with this many threads ({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
         *_common_rules(threads, smem),
     )
@@ -357,12 +383,14 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
              "alternate in registers)", lambda p: p["BK"] % 16 == 0),
         _divides("WM", "BM", "the warps tile the block's rows"),
         _divides("WN", "BN", "the warps tile the block's columns"),
+        Rule("the threads must split evenly over the float4 columns of the A tile (BK / 4) and of the B tile (BN / 4): "
+             "each thread copies the same column of every row it takes (TileStream in kernels/cp_async.cuh)",
+             lambda p: threads(p) % (p["BK"] // 4) == 0 and threads(p) % (p["BN"] // 4) == 0),
         Rule("STAGES must be at least 2 (buffers in the cp.async pipeline: one is read while the next arrives)",
              lambda p: p["STAGES"] >= 2),
         Rule("the accumulators" + (", the per-step sums" if split else "") + " and the fragments of a warp tile must "
              "fit in the registers each thread can have with this many threads "
-             f"({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} per thread), or they spill to local "
-             "memory",
+             f"({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
         *_common_rules(threads, smem, dynamic=True),
     )
@@ -393,8 +421,8 @@ def _mma_tma() -> KernelSpec:
         Rule("CLUSTER must be 1 or 2 and divide the BN / 32 boxes of B (the blocks of a cluster share them out)",
              lambda p: p["CLUSTER"] in (1, 2) and p["BN"] // 32 % p["CLUSTER"] == 0),
         Rule("the accumulators and the fragments of a warp tile must fit in the registers each thread can have "
-             f"with this many threads ({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} per thread), "
-             "or they spill to local memory", lambda p: need(p) <= register_budget(threads(p))),
+             f"with this many threads ({REGISTER_FILE}), or they spill to local memory",
+             lambda p: need(p) <= register_budget(threads(p))),
         *_common_rules(threads, smem, dynamic=True),
     )
     return KernelSpec(
@@ -431,8 +459,8 @@ def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str
              "wgmmas still read)", lambda p: p["STAGES"] >= 3),
         Rule("the accumulators" + (", the per-step sums" if split else "") + " and the B fragments must fit in the "
              "registers each thread can have with this many threads "
-             f"({REGISTERS_PER_SM} per SM, at most {MAX_REGISTERS_PER_THREAD} per thread), or ptxas spills them "
-             "and serializes the wgmmas", lambda p: need(p) <= register_budget(threads(p))),
+             f"({REGISTER_FILE}), or ptxas spills them and serializes the wgmmas",
+             lambda p: need(p) <= register_budget(threads(p))),
         *_common_rules(threads, smem, dynamic=True),
     )
     return KernelSpec(

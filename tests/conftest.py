@@ -1,5 +1,7 @@
 """GPU tests are marked `gpu` and skip cleanly on a machine without one, or on a GPU that cannot run the kernel
 they test (a `kernel` parameter whose catalog entry needs a newer compute capability, or exactly Hopper's)."""
+import os
+
 import pytest
 
 from gemm_lab import catalog, device
@@ -27,3 +29,9 @@ def replay(monkeypatch):
     device.live.cache_clear()
     yield
     device.live.cache_clear()
+
+
+def pytest_xdist_auto_num_workers(config):
+    """Workers for `-n auto` (pyproject's addopts): one per core, at most four, so that GPU tests on a large host
+    do not crowd one GPU."""
+    return min(os.cpu_count() or 1, 4)

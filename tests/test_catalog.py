@@ -15,6 +15,10 @@ def test_defaults_are_legal_and_in_template_order():
     ("smem_tiled", {"BM": 32, "BN": 32, "BK": 256}, "shared memory"),
     ("smem_tiled", {"BM": 0}, "positive"),
     ("naive", {"BLOCK": 33}, "threads per block"),
+    ("thread_tile_2d", {"TM": 16, "TN": 16}, "TM x TN accumulators, two sets of fragments must fit"),  # 255 + spills
+    ("prefetch", {"BM": 32, "BN": 64, "BK": 32, "TM": 8, "TN": 8}, "and the staged tiles must fit"),  # spills 232 B
+    ("warp_tiling", {"BM": 128, "BN": 176, "BK": 4, "WM": 64, "WN": 16, "TM": 8, "TN": 4}, "multiple of 4 warps"),
+    ("warp_tiling", {"BM": 64, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "TM": 8, "TN": 16}, "staged tiles must fit"),
 ])
 def test_broken_rules_are_named(kernel, params, rule):
     with pytest.raises(ValueError, match=rule):
@@ -72,6 +76,8 @@ def test_kernels_refuse_gpus_too_old_for_their_instructions():
     ("wgmma_tf32", {"BM": 256, "BN": 128, "STAGES": 5}, "dynamic shared memory must fit in 232448 bytes"),
     ("mma_tf32", {"WM": 24}, "WM must be a multiple of 16 and WN of 8"),
     ("mma_tf32", {"BK": 24}, "BK must be a multiple of 16"),
+    ("mma_tf32", {"BK": 48}, r"split evenly over the float4 columns of the A tile \(BK / 4\)"),  # cp_async.cuh's assert
+    ("mma_tf32", {"BM": 64, "BN": 448, "WM": 64, "WN": 32}, "registers each thread can have"),  # 14 warps: 128 each
     ("mma_tf32", {"WN": 48}, "WN must divide BN"),
     ("mma_3xtf32", {"STAGES": 1}, "STAGES must be at least 2"),
     ("mma_3xtf32", {"WM": 64, "WN": 64}, "the accumulators, the per-step sums and the fragments"),

@@ -1,16 +1,32 @@
 """Every catalogued kernel compiles without a GPU (sm_90, or sm_90a for wgmma), with no register spills and no
-ptxas "Potential Performance Loss" (wgmmas serialized: right results, much slower)."""
-import os
+ptxas "Potential Performance Loss" (wgmmas serialized: right results, much slower).
 
+The default run compiles the instances that reach the edges of each kernel's rules and a few that `validate` accepts
+beyond the offered values (tests/instances.py); `python -m pytest -m exhaustive` compiles the rest: every instance
+of the recorded FFMA sweeps, every offered tensor-core instance (the register rules are estimates, calibrated on
+ptxas over these grids) and many more beyond the offered values.
+"""
 import pytest
 
-from gemm_lab import autotune, catalog, compile, plan
+from gemm_lab import catalog, compile, plan
 
-CASES = [
-    pytest.param(name, p, id=f"{name}-{'-'.join(map(str, p.values()))}")
-    for name in catalog.KERNELS if name not in plan.TENSOR_CORES
-    for p in catalog.legal_grid(name, plan.SWEEPS.get(name))
-]
+from instances import beyond, edges
+
+EDGES = {name: edges(name) for name in catalog.KERNELS}
+BEYOND_FAST, BEYOND_EXHAUSTIVE = 3, 25  # instances beyond the offered values per kernel, in each run
+BEYOND = {name: beyond(name, BEYOND_FAST + BEYOND_EXHAUSTIVE) for name in catalog.KERNELS}
+
+
+def _grid(name: str) -> list[dict[str, int]]:
+    """What the exhaustive run compiles besides the edges: the swept FFMA grid or the whole offered tensor-core
+    grid."""
+    grid = catalog.legal_grid(name) if name in plan.TENSOR_CORES else catalog.legal_grid(name, plan.SWEEPS.get(name))
+    return [p for p in grid if p not in EDGES[name]]
+
+
+def _cases(instances: dict[str, list[dict[str, int]]], *marks: pytest.MarkDecorator) -> list:
+    return [pytest.param(name, p, id=f"{name}-{'-'.join(map(str, p.values()))}", marks=marks)
+            for name, grid in instances.items() for p in grid]
 
 
 def assert_clean(spec: catalog.KernelSpec, params: dict[str, int], r: compile.PtxasReport) -> None:
@@ -20,19 +36,19 @@ def assert_clean(spec: catalog.KernelSpec, params: dict[str, int], r: compile.Pt
     assert r.smem_bytes == (0 if spec.dynamic_smem else spec.smem_bytes(params)), r  # ptxas sees static arrays only
 
 
-@pytest.mark.parametrize("kernel,params", CASES)
+@pytest.mark.parametrize("kernel,params", [
+    *_cases(EDGES), *_cases({name: _grid(name) for name in catalog.KERNELS}, pytest.mark.exhaustive)])
 def test_compiles_without_spills(kernel, params):
     assert_clean(catalog.get(kernel), params, compile.ptxas_report(kernel, params))
 
 
-@pytest.mark.parametrize("kernel", plan.TENSOR_CORES)
-def test_every_offered_tensor_core_instance_compiles_clean(kernel):
-    """The whole offered grid, not only the swept one: the register rules are estimates, calibrated on ptxas (259
-    instances of the four kernels, about 70 s in two processes)."""
-    spec, grid = catalog.get(kernel), catalog.legal_grid(kernel)
-    reports = autotune._map(autotune._ptxas, [(kernel, p) for p in grid], os.cpu_count())
-    for p, r in zip(grid, reports):
-        assert_clean(spec, p, r)
+@pytest.mark.parametrize("kernel,params", [
+    *_cases({name: found[:BEYOND_FAST] for name, found in BEYOND.items()}),
+    *_cases({name: found[BEYOND_FAST:] for name, found in BEYOND.items()}, pytest.mark.exhaustive)])
+def test_what_validate_accepts_beyond_the_offered_values_compiles_clean(kernel, params):
+    """The rules know what the compiler enforces (static_asserts, register budgets): an instance they accept compiles,
+    clean. Where one does not, the catalog's rule is wrong, not this test."""
+    assert_clean(catalog.get(kernel), params, compile.ptxas_report(kernel, params))
 
 
 @pytest.mark.parametrize("kernel", list(catalog.KERNELS))
