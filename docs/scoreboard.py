@@ -1,4 +1,7 @@
-"""Redraw the README's chart (docs/scoreboard.svg) from the records: python docs/scoreboard.py"""
+"""Redraw the README's chart (docs/scoreboard.svg) from the records: python docs/scoreboard.py
+
+The same chart opens the book (book/intro.md): every kernel against cuBLAS in its own math, chapter by chapter.
+"""
 from pathlib import Path
 
 import matplotlib
@@ -7,6 +10,7 @@ matplotlib.use("Agg")
 import gemm_lab as gl  # noqa: E402
 from gemm_lab import plan, plots  # noqa: E402
 
-board = gl.bench_all([(k, None, s) for k in plan.HEADLINE for s in plan.SIZES], progress=False)
-fig = plots.vs_size(board, title="Every kernel of the book vs cuBLAS SGEMM")
+size = plan.SIZES[-1]
+board = gl.bench_all([(k, None, size) for k in (*plan.HEADLINE, *plan.TENSOR_CORES)], progress=False)
+fig = plots.scoreboard(board)
 fig.savefig(Path(__file__).with_suffix(".svg"), metadata={"Date": None})

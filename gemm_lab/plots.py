@@ -5,11 +5,11 @@ from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Patch, Rectangle
 
 from . import banks, catalog, model, run
 from .records import CUBLAS, CUBLAS_KERNELS, Measurement
-from .tables import params_text, provenance
+from .tables import baseline_name, params_text, provenance
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -73,6 +73,42 @@ def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size") ->
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return stamp(fig, provenance(ms))
+
+
+def scoreboard(ms: Sequence[Measurement], title: str = "") -> Figure:
+    """The book's map: each kernel's share of cuBLAS at one shape, in chapter order, with its TFLOP/s.
+
+    Each bar is against cuBLAS timed in the same run in the math the kernel promises (timing.BASELINE), so the
+    TF32 kernels (hatched) race cuBLAS on TF32 tensor cores and the FP32 and 3xTF32 ones race SGEMM.
+    """
+    order = list(catalog.KERNELS)
+    ms = sorted(ms, key=lambda x: order.index(x.kernel))
+    fig, ax = plt.subplots(figsize=(7, 0.32 * len(ms) + 1.6))
+    y = list(range(len(ms)))
+    bars_ = ax.barh(y, [x.pct_cublas for x in ms], color=[color(x.kernel) for x in ms], height=0.7)
+    for bar, x in zip(bars_, ms):
+        bar.set_hatch("////" if baseline_name(x.precision) == "cuBLAS TF32" else "")
+        bar.set_edgecolor("white")
+        ax.text(1.02, bar.get_y() + bar.get_height() / 2, f"{x.gflops / 1e3:,.1f} TFLOP/s, {x.pct_cublas:.0f}% of "
+                f"{baseline_name(x.precision)}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+    chapters = [int(catalog.get(x.kernel).chapter[2:4]) for x in ms]
+    for i in range(1, len(ms)):
+        if chapters[i] != chapters[i - 1]:
+            ax.axhline(i - 0.5, color="lightgray", linewidth=0.8)
+    ax.set_yticks(y, [f"ch{c}  {x.kernel}" for c, x in zip(chapters, ms)], fontsize=8.5)
+    ax.set_ylim(len(ms) - 0.5, -0.5)
+    ax.axvline(100, **CUBLAS_STYLE)
+    ax.set_xlim(0, max(110, max(x.pct_cublas for x in ms) * 1.05))
+    ax.set_xlabel("% of cuBLAS timed in the same run, in the kernel's math (higher is better)", fontsize=8)
+    fig.legend(handles=[Patch(facecolor="gray", label="FFMA and 3xTF32 kernels vs cuBLAS SGEMM (FP32)"),
+                        Patch(facecolor="gray", hatch="////", edgecolor="white", label="TF32 kernels vs cuBLAS TF32"),
+                        plt.Line2D([], [], **CUBLAS_STYLE, label="cuBLAS = 100%")],
+               loc="lower center", bbox_to_anchor=(0.5, 0.03), ncol=3, fontsize=7.5, handlelength=2.5, handleheight=1.3,
+               frameon=False)
+    shapes = sorted({f"M = N = K = {x.m}" if x.m == x.n == x.k else f"{x.m}x{x.n}x{x.k}" for x in ms})
+    ax.set_title(title or f"Every kernel of the book vs cuBLAS, chapter by chapter ({', '.join(shapes)})", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return stamp(fig, provenance(ms))
 
 

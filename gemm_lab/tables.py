@@ -1,6 +1,7 @@
 """Measurements as tables: plain text for the terminal, HTML (with its provenance) for the book."""
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 from dataclasses import dataclass
@@ -11,26 +12,80 @@ from .records import Measurement
 
 @dataclass(frozen=True)
 class Table:
+    """Rows of text cells. In HTML it fits the page: compact type, numbers right-aligned, a value kept on one line
+    with its unit, longer cells wrapped where the page is too narrow; `fold` starts a long table folded."""
+
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     caption: str = ""
-    wrap: tuple[int, ...] = ()  # columns of prose that may wrap in HTML; numbers never do
+    wrap: tuple[int, ...] = ()  # columns of prose: given room to wrap into lines rather than single words
+    fold: str = ""  # a summary line; the table then opens folded under it
 
     def __str__(self) -> str:
         cells = [self.columns, *self.rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
         lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
         lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines + ([self.caption] if self.caption else []))
+        return "\n".join(([self.fold] if self.fold else []) + lines + ([self.caption] if self.caption else []))
+
+    def folded(self, summary: str) -> Table:
+        """The same table, opening folded under `summary` (for tables too long to read in passing)."""
+        return dataclasses.replace(self, fold=summary)
+
+    def split(self, at: int) -> Tables:
+        """Columns `at` and after as a second table under the first, both keyed by the first column: a table too
+        wide for the page, read in two parts. The caption goes under the second."""
+        def part(columns: list[int], caption: str) -> Table:
+            return Table(tuple(self.columns[i] for i in columns), tuple(tuple(r[i] for i in columns) for r in self.rows),
+                         caption, tuple(columns.index(i) for i in self.wrap if i in columns))
+
+        return Tables((part(list(range(at)), ""), part([0, *range(at, len(self.columns))], self.caption)))
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        style = ["min-width:12em" if i in self.wrap else "white-space:nowrap" for i in range(len(self.columns))]
-        body = "".join("<tr>" + "".join(f"<td style='{st}'>{html.escape(c)}</td>" for c, st in zip(r, style)) + "</tr>"
-                       for r in self.rows)
-        cap = f"<caption style='caption-side:bottom'>{html.escape(self.caption)}</caption>" if self.caption else ""
-        table = f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        return f"<div style='overflow-x:auto'>{table}</div>"  # wide tables scroll instead of being cut off
+        pad = "padding:0.2em 0.4em"
+        align = ["right" if all(_numeric(r[i]) for r in self.rows) else "left" for i in range(len(self.columns))]
+        head = "".join(f"<th style='{pad};text-align:{a};vertical-align:bottom'>{html.escape(c)}</th>"
+                       for c, a in zip(self.columns, align))
+
+        def td(text: str, i: int) -> str:
+            # a value and its unit or bracket ("48,657 (94%)", "0.82 ms") stay on one line; anything longer may wrap
+            width = "min-width:9em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
+            return f"<td style='{pad};text-align:{align[i]};{width}'>{html.escape(text)}</td>"
+
+        body = "".join("<tr>" + "".join(td(c, i) for i, c in enumerate(r)) + "</tr>" for r in self.rows)
+        cap = (f"<caption style='caption-side:bottom;text-align:left;font-size:0.92em'>{html.escape(self.caption)}"
+               "</caption>" if self.caption else "")
+        table = (f"<table style='font-size:0.85em;line-height:1.35;margin:0'>{cap}<thead><tr>{head}</tr></thead>"
+                 f"<tbody>{body}</tbody></table>")
+        shown = f"<div style='overflow-x:auto'>{table}</div>"  # a table wider than the page scrolls, never cut
+        if self.fold:
+            return f"<details><summary style='cursor:pointer'>{html.escape(self.fold)}</summary>{shown}</details>"
+        return shown
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Tables shown one under the other, as one output."""
+
+    parts: tuple[Table, ...]
+
+    def __str__(self) -> str:
+        return "\n\n".join(map(str, self.parts))
+
+    def _repr_html_(self) -> str:
+        return "<div style='height:0.8em'></div>".join(t._repr_html_() for t in self.parts)
+
+
+def _numeric(cell: str) -> bool:
+    """A number first, perhaps with a unit or a bracketed share ('48,657 (94%)', '4.1e-06', '3.6x', '4096³'), or
+    '-' or nothing for none: such columns align right."""
+    if cell in ("", "-"):
+        return True
+    try:
+        float(cell.split(" ")[0].rstrip("%x³,").replace(",", ""))
+    except ValueError:
+        return False
+    return True
 
 
 def params_text(params: dict[str, int]) -> str:
@@ -53,15 +108,45 @@ def provenance(measurements: Iterable[Measurement]) -> str:
     return f"measured live on {', '.join(gpus)}"
 
 
+def shape_text(m: int, n: int, k: int) -> str:
+    """'4096³' for a cube, else '2999×4001×3001': short enough for a table column."""
+    return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+
+
+def baseline_name(precision: str) -> str:
+    """The cuBLAS a kernel of this precision is timed beside (timing.BASELINE): TF32 races TF32, the rest SGEMM."""
+    from .timing import BASELINE
+
+    return "cuBLAS TF32" if BASELINE[precision] == "tf32" else "cuBLAS SGEMM"
+
+
+def _baselines(ms: Sequence[Measurement]) -> str:
+    names = {baseline_name(x.precision) for x in ms}
+    if len(names) == 1:
+        return names.pop()
+    return "cuBLAS in each kernel's math (SGEMM for FP32 and 3xTF32 kernels, TF32 tensor cores for TF32 ones)"
+
+
 def measurements_table(ms: Sequence[Measurement]) -> Table:
-    """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak."""
-    rows = tuple(
-        (x.kernel, params_text(x.params), f"{x.m}x{x.n}x{x.k}", f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}",
-         f"{x.pct_cublas:.1f}%", f"{x.pct_peak:.1f}%", f"{x.max_rel_err:.1e}")
-        for x in ms
-    )
-    return Table(("kernel", "params", "M x N x K", "GFLOP/s", "cuBLAS GFLOP/s", "% cuBLAS", "% FP32 peak",
-                  "max rel err"), rows, provenance(ms))
+    """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak. What every row shares
+    (the shape; the kernel and its parameters, when there are several rows) goes to the caption, leaving the
+    columns to what differs."""
+    instances = {(x.kernel, params_text(x.params)) for x in ms}
+    shapes = {shape_text(x.m, x.n, x.k) for x in ms}
+    show_instance, show_shape = len(instances) != 1 or len(ms) == 1, len(shapes) != 1
+
+    def row(x: Measurement) -> tuple[str, ...]:
+        return (*((x.kernel, params_text(x.params)) if show_instance else ()),
+                *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
+                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%", f"{x.pct_peak:.1f}%",
+                f"{x.max_rel_err:.1e}")
+
+    shared = ([] if show_instance else ["{} ({})".format(*instances.pop())]) + \
+        ([] if show_shape else [f"M×N×K = {shapes.pop()}"])
+    return Table((*(("kernel", "parameters") if show_instance else ()), *(("M×N×K",) if show_shape else ()),
+                  "GFLOP/s", "cuBLAS", "% cuBLAS", "% FP32 peak", "error"), tuple(map(row, ms)),
+                 "".join(f"{s}; " for s in shared) + f"cuBLAS: GFLOP/s of {_baselines(ms)}, timed in the same run; "
+                 f"error: max relative error against float64; {provenance(ms)}", wrap=(1,) if show_instance else ())
 
 
 def by_size(ms: Sequence[Measurement]) -> Table:
@@ -69,9 +154,76 @@ def by_size(ms: Sequence[Measurement]) -> Table:
     sizes = sorted({x.m for x in ms})
     kernels = list(dict.fromkeys(x.kernel for x in ms))
     cell = {(x.kernel, x.m): f"{x.gflops:,.0f} ({x.pct_cublas:.0f}%)" for x in ms}
-    return Table(("kernel", *(f"M = N = K = {s}" for s in sizes)),
+    return Table(("kernel", *(f"{s}³" for s in sizes)),
                  tuple((k, *(cell.get((k, s), "-") for s in sizes)) for k in kernels),
-                 "GFLOP/s (% of cuBLAS SGEMM timed in the same run); " + provenance(ms))
+                 f"GFLOP/s at M = N = K and, in brackets, % of {_baselines(ms)} timed in the same run; "
+                 + provenance(ms))
+
+
+MEASURING_CHAPTER = "ch00_measuring"  # the chapter with no kernel of its own: it times cuBLAS and the ceilings
+
+
+@dataclass(frozen=True)
+class Markdown:
+    """MyST Markdown: the book renders it (roles and all), terminals print it as it is."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+
+def chapter_map(ms: Sequence[Measurement], cublas: Measurement) -> Markdown:
+    """The book in one line per chapter: its title (a link) and what each kernel it adds reached in `ms`, against
+    cuBLAS timed in the same run in the kernel's own math; chapter 0 measures cuBLAS itself (`cublas`).
+
+    The lines use MyST's {doc} role, so the code cell showing them needs `markdown_format: myst` (myst-nb).
+    """
+    from . import catalog
+
+    shapes = {(x.m, x.n, x.k) for x in (*ms, cublas)}
+    if len(shapes) != 1:
+        raise ValueError(f"chapter_map compares one shape, got {sorted(shapes)}")
+    m, n, k = shapes.pop()
+    found = {x.kernel: x for x in ms}
+    chapters: dict[str, list[Measurement]] = {}
+    for name, spec in catalog.KERNELS.items():
+        if name in found:
+            chapters.setdefault(spec.chapter, []).append(found[name])
+    lines = [f"* **{{doc}}`{MEASURING_CHAPTER}`**: cuBLAS SGEMM, {cublas.gflops / 1e3:,.1f} TFLOP/s, "
+             f"{cublas.pct_peak:.0f}% of the FP32 peak."]
+    for chapter, xs in chapters.items():
+        items = [f"`{x.kernel}` {x.gflops / 1e3:,.1f} TFLOP/s ({x.pct_cublas:.0f}%"
+                 + (" of cuBLAS TF32)" if baseline_name(x.precision) == "cuBLAS TF32" else ")") for x in xs]
+        lines.append(f"* **{{doc}}`{chapter}`**: " + ", ".join(items) + ".")
+    where = f"M = N = K = {m}" if m == n == k else f"M×N×K = {m}×{n}×{k}"
+    return Markdown("\n".join(lines) + f"\n\nAll at {where}; in brackets, % of cuBLAS SGEMM (of cuBLAS TF32 where "
+                    f"marked) timed in the same run; {provenance([*ms, cublas])}.")
+
+
+def kernels_table() -> Table:
+    """Every kernel of the catalog: the chapter that introduces it, what it changes and its source file."""
+    from . import catalog
+
+    return Table(("kernel", "chapter", "what it changes", "source"),
+                 tuple((s.name, str(int(s.chapter[2:4])), s.notes, s.source.removeprefix("kernels/"))
+                       for s in catalog.KERNELS.values()),
+                 "source: the file in kernels/", wrap=(2,))
+
+
+def gpus_table(gpus: Sequence[str]) -> Table:
+    """What each recorded GPU is: SMs, clock, peak, measured DRAM bandwidth and L2, from its device record."""
+    from . import records
+
+    rows = []
+    for c in (records.read_kind("device", g)[0] for g in gpus):
+        rows.append((c["gpu"], str(c["sms"]), f"{c['clock_mhz']:.0f}", f"{c['peak_gflops'] / 1e3:.1f}",
+                     f"{c['dram_gbs']:,.0f}", f"{c['l2_bytes'] / 2**20:.0f}", c["recorded_at"][:10]))
+    return Table(("GPU", "SMs", "boost clock (MHz)", "FP32 peak (TFLOP/s)", "DRAM copy (GB/s)", "L2 (MiB)", "recorded"),
+                 tuple(rows), "DRAM copy: bandwidth measured by a device-to-device copy", wrap=(0,))
 
 
 @dataclass(frozen=True)

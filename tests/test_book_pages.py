@@ -170,3 +170,58 @@ def test_kernel_source_shows_the_files_line_numbers(md, target, options):
     assert text.splitlines() == path.read_text().splitlines()[start:start + n]
     if "emphasize-lines" in options:
         assert max(parselinenos(options["emphasize-lines"], n)) < n, "emphasize-lines past the shown code"
+
+
+def test_intro_opens_with_the_map():
+    """The first cell after the set-up draws the scoreboard chart of every kernel; the next lists the chapters,
+    rendered as MyST so that their {doc} links resolve."""
+    setup, chart, chapters, *_ = code_cells(jupytext.read(ROOT / "book" / "intro.md"))
+    assert "plots.scoreboard(" in chart.source and "plan.HEADLINE" in chart.source and "plan.TENSOR_CORES" in chart.source
+    assert "chapter_map(" in chapters.source
+    assert chapters.metadata.get("mystnb", {}).get("markdown_format") == "myst"
+
+
+def test_chapter_map_has_a_line_per_chapter_with_numbers_from_the_records(replay):
+    import gemm_lab as gl
+    from gemm_lab import catalog, plan, tables
+
+    board = gl.bench_all([(k, None, 8192) for k in (*plan.HEADLINE, *plan.TENSOR_CORES)], progress=False)
+    lines = str(tables.chapter_map(board, gl.cublas(8192))).splitlines()
+    chapters = list(dict.fromkeys(catalog.get(x.kernel).chapter for x in board))
+    assert [re.match(r"\* \*\*\{doc\}`(\w+)`", line)[1] for line in lines if line.startswith("*")] == \
+        [tables.MEASURING_CHAPTER, *chapters]
+    text = "\n".join(lines)
+    for x in board:
+        pct = f"({x.pct_cublas:.0f}%" + (" of cuBLAS TF32)" if x.precision == "tf32" else ")")
+        assert f"`{x.kernel}` {x.gflops / 1e3:,.1f} TFLOP/s {pct}" in text
+    assert "recorded on NVIDIA H100" in text
+    with pytest.raises(ValueError, match="one shape"):
+        tables.chapter_map(board, gl.cublas(4096))
+
+
+def test_tables_fit_the_page():
+    """What keeps a table inside the content column: numbers with their unit never wrap, longer cells may;
+    a table too wide splits into two keyed by its first column, a long one folds."""
+    from gemm_lab.tables import Table
+
+    t = Table(("tile", "GFLOP/s", "note", "registers"),
+              (("BM=128, BN=128, BK=8", "48,657 (94%)", "a long remark that may wrap", "96 / 128"),), "caption")
+    cells = re.findall(r"<td style='([^']*)'>([^<]*)</td>", t._repr_html_())
+    assert [("nowrap" in style) for style, _ in cells] == [False, True, False, False]
+    assert "text-align:right" in cells[1][0] and "text-align:left" in cells[0][0]
+    top, bottom = t.split(2).parts
+    assert top.columns == ("tile", "GFLOP/s") and bottom.columns == ("tile", "note", "registers")
+    assert bottom.caption == "caption" and not top.caption and bottom.rows[0][0] == top.rows[0][0]
+    assert t.folded("open me")._repr_html_().startswith("<details><summary")
+
+
+def test_measurements_table_moves_what_every_row_shares_to_the_caption(replay):
+    import gemm_lab as gl
+    from gemm_lab import plan
+
+    one_kernel = gl.measurements_table(gl.bench_all(("mma_tf32", None, s) for s in plan.SIZES))
+    assert one_kernel.columns[0] == "M×N×K" and "mma_tf32 (BM=" in one_kernel.caption
+    assert "cuBLAS TF32" in one_kernel.caption and "recorded on" in one_kernel.caption
+    one_shape = gl.measurements_table(gl.bench_all((k, None, plan.ODD_SHAPE) for k in ("naive", "vectorized")))
+    assert one_shape.columns[:2] == ("kernel", "parameters") and "M×N×K" not in one_shape.columns
+    assert "M×N×K = {}×{}×{}".format(*plan.ODD_SHAPE) in one_shape.caption
