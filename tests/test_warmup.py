@@ -1,5 +1,6 @@
 """The explorers' background compilation: nearest the sliders first, every instance once, failures kept."""
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -39,12 +40,20 @@ def test_the_grid_compiles_once_nearest_the_sliders_first(compiled):
     assert w.is_ready(compiled[0]) and not w.is_ready({"BM": 16, "BN": 16, "BK": 8})
 
 
-def test_an_instance_the_explorer_compiled_is_not_compiled_again(compiled):
+def test_an_instance_the_explorer_compiled_is_not_compiled_again(monkeypatch):
+    go, order = threading.Event(), []
+
+    def fake(kernel, key, arch):  # the first compile waits until the explorer has compiled grid[3] itself
+        go.wait(timeout=30)
+        order.append(dict(key))
+
+    monkeypatch.setattr(warmup, "_compile", fake)
     grid = [{"BM": 32, "BN": 32, "BK": bk} for bk in (4, 8, 16, 32)]
     w = warmup.Warmup("smem_tiled", grid, grid[0], "sm_90", workers=1, executor=ThreadPoolExecutor)
-    w.compiled_here(grid[3])
+    w.compiled_here(grid[3])  # one job in flight at a time: grid[3], three notches away, is not submitted yet
+    go.set()
     assert w.wait(timeout=60)
-    assert grid[3] not in compiled[1:] and all(w.is_ready(p) for p in grid)
+    assert grid[3] not in order and len(order) == 3 and all(w.is_ready(p) for p in grid)
 
 
 def test_the_latency_benchmark_covers_every_tile_explorer_of_the_book():
