@@ -13,7 +13,7 @@ from gemm_lab import catalog, compile, plan
 from instances import beyond, edges
 
 EDGES = {name: edges(name) for name in catalog.KERNELS}
-BEYOND_FAST, BEYOND_EXHAUSTIVE = 2, 16  # instances beyond the offered values per kernel, in each run
+BEYOND_FAST, BEYOND_EXHAUSTIVE = 2, 10  # instances beyond the offered values per kernel, in each run
 BEYOND = {name: beyond(name, BEYOND_FAST + BEYOND_EXHAUSTIVE) for name in catalog.KERNELS}
 
 
