@@ -21,7 +21,6 @@ from typing import Any, Iterable, Iterator
 
 from . import catalog, device, folders
 from .catalog import ROOT
-from .folders import RECORDS_DIR  # noqa: F401 - records.RECORDS_DIR: tables.recorded_gpus reads it
 
 FORMAT = 1
 REQUIRED = ("kernel", "source", "source_sha256", "params", "m", "n", "k", "precision",

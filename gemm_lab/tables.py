@@ -275,10 +275,10 @@ def replay_reason() -> str:
 
 def recorded_gpus() -> list[str]:
     """Names of the GPUs with recorded results under records/ (from each folder's device.json)."""
-    from . import records
+    from . import folders, records
 
     names = []
-    for folder in sorted(p for p in records.RECORDS_DIR.iterdir() if p.is_dir()):
+    for folder in sorted(p for p in folders.RECORDS_DIR.iterdir() if p.is_dir()):
         device_file = folder / "device.json"
         if device_file.exists():
             names += [row["gpu"] for row in records.read_rows(device_file)]
