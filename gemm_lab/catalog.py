@@ -101,6 +101,9 @@ class KernelSpec(SourceFile):
     arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for, else the GPU's own
     tma: bool = False  # reads A and B through TMA tensor maps (`tma.py`), passed after C; rows of 16-byte multiples
     cluster: Callable[[Params], int] = lambda p: 1  # blocks per cluster, stacked along M (the grid's y)
+    # split-K slices (the grid's z): each adds its share of A @ B into C with atomics, so a launch first scales C by
+    # beta (`run.launcher`)
+    split_k: Callable[[Params], int] = lambda p: 1
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -136,7 +139,8 @@ class KernelSpec(SourceFile):
     def grid(self, params: Params, m: int, n: int) -> tuple[int, int, int]:
         p = self.full_params(params)
         (bm, bn), per = self.tile(p), self.cluster(p)
-        return (math.ceil(n / bn), math.ceil(m / bm / per) * per, 1)  # whole clusters: spare blocks store nothing
+        # whole clusters: spare blocks store nothing
+        return (math.ceil(n / bn), math.ceil(m / bm / per) * per, self.split_k(p))
 
     def describe(self, params: Params | None = None) -> str:
         p = self.full_params(params)
@@ -362,6 +366,68 @@ def _warp_tiling() -> KernelSpec:
     )
 
 
+def _pipelined_warp_tiling() -> KernelSpec:
+    """Warp tiling fed by cp.async stages (10b_pipelined_warp_tiling.cu): A transposed by 4-byte copies or read along
+    k; split-K optional."""
+    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
+    a_floats = lambda p: p["BM"] * (p["BK"] + 4) if p["ALONG_K"] else p["BK"] * (p["BM"] + 4)  # noqa: E731 - padded
+    smem = lambda p: 4 * p["STAGES"] * (a_floats(p) + p["BK"] * p["BN"])  # noqa: E731
+    lanes = lambda p: (p["WM"] // p["TM"], p["WN"] // p["TN"])  # noqa: E731
+    # accumulators, the fragments of A (two sets of TM values, or TM float4s read along k), two sets of TN values of
+    # B, and about 36 (28 along k) for addresses, the copy streams and indices: calibrated on ptxas (NVRTC 13, sm_90)
+    # over the offered grid and beyond it: 512-thread blocks of 8 x 8 or 16 x 4 thread tiles spill at 128 registers,
+    # 1024-thread blocks of 4 x 4 read along k at 64
+    need = lambda p: (p["TM"] * p["TN"] + (4 if p["ALONG_K"] else 2) * p["TM"] + 2 * p["TN"]  # noqa: E731
+                      + (28 if p["ALONG_K"] else 36))
+    rules = (
+        _positive("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES", "SPLIT"),
+        Rule("ALONG_K must be 0 (A transposed on the way into shared memory) or 1 (A row-major, read along k)",
+             lambda p: p["ALONG_K"] in (0, 1)),
+        Rule("BK must be even (two sets of fragments alternate, across the steps too) and, with ALONG_K = 1, a multiple "
+             "of 8 (a lane reads four k-values of a row of A as one float4, and rows of BK + 4 floats, an odd number "
+             "of float4s, keep eight consecutive rows on distinct banks)",
+             lambda p: p["BK"] % (8 if p["ALONG_K"] else 2) == 0),
+        Rule("TN must be a multiple of 4, and so must TM with ALONG_K = 0 (fragments are read as float4s)",
+             lambda p: p["TN"] % 4 == 0 and (p["ALONG_K"] or p["TM"] % 4 == 0)),
+        Rule("the lanes of a warp must form an 8 x 4 or 4 x 8 grid: WM/TM x WN/TN is "
+             "8 x 4 or 4 x 8 (the kernel numbers its lanes for these two grids)",
+             lambda p: p["WM"] % p["TM"] == 0 and p["WN"] % p["TN"] == 0 and lanes(p) in ((8, 4), (4, 8))),
+        _divides("WM", "BM", "the warps tile the block's rows"),
+        _divides("WN", "BN", "the warps tile the block's columns"),
+        Rule("the block must have 1, 2 or a multiple of 4 warps: each of the SM's four warp schedulers has a quarter "
+             "of the register file, and with uneven shares the fullest one sets every thread's register budget",
+             lambda p: threads(p) // 32 in (1, 2) or threads(p) // 32 % 4 == 0),
+        Rule("the threads must split evenly over the float4 columns of the B tile (BN / 4) and over the columns of the "
+             "A tile: its BK / 4 float4 columns with ALONG_K = 1, its BK columns of single floats (whole columns, BM a "
+             "multiple of threads / BK) with ALONG_K = 0: each thread copies the same column of every row it takes",
+             lambda p: threads(p) % (p["BN"] // 4) == 0 and (
+                 threads(p) % (p["BK"] // 4) == 0 if p["ALONG_K"]
+                 else threads(p) % p["BK"] == 0 and p["BM"] % (threads(p) // p["BK"]) == 0)),
+        Rule("STAGES must be at least 2 (buffers in the cp.async pipeline: one is read while the next arrives)",
+             lambda p: p["STAGES"] >= 2),
+        Rule("SPLIT must be between 1 and 16 (split-K slices, for grids too small to fill the GPU)",
+             lambda p: 1 <= p["SPLIT"] <= 16),
+        Rule("the TM x TN accumulators and the fragments of A and B must fit in the registers each thread can have "
+             f"with this many threads ({REGISTER_FILE}), or they spill to local memory",
+             lambda p: need(p) <= register_budget(threads(p))),
+        *_common_rules(threads, smem, dynamic=True),
+    )
+    return KernelSpec(
+        name="pipelined_warp_tiling", source="kernels/10b_pipelined_warp_tiling.cu",
+        function="sgemm_pipelined_warp_tiling", title="Warp tiling, cp.async pipeline",
+        choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128),
+                 "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4),
+                 "ALONG_K": (0, 1), "SPLIT": (1, 2, 4)},
+        # fastest measured at 4096 and 8192 (H100): 95.1 % and 96.2 % of cuBLAS SGEMM in the same run
+        defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 2, "ALONG_K": 0,
+                  "SPLIT": 1},
+        tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
+        chapter="ch07_warp_tiling", min_cc=(8, 0), dynamic_smem=True, split_k=lambda p: p["SPLIT"],
+        notes="warp tiling with tiles copied by cp.async STAGES deep, A transposed by 4-byte copies (ALONG_K 0) or "
+              "read along k as float4s (ALONG_K 1), grouped block order, SPLIT-way split-K with atomics",
+    )
+
+
 TENSOR_CORES_CHAPTER = "ch08_tensor_cores"
 
 
@@ -514,6 +580,7 @@ KERNELS: dict[str, KernelSpec] = {
             "shared memory", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),), min_cc=(8, 0),
         ),
         _warp_tiling(),
+        _pipelined_warp_tiling(),
         _mma(
             "mma_tf32", "sgemm_tf32_mma", "Tensor cores, mma.sync TF32", False,
             {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},  # fastest measured at 8192 (H100)

@@ -84,6 +84,8 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     Timing uses the call: a launch that costs the host less than the kernel costs the GPU keeps
     the stream busy, so CUDA events time the kernel and not the Python in front of it.
     """
+    import cupy
+
     spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
     if a.shape != (m, k) or b.shape != (k, n) or out.shape != (m, n):
         raise ValueError(f"A is {a.shape[0]}x{a.shape[1]}, B {b.shape[0]}x{b.shape[1]} and C {out.shape[0]}x"
@@ -94,7 +96,13 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     if spec.tma:  # the kernel reads A and B through these (kept alive by the closure)
         args += (tma.tensor_map(a, spec.tile(p)[0]), tma.tensor_map(b, tma.STEP))
 
+    split = spec.split_k(p) > 1  # the slices add into C, which must hold beta * C first (not read when beta == 0)
+
     def launch() -> Any:
+        if split and beta == 0:
+            out.fill(0)
+        elif split:
+            cupy.multiply(out, np.float32(beta), out=out)
         fn(grid, block, args, shared_mem=smem)
         return out
 
