@@ -149,3 +149,28 @@ def test_a_spec_states_a_known_precision_and_arch():
         catalog.KernelSpec(**{**vars(spec), "precision": "fp16"})
     with pytest.raises(ValueError, match="arch must be one of sm_90a"):
         catalog.KernelSpec(**{**vars(spec), "arch": "sm_100a"})
+
+
+@pytest.mark.parametrize("params,rule", [
+    ({"ALONG_K": 1, "BK": 12}, "with ALONG_K = 1, a multiple of 8"),
+    ({"BK": 1}, "BK must be even"),
+    ({"ALONG_K": 0, "TM": 6, "WM": 48}, "so must TM with ALONG_K = 0"),
+    ({"ALONG_K": 2}, "ALONG_K must be 0"),
+    ({"SPLIT": 0}, "must be positive"),
+    ({"SPLIT": 17}, "SPLIT must be between 1 and 16"),
+    ({"BM": 128, "BN": 256, "WM": 64, "WN": 32, "TM": 8, "TN": 8}, "registers each thread can have"),  # spills at 128
+    ({"BK": 16, "STAGES": 10}, "dynamic shared memory must fit"),
+])
+def test_pipelined_rules_are_named(params, rule):
+    with pytest.raises(ValueError, match=rule):
+        catalog.validate("pipelined_warp_tiling", params)
+
+
+def test_split_k_runs_its_slices_along_the_grid_z():
+    spec = catalog.get("pipelined_warp_tiling")
+    p = spec.full_params({"SPLIT": 3})
+    assert spec.grid(p, m=300, n=600) == (3, 3, 3) and spec.split_k(p) == 3
+    assert spec.grid(spec.full_params(), m=300, n=600)[2] == 1 == catalog.get("warp_tiling").split_k({})
+    # transposed A tile (rows BM + 4) or row-major (rows BK + 4), and B, per stage
+    assert spec.launch_smem(p) == 4 * 2 * (8 * 132 + 8 * 256)
+    assert spec.launch_smem({**p, "ALONG_K": 1}) == 4 * 2 * (128 * 12 + 8 * 256)
