@@ -323,11 +323,26 @@ def register_budget(threads: int) -> int:
     return min(MAX_REGISTERS_PER_THREAD, REGISTERS_PER_SM // SCHEDULERS_PER_SM // warps_per_scheduler // 32 // 8 * 8)
 
 
+def _warp_tiles(threads: Callable[[Params], int]) -> tuple[Rule, ...]:
+    """The rules of kernel 10's three levels of tiles (block, WM x WN warp tile, TM x TN lane tile), which 10b keeps."""
+    return (
+        Rule("the lanes of a warp must form an 8 x 4 or 4 x 8 grid: WM/TM x WN/TN is "
+             "8 x 4 or 4 x 8 (the kernel numbers its lanes for these two grids)",
+             lambda p: p["WM"] % p["TM"] == 0 and p["WN"] % p["TN"] == 0
+             and (p["WM"] // p["TM"], p["WN"] // p["TN"]) in ((8, 4), (4, 8))),
+        _divides("WM", "BM", "the warps tile the block's rows"),
+        _divides("WN", "BN", "the warps tile the block's columns"),
+        Rule("the block must have 1, 2 or a multiple of 4 warps: each of the SM's four warp schedulers has a quarter "
+             "of the register file, and with uneven shares the fullest one sets every thread's register budget (the "
+             "register estimate below is calibrated on even shares)",
+             lambda p: threads(p) // 32 in (1, 2) or threads(p) // 32 % 4 == 0),
+    )
+
+
 def _warp_tiling() -> KernelSpec:
     """Block tile -> warp tile -> thread tile; the 32 lanes of a warp form an 8 x 4 or 4 x 8 grid."""
     threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
     smem = lambda p: 4 * 2 * p["BK"] * (p["BM"] + 4 + p["BN"])  # noqa: E731 - two buffers, A padded by 4
-    lanes = lambda p: (p["WM"] // p["TM"], p["WN"] // p["TN"])  # noqa: E731
     staged = lambda p: 4 * -(-(p["BM"] + p["BN"]) * p["BK"] // (4 * threads(p)))  # noqa: E731 - the next tiles' float4s
     # accumulators, one and a half sets of fragments (the next k's arrive while the FFMAs use the current ones), the
     # staged tiles and about 28 for addresses; 8 x 16 thread tiles 16 more: below this, ptxas spills (calibrated on
@@ -340,15 +355,7 @@ def _warp_tiling() -> KernelSpec:
         _multiple_of_4("BK", "TM", "TN"),
         _divides("TM", "WM", "each lane owns TM rows of the warp tile"),
         _divides("TN", "WN", "each lane owns TN columns of the warp tile"),
-        Rule("the lanes of a warp must form an 8 x 4 or 4 x 8 grid: WM/TM x WN/TN is "
-             "8 x 4 or 4 x 8 (the kernel numbers its lanes for these two grids)",
-             lambda p: p["WM"] % p["TM"] == 0 and p["WN"] % p["TN"] == 0 and lanes(p) in ((8, 4), (4, 8))),
-        _divides("WM", "BM", "the warps tile the block's rows"),
-        _divides("WN", "BN", "the warps tile the block's columns"),
-        Rule("the block must have 1, 2 or a multiple of 4 warps: each of the SM's four warp schedulers has a quarter "
-             "of the register file, and with uneven shares the fullest one sets every thread's register budget (the "
-             "register estimate below is calibrated on even shares)",
-             lambda p: threads(p) // 32 in (1, 2) or threads(p) // 32 % 4 == 0),
+        *_warp_tiles(threads),
         Rule("the TM x TN accumulators, two sets of fragments and the staged tiles must fit in the registers "
              f"each thread can have with this many threads ({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
@@ -372,7 +379,6 @@ def _pipelined_warp_tiling() -> KernelSpec:
     threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
     a_floats = lambda p: p["BM"] * (p["BK"] + 4) if p["ALONG_K"] else p["BK"] * (p["BM"] + 4)  # noqa: E731 - padded
     smem = lambda p: 4 * p["STAGES"] * (a_floats(p) + p["BK"] * p["BN"])  # noqa: E731
-    lanes = lambda p: (p["WM"] // p["TM"], p["WN"] // p["TN"])  # noqa: E731
     # accumulators, the fragments of A (two sets of TM values, or TM float4s read along k), two sets of TN values of
     # B, and about 36 (28 along k) for addresses, the copy streams and indices: calibrated on ptxas (NVRTC 13, sm_90)
     # over the offered grid and beyond it: 512-thread blocks of 8 x 8 or 16 x 4 thread tiles spill at 128 registers,
@@ -389,14 +395,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
              lambda p: p["BK"] % (8 if p["ALONG_K"] else 2) == 0),
         Rule("TN must be a multiple of 4, and so must TM with ALONG_K = 0 (fragments are read as float4s)",
              lambda p: p["TN"] % 4 == 0 and (p["ALONG_K"] or p["TM"] % 4 == 0)),
-        Rule("the lanes of a warp must form an 8 x 4 or 4 x 8 grid: WM/TM x WN/TN is "
-             "8 x 4 or 4 x 8 (the kernel numbers its lanes for these two grids)",
-             lambda p: p["WM"] % p["TM"] == 0 and p["WN"] % p["TN"] == 0 and lanes(p) in ((8, 4), (4, 8))),
-        _divides("WM", "BM", "the warps tile the block's rows"),
-        _divides("WN", "BN", "the warps tile the block's columns"),
-        Rule("the block must have 1, 2 or a multiple of 4 warps: each of the SM's four warp schedulers has a quarter "
-             "of the register file, and with uneven shares the fullest one sets every thread's register budget",
-             lambda p: threads(p) // 32 in (1, 2) or threads(p) // 32 % 4 == 0),
+        *_warp_tiles(threads),
         Rule("the threads must split evenly over the float4 columns of the B tile (BN / 4) and over the columns of the "
              "A tile: its BK / 4 float4 columns with ALONG_K = 1, its BK columns of single floats (whole columns, BM a "
              "multiple of threads / BK) with ALONG_K = 0: each thread copies the same column of every row it takes",
