@@ -101,9 +101,10 @@ class KernelSpec(SourceFile):
     arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for, else the GPU's own
     tma: bool = False  # reads A and B through TMA tensor maps (`tma.py`), passed after C; rows of 16-byte multiples
     cluster: Callable[[Params], int] = lambda p: 1  # blocks per cluster, stacked along M (the grid's y)
-    # split-K slices (the grid's z): each adds its share of A @ B into C with atomics, so a launch first scales C by
-    # beta (`run.launcher`)
-    split_k: Callable[[Params], int] = lambda p: 1
+    # one block per resident slot of the GPU (`grid`'s `slots`), each looping over its share of the tiles
+    persistent: Callable[[Params], bool] = lambda p: False
+    # static __shared__ bytes of a dynamic_smem kernel (as ptxas lays them out): they count against the same limit
+    static_smem: Callable[[Params], int] = lambda p: 0
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -136,11 +137,15 @@ class KernelSpec(SourceFile):
         """Bytes of dynamic shared memory a launch asks for: 0 where the kernel's arrays are static."""
         return self.smem_bytes(self.full_params(params)) if self.dynamic_smem else 0
 
-    def grid(self, params: Params, m: int, n: int) -> tuple[int, int, int]:
+    def grid(self, params: Params, m: int, n: int, slots: int = 0) -> tuple[int, int, int]:
+        """Blocks along x, y, z: one per tile of C, or a persistent kernel's `slots` (blocks the GPU holds at once,
+        which the launcher knows; 0: one per tile)."""
         p = self.full_params(params)
         (bm, bn), per = self.tile(p), self.cluster(p)
+        if self.persistent(p) and slots:
+            return (slots, 1, 1)
         # whole clusters: spare blocks store nothing
-        return (math.ceil(n / bn), math.ceil(m / bm / per) * per, self.split_k(p))
+        return (math.ceil(n / bn), math.ceil(m / bm / per) * per, 1)
 
     def describe(self, params: Params | None = None) -> str:
         p = self.full_params(params)
@@ -375,10 +380,11 @@ def _warp_tiling() -> KernelSpec:
 
 def _pipelined_warp_tiling() -> KernelSpec:
     """Warp tiling fed by cp.async stages (10b_pipelined_warp_tiling.cu): A transposed by 4-byte copies or read along
-    k; split-K optional."""
+    k; stream-K optional."""
     threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
     a_floats = lambda p: p["BM"] * (p["BK"] + 4) if p["ALONG_K"] else p["BK"] * (p["BM"] + 4)  # noqa: E731 - padded
     smem = lambda p: 4 * p["STAGES"] * (a_floats(p) + p["BK"] * p["BN"])  # noqa: E731
+    static_smem = lambda p: 64 if p["STREAM"] else 0  # noqa: E731 - stream-K's schedule words, as ptxas lays them out
     # accumulators, the fragments of A (two sets of TM values, or TM float4s read along k), two sets of TN values of
     # B, and about 36 (28 along k) for addresses, the copy streams and indices: calibrated on ptxas (NVRTC 13, sm_90)
     # over the offered grid and beyond it: 512-thread blocks of 8 x 8 or 16 x 4 thread tiles spill at 128 registers,
@@ -386,7 +392,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
     need = lambda p: (p["TM"] * p["TN"] + (4 if p["ALONG_K"] else 2) * p["TM"] + 2 * p["TN"]  # noqa: E731
                       + (28 if p["ALONG_K"] else 36))
     rules = (
-        _positive("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES", "SPLIT"),
+        _positive("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES"),
         Rule("ALONG_K must be 0 (A transposed on the way into shared memory) or 1 (A row-major, read along k)",
              lambda p: p["ALONG_K"] in (0, 1)),
         Rule("BK must be even (two sets of fragments alternate, across the steps too) and, with ALONG_K = 1, a multiple "
@@ -404,26 +410,28 @@ def _pipelined_warp_tiling() -> KernelSpec:
                  else threads(p) % p["BK"] == 0 and p["BM"] % (threads(p) // p["BK"]) == 0)),
         Rule("STAGES must be at least 2 (buffers in the cp.async pipeline: one is read while the next arrives)",
              lambda p: p["STAGES"] >= 2),
-        Rule("SPLIT must be between 1 and 16 (split-K slices, for grids too small to fill the GPU)",
-             lambda p: 1 <= p["SPLIT"] <= 16),
+        Rule("STREAM must be 0 (one block per tile) or 1 (stream-K: one block per resident slot, the tiles left "
+             "over after whole waves shared out along K)", lambda p: p["STREAM"] in (0, 1)),
         Rule("the TM x TN accumulators and the fragments of A and B must fit in the registers each thread can have "
              f"with this many threads ({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
-        *_common_rules(threads, smem, dynamic=True),
+        *_common_rules(threads, lambda p: smem(p) + static_smem(p), dynamic=True),
     )
     return KernelSpec(
         name="pipelined_warp_tiling", source="kernels/10b_pipelined_warp_tiling.cu",
         function="sgemm_pipelined_warp_tiling", title="Warp tiling, cp.async pipeline",
         choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128),
                  "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4),
-                 "ALONG_K": (0, 1), "SPLIT": (1, 2, 4)},
+                 "ALONG_K": (0, 1), "STREAM": (0, 1)},
         # fastest measured at 4096 and 8192 (H100): 95.1 % and 96.2 % of cuBLAS SGEMM in the same run
         defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 2, "ALONG_K": 0,
-                  "SPLIT": 1},
+                  "STREAM": 0},
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
-        chapter="ch07_warp_tiling", min_cc=(8, 0), dynamic_smem=True, split_k=lambda p: p["SPLIT"],
+        chapter="ch07_warp_tiling", min_cc=(8, 0), dynamic_smem=True, persistent=lambda p: p["STREAM"] == 1,
+        static_smem=static_smem,
         notes="warp tiling with tiles copied by cp.async STAGES deep, A transposed by 4-byte copies (ALONG_K 0) or "
-              "read along k as float4s (ALONG_K 1), grouped block order, SPLIT-way split-K with atomics",
+              "read along k as float4s (ALONG_K 1), grouped tile order, stream-K (STREAM 1) over the tiles left after "
+              "whole waves",
     )
 
 

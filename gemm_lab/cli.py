@@ -98,7 +98,8 @@ def _record(args: argparse.Namespace) -> int:
             sweeps.sweep(name, plan.EXPLORER_SIZE, choices, resume=not args.fresh)
     if "autotune" in parts:
         for name, sizes in plan.AUTOTUNE.items():
-            found = [sweeps.sweep(name, size, resume=not args.fresh, prune=True) for size in sizes]
+            found = [sweeps.sweep(name, size, plan.AUTOTUNE_SPACE.get(name), resume=not args.fresh, prune=True)
+                     for size in sizes]
             size, top = plan.AUTOTUNE_CONFIRM
             best = sorted(found[-1], key=lambda x: -x.gflops)[:top]
             todo = [(name, x.params, size) for x in best if args.fresh or not _recorded(name, x.params, size, gpu)]

@@ -19,7 +19,7 @@ TILE_EXPLORERS = ("smem_tiled", "thread_tile_2d", "vectorized", "multistage", "w
 # Every FP32 kernel at its default parameters at every size (the scoreboard and the chapters' charts), against
 # cuBLAS SGEMM.
 HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2d", "vectorized", "bank_conflicts",
-            "prefetch", "multistage", "warp_tiling")
+            "prefetch", "multistage", "warp_tiling", "pipelined_warp_tiling")
 # Chapter 8's tensor-core kernels, recorded with the headline; each against cuBLAS in its own precision
 # (timing.BASELINE), so `record` also times cuBLAS with TF32 math at SIZES and ODD_SHAPE (CUBLAS_PRECISIONS).
 TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32", "wgmma_3xtf32")
@@ -34,11 +34,18 @@ def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
         [(name, None, ODD_SHAPE) for name in ODD_SHAPE_KERNELS]
 
 
+# Kernel 10b with 64 x 128 tiles: 128 blocks at 1024, where 128 x 256 tiles make 32 for 132 SMs.
+PIPELINED_SMALL = {"BM": 64, "BN": 128, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 3}
+
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
     ("bank_conflicts", {"LAYOUT": 1}, 4096),
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch
+    # kernel 10b's measured options: stream-K, A read along k, and small tiles where 128 x 256 leaves SMs idle
+    *(("pipelined_warp_tiling", {"STREAM": 1}, size) for size in SIZES),
+    ("pipelined_warp_tiling", {"ALONG_K": 1}, 4096),
+    *(("pipelined_warp_tiling", PIPELINED_SMALL, size) for size in (1024, 2048)),
     *published.seed_table_cases(),
 )
 
@@ -78,13 +85,17 @@ SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
     "prefetch": {"BM": (64, 128), "BN": (64, 128), "BK": (4, 8, 16), "TM": (8,), "TN": (4, 8), "PREFETCH": (0, 1)},
     "multistage": {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (8,), "TN": (8,), "STAGES": (2, 3, 4)},
     "warp_tiling": {"BM": (128, 256), "BN": (128, 256), "BK": (8,), "TM": (8, 16), "TN": (8, 16)},
+    "pipelined_warp_tiling": {"BM": (64, 128), "BN": (128, 256), "BK": (8,), "WM": (32, 64), "WN": (32, 64),
+                              "TM": (8,), "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0,), "STREAM": (0, 1)},
     "mma_tf32": {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32,), "WM": (64,), "WN": (32, 64), "STAGES": (3,)},
     "wgmma_tf32": {"BM": (128, 256), "BN": (64, 128, 192, 256), "STAGES": (3, 4)},
 }
 
 # Autotuning: the whole pruned space of a kernel timed at each of SIZES but the largest, where the TOP best
 # instances at the largest size below it are timed instead (the whole space there would take minutes).
-AUTOTUNE: dict[str, tuple[int, ...]] = {"warp_tiling": (1024, 2048, 4096)}
+AUTOTUNE: dict[str, tuple[int, ...]] = {"warp_tiling": (1024, 2048, 4096), "pipelined_warp_tiling": (1024, 2048, 4096)}
+# The space autotuned where the catalog's whole legal grid would take too long to time (kernel 10b's is 1,500-odd).
+AUTOTUNE_SPACE: dict[str, dict[str, tuple[int, ...]]] = {"pipelined_warp_tiling": SWEEPS["pipelined_warp_tiling"]}
 AUTOTUNE_CONFIRM = (8192, 8)  # size, number of the best instances at 4096 re-timed there
 
 # Hardware counters (Nsight Compute) at 4096: coalescing (ch1), the traffic model (ch2), banks (ch5),
@@ -111,5 +122,7 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("multistage", {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "STAGES": 3}),
     ("warp_tiling", {}),  # the default: within 0.5 % of the fastest at 4096
     ("warp_tiling", {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}),  # 8 x 8 thread tiles
+    ("pipelined_warp_tiling", {}),  # kernel 10b beside cuBLAS
+    ("pipelined_warp_tiling", {"STREAM": 1}),
     ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7
 )

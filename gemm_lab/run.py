@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import catalog, compile, device, records, tma
+from . import catalog, compile, device, model, records, tma
 from .catalog import Instance, KernelSpec, Params, Shape
 
 # per precision; 3xTF32 is FP32's: it is meant to be as accurate as FP32 (on the H100 at 8192: max relative error
@@ -84,29 +84,29 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     Timing uses the call: a launch that costs the host less than the kernel costs the GPU keeps
     the stream busy, so CUDA events time the kernel and not the Python in front of it.
     """
-    import cupy
-
     spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
     if a.shape != (m, k) or b.shape != (k, n) or out.shape != (m, n):
         raise ValueError(f"A is {a.shape[0]}x{a.shape[1]}, B {b.shape[0]}x{b.shape[1]} and C {out.shape[0]}x"
                          f"{out.shape[1]}: not the M={m}, N={n}, K={k} that {inst.describe()} was validated for")
     fn = compile.load(inst)
-    grid, block, smem = spec.grid(p, m, n), (spec.threads(p),), spec.launch_smem(p)
+    grid, block, smem = spec.grid(p, m, n, slots=_slots(spec, p)), (spec.threads(p),), spec.launch_smem(p)
     args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out)
     if spec.tma:  # the kernel reads A and B through these (kept alive by the closure)
         args += (tma.tensor_map(a, spec.tile(p)[0]), tma.tensor_map(b, tma.STEP))
 
-    split = spec.split_k(p) > 1  # the slices add into C, which must hold beta * C first (not read when beta == 0)
-
     def launch() -> Any:
-        if split and beta == 0:
-            out.fill(0)
-        elif split:
-            cupy.multiply(out, np.float32(beta), out=out)
         fn(grid, block, args, shared_mem=smem)
         return out
 
     return launch
+
+
+def _slots(spec: KernelSpec, p: Params) -> int:
+    """Blocks of a persistent kernel the GPU holds at once (SMs times resident blocks per SM); 0 for the others."""
+    if not spec.persistent(p):
+        return 0
+    r = compile.resources(spec, p)
+    return device.gpu().sms * max(1, model.occupancy(spec.threads(p), r.registers, r.smem_bytes)["blocks"])
 
 
 def _as_operand(x: Any, name: str) -> Any:

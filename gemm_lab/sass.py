@@ -137,8 +137,9 @@ MATH = ("FFMA", "HMMA", "HGMMA")  # FP32 FMAs, mma.sync and wgmma tensor-core in
 def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[str]:
     """Opcodes (FFMA, LDS, ...) of the kernel's hottest loop in the offline SASS, in program order.
 
-    The hottest loop is the backward branch whose body holds the most math (`MATH`: FFMAs, or the tensor
-    cores' HMMAs and HGMMAs); where two bodies hold as many (the bounds-checked and unchecked copies of a
+    The hottest loop is the innermost backward branch whose body holds the most math (`MATH`: FFMAs, or the
+    tensor cores' HMMAs and HGMMAs): a loop around it (over the tiles of a persistent kernel) runs it, and
+    not the other way round. Where two bodies hold as many (the bounds-checked and unchecked copies of a
     main loop), the shorter one, which the blocks wholly inside C run. What it says about issue slots holds
     for large, tile-aligned shapes.
     """
@@ -159,7 +160,9 @@ def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[st
             loops.append((labels[target.group(1)], len(opcodes) - 1))
     if not loops:
         raise ValueError(f"no loop in the SASS of {kernel if isinstance(kernel, str) else kernel.name}")
-    first, last = max(loops, key=lambda ab: (sum(op in MATH for op in opcodes[ab[0]:ab[1] + 1]), ab[0] - ab[1]))
+    math = {ab: sum(op in MATH for op in opcodes[ab[0]:ab[1] + 1]) for ab in loops}
+    innermost = [ab for ab in loops if not any(o != ab and ab[0] <= o[0] and o[1] <= ab[1] and math[o] for o in loops)]
+    first, last = max(innermost, key=lambda ab: (math[ab], ab[0] - ab[1]))
     return opcodes[first:last + 1]
 
 

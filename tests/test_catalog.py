@@ -156,8 +156,8 @@ def test_a_spec_states_a_known_precision_and_arch():
     ({"BK": 1}, "BK must be even"),
     ({"ALONG_K": 0, "TM": 6, "WM": 48}, "so must TM with ALONG_K = 0"),
     ({"ALONG_K": 2}, "ALONG_K must be 0"),
-    ({"SPLIT": 0}, "must be positive"),
-    ({"SPLIT": 17}, "SPLIT must be between 1 and 16"),
+    ({"STAGES": 0}, "must be positive"),
+    ({"STREAM": 2}, "STREAM must be 0"),
     ({"BM": 128, "BN": 256, "WM": 64, "WN": 32, "TM": 8, "TN": 8}, "registers each thread can have"),  # spills at 128
     ({"BK": 16, "STAGES": 10}, "dynamic shared memory must fit"),
 ])
@@ -166,11 +166,14 @@ def test_pipelined_rules_are_named(params, rule):
         catalog.validate("pipelined_warp_tiling", params)
 
 
-def test_split_k_runs_its_slices_along_the_grid_z():
+def test_stream_k_launches_one_block_per_resident_slot():
     spec = catalog.get("pipelined_warp_tiling")
-    p = spec.full_params({"SPLIT": 3})
-    assert spec.grid(p, m=300, n=600) == (3, 3, 3) and spec.split_k(p) == 3
-    assert spec.grid(spec.full_params(), m=300, n=600)[2] == 1 == catalog.get("warp_tiling").split_k({})
+    p = spec.full_params({"STREAM": 1})
+    assert spec.grid(p, m=300, n=600, slots=132) == (132, 1, 1) and spec.persistent(p)
+    assert spec.grid(p, m=300, n=600) == (3, 3, 1)  # no slots known (offline analysis): one block per tile
+    assert spec.grid(spec.full_params(), m=300, n=600, slots=132) == (3, 3, 1)
+    assert not catalog.get("warp_tiling").persistent({})
     # transposed A tile (rows BM + 4) or row-major (rows BK + 4), and B, per stage
     assert spec.launch_smem(p) == 4 * 2 * (8 * 132 + 8 * 256)
     assert spec.launch_smem({**p, "ALONG_K": 1}) == 4 * 2 * (128 * 12 + 8 * 256)
+    assert spec.static_smem(p) == 64 and spec.static_smem(spec.full_params()) == 0  # stream-K's schedule words

@@ -153,3 +153,17 @@ def test_a_kernel_fault_names_the_kernel_and_says_restart(tmp_path):
     assert out.returncode != 0 and "KernelFault: CUDA failed while running fault with {'T': 1} at M=4, N=4, K=4" \
         in out.stderr, out.stderr[-2000:]
     assert "restart the Python kernel" in out.stderr
+
+
+@pytest.mark.parametrize("m,n,k", [(1000, 1000, 1000), (129, 257, 4001), (4096, 2048, 64), (8, 8, 2048)])
+def test_stream_k_adds_each_share_once_and_unlocks_its_tiles(m, n, k):
+    """Stream-K blocks add their shares of a tile into C one at a time, the first applying beta, and the last
+    leaves the tile's lock word at 0: a second launch of the same module must be as right as the first."""
+    import cupy
+
+    a, b = run.random_inputs(m, n, k)
+    c = cupy.random.default_rng(1).uniform(-1, 1, (m, n), dtype=cupy.float32)
+    want = 0.5 * (a.astype(cupy.float64) @ b.astype(cupy.float64)) - 2.0 * c.astype(cupy.float64)
+    for _ in range(2):
+        got = run.gemm("pipelined_warp_tiling", a, b, {"STREAM": 1}, alpha=0.5, beta=-2.0, out=c.copy())
+        assert run.max_rel_err(got, want) < run.tolerance(k), (m, n, k)

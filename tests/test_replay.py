@@ -50,7 +50,8 @@ def test_autotuning_is_recorded_at_every_size_and_best_picks_the_fastest():
     for name, sizes in plan.AUTOTUNE.items():
         for size in (*sizes, plan.AUTOTUNE_CONFIRM[0]):
             found = [x for x in records.measurements(name) if (x.m, x.n, x.k) == (size,) * 3]
-            assert len(found) >= (plan.AUTOTUNE_CONFIRM[1] if size == plan.AUTOTUNE_CONFIRM[0] else 200)
+            space = min(200, len(catalog.legal_grid(name, plan.AUTOTUNE_SPACE.get(name))))  # most of it survives pruning
+            assert len(found) >= (plan.AUTOTUNE_CONFIRM[1] if size == plan.AUTOTUNE_CONFIRM[0] else space)
             assert sweeps.best(name, size).gflops == max(x.gflops for x in found)
     with pytest.raises(LookupError, match="gemm-lab sweep warp_tiling --size 3000"):
         sweeps.best("warp_tiling", 3000)
