@@ -14,10 +14,15 @@ from .tables import baseline_name, params_text, provenance
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
 
+# matplotlib's ten default colours, then ten more that none of them resembles
+PALETTE = tuple(f"C{i}" for i in range(10)) + ("#000080", "#808000", "#008080", "#800000", "#ff00ff", "#00c000",
+                                               "#4b0082", "#b8860b", "#00bfff", "#ff4500")
+
+
 def color(kernel: str) -> str:
-    """One colour per kernel, the same on every page."""
+    """One colour per kernel, the same on every page, and no two kernels alike (up to 20)."""
     names = list(catalog.KERNELS)
-    return "black" if kernel == CUBLAS else f"C{names.index(kernel) % 10}" if kernel in names else "grey"
+    return "black" if kernel == CUBLAS else PALETTE[names.index(kernel) % len(PALETTE)] if kernel in names else "grey"
 
 
 def stamp(fig: Figure, text: str) -> Figure:

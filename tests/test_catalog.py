@@ -177,3 +177,9 @@ def test_stream_k_launches_one_block_per_resident_slot():
     assert spec.launch_smem(p) == 4 * 2 * (8 * 132 + 8 * 256)
     assert spec.launch_smem({**p, "ALONG_K": 1}) == 4 * 2 * (128 * 12 + 8 * 256)
     assert spec.static_smem(p) == 64 and spec.static_smem(spec.full_params()) == 0  # stream-K's schedule words
+
+
+def test_every_kernel_has_a_colour_of_its_own():
+    from gemm_lab import plots
+
+    assert len({plots.color(name) for name in catalog.KERNELS}) == len(catalog.KERNELS)
