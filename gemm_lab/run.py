@@ -103,10 +103,7 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
 
 def _slots(spec: KernelSpec, p: Params) -> int:
     """Blocks of a persistent kernel the GPU holds at once (SMs times resident blocks per SM); 0 for the others."""
-    if not spec.persistent(p):
-        return 0
-    r = compile.resources(spec, p)
-    return device.gpu().sms * max(1, model.occupancy(spec.threads(p), r.registers, r.smem_bytes)["blocks"])
+    return device.gpu().sms * max(1, model.resident(spec, p)["blocks"]) if spec.persistent(p) else 0
 
 
 def _as_operand(x: Any, name: str) -> Any:
