@@ -1,7 +1,9 @@
 """Time a kernel beside cuBLAS, in the same process, on inputs that do not fit in L2.
 
 Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses
-CUDA events around every launch after a warm-up, and reports the median of at least 20 runs. NVML's
+CUDA events around every launch after a warm-up, and reports the median of at least 20 runs, and of enough
+runs to keep the GPU busy for SUSTAIN_MS: an H100 at its 700 W cap settles its clock within tens of
+milliseconds, and a median over a shorter burst compares a kernel's cool start with cuBLAS's hot one. NVML's
 SM clock and power are sampled from the moment the first timed launch starts on the GPU until the last
 one ends, so a throttled run shows in its record (and an idle GPU never stands in for a busy one). The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`):
 TF32 kernels race cuBLAS on TF32 tensor cores, FP32 and 3xTF32 kernels race FP32 SGEMM.
@@ -26,6 +28,8 @@ from .records import Measurement
 
 MIN_RUNS = 20
 WARMUP = 3
+SUSTAIN_MS = 200.0  # a benchmark's launches (kernel, then cuBLAS) each keep the GPU busy at least this long
+MAX_RUNS = 5000
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
 BASELINE = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "fp32"}
 _COMPUTE_TYPES = {"fp32": "COMPUTE_TYPE_DEFAULT", "tf32": "COMPUTE_TYPE_TF32"}  # cupy.matmul's, per cuBLAS math
@@ -64,7 +68,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
                 f"{run.tolerance(k, spec.precision):.3g}, so no time is reported"
             )
         sets = _input_sets(m, n, k)
-        ms, seen = _timed([run.launcher(inst, a, b, out=c) for a, b, c in sets], runs)
+        ms, seen, runs = _timed([run.launcher(inst, a, b, out=c) for a, b, c in sets], runs)
         cublas_ms = cublas_median_ms(sets, runs, BASELINE[spec.precision])
     return _measurement(spec, spec.precision, inst.params, inst.shape, ms, cublas_ms, err, runs, seen)
 
@@ -101,14 +105,15 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MI
     with cublas_math(precision):
         cupy.matmul(a, b, out=out)
         err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
-        ms, seen = _timed(_cublas_launches(_input_sets(m, n, k)), runs)
+        ms, seen, runs = _timed(_cublas_launches(_input_sets(m, n, k)), runs)
     return _measurement(None, precision, {}, (m, n, k), ms, ms, err, runs, seen)
 
 
 def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS, precision: str = "fp32") -> float:
-    """cuBLAS through `cupy.matmul` in `precision`'s math (FP32 SGEMM or TF32 tensor cores), on the same inputs."""
+    """cuBLAS through `cupy.matmul` in `precision`'s math (FP32 SGEMM or TF32 tensor cores), on the same inputs, kept
+    busy as long as a kernel's timing (SUSTAIN_MS)."""
     with cublas_math(precision):
-        return median_ms(_cublas_launches(sets), runs)
+        return median_ms(_cublas_launches(sets), runs, SUSTAIN_MS)
 
 
 @contextlib.contextmanager
@@ -149,24 +154,34 @@ def _cublas_launches(sets: list[tuple[Any, Any, Any]]) -> list[Callable[[], Any]
     return [functools.partial(cupy.matmul, a, b, out=c) for a, b, c in sets]
 
 
-def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
-    """Median milliseconds of `runs` launches (cycling through `launches`) timed by CUDA events, after a warm-up."""
-    return _median(_queue(launches, runs))
+def median_ms(launches: Sequence[Callable[[], Any]], runs: int, sustain_ms: float = 0.0) -> float:
+    """Median milliseconds of `runs` launches (cycling through `launches`; more if they keep the GPU busy less than
+    `sustain_ms`) timed by CUDA events, after a warm-up."""
+    return _median(_queue(launches, runs, sustain_ms))
 
 
-def _timed(launches: Sequence[Callable[[], Any]], runs: int) -> tuple[float, dict[str, float]]:
-    """`median_ms`, and the SM clock and power that NVML samples while the timed launches run on the GPU."""
-    events = _queue(launches, runs)
+def _timed(launches: Sequence[Callable[[], Any]], runs: int) -> tuple[float, dict[str, float], int]:
+    """The median of at least `runs` launches sustained for SUSTAIN_MS, the SM clock and power that NVML samples while
+    the timed launches run on the GPU, and how many were timed."""
+    events = _queue(launches, runs, SUSTAIN_MS)
     seen = device.telemetry_while(lambda: events[0][0].done, lambda: events[-1][1].done)
-    return _median(events), seen
+    return _median(events), seen, len(events)
 
 
-def _queue(launches: Sequence[Callable[[], Any]], runs: int) -> list[tuple[Any, Any]]:
-    """Warm up, then queue `runs` launches between CUDA events; returns before the GPU has run them."""
+def _queue(launches: Sequence[Callable[[], Any]], runs: int, sustain_ms: float = 0.0) -> list[tuple[Any, Any]]:
+    """Warm up, then queue launches between CUDA events: `runs`, or as many as the warm-up says keep the GPU busy
+    `sustain_ms` (at most MAX_RUNS); returns before the GPU has run them."""
     import cupy
 
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
     for i in range(WARMUP):
         launches[i % len(launches)]()
+    end.record()
+    if sustain_ms:
+        end.synchronize()
+        each = cupy.cuda.get_elapsed_time(start, end) / WARMUP
+        runs = max(runs, min(MAX_RUNS, math.ceil(sustain_ms / max(each, 1e-3))))
     events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
     for i, (start, end) in enumerate(events):
         start.record()

@@ -24,7 +24,9 @@ class CUDADriverError(RuntimeError):
 
 @pytest.fixture
 def log(monkeypatch):
-    """A live stand-in GPU and a CuPy made of NumPy; the returned list records what reached the 'GPU'."""
+    """A live stand-in GPU and a CuPy made of NumPy; the returned list records what reached the 'GPU'. Timings take
+    exactly MIN_RUNS launches (no SUSTAIN_MS) unless a test says otherwise."""
+    monkeypatch.setattr(timing, "SUSTAIN_MS", 0.0)
     events = []
 
     class Event:
@@ -130,6 +132,17 @@ def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, mo
     assert y.telemetry == TELEMETRY and last_launch < log.index("telemetry") < log.index("sync")
 
 
+def test_a_timing_lasts_at_least_sustain_ms_of_gpu_time(log, monkeypatch):
+    """Each launch takes 0.5 / 3 ms in the stand-in (a 0.5 ms warm-up of 3): 10 ms need 60 launches, kernel and
+    cuBLAS alike, and the record says how many were timed."""
+    monkeypatch.setattr(run, "launcher", launching(log))
+    monkeypatch.setattr(timing, "SUSTAIN_MS", 10.0)
+    x = timing.bench("naive", 16)
+    assert x.runs == 60 and log.count("kernel") == 1 + timing.WARMUP + 60 and log.count("cublas") == timing.WARMUP + 60
+    monkeypatch.setattr(timing, "SUSTAIN_MS", 1.0)  # never fewer than MIN_RUNS
+    assert timing.bench("naive", 16).runs == timing.MIN_RUNS
+
+
 class FakeNVML:
     """pynvml's calls that `device.telemetry_while` makes, answering from a GPU that idles at 1980 MHz and 70 W
     until its launches start, then runs at 1755 MHz and 690 W."""
@@ -220,7 +233,7 @@ def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
 
 def test_the_tf32_math_is_restored_even_when_timing_fails(log, monkeypatch):
     linalg = sys.modules["cupy._core._routines_linalg"]
-    monkeypatch.setattr(timing, "median_ms", lambda launches, runs: 1 / 0)
+    monkeypatch.setattr(timing, "median_ms", lambda *args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         timing.cublas_median_ms([(None, None, None)], precision="tf32")
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT
