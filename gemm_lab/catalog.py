@@ -100,7 +100,7 @@ class KernelSpec(SourceFile):
     dynamic_smem: bool = False  # extern __shared__: smem_bytes is asked for at launch (an opt-in above 48 KiB)
     arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for, else the GPU's own
     tma: bool = False  # reads A and B through TMA tensor maps (`tma.py`), passed after C; rows of 16-byte multiples
-    cluster: Callable[[Params], int] = lambda p: 1  # blocks per cluster, stacked along M (the grid's y)
+    cluster: Callable[[Params], int] = lambda p: 1  # blocks per cluster, stacked along the grid's y (M)
     # one block per resident slot of the GPU (`grid`'s `slots`), each looping over its share of the tiles
     persistent: Callable[[Params], bool] = lambda p: False
     # static __shared__ bytes of a dynamic_smem kernel (as ptxas lays them out): they count against the same limit
@@ -143,7 +143,7 @@ class KernelSpec(SourceFile):
         p = self.full_params(params)
         (bm, bn), per = self.tile(p), self.cluster(p)
         if self.persistent(p) and slots:
-            return (slots, 1, 1)
+            return (slots // per, per, 1)  # whole clusters, stacked along y
         # whole clusters: spare blocks store nothing
         return (math.ceil(n / bn), math.ceil(m / bm / per) * per, 1)
 
@@ -427,7 +427,8 @@ def _pipelined_warp_tiling() -> KernelSpec:
         defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 2, "ALONG_K": 0,
                   "STREAM": 0},
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
-        chapter="ch07_warp_tiling", min_cc=(8, 0), dynamic_smem=True, persistent=lambda p: p["STREAM"] == 1,
+        chapter="ch07b_pipelined_warp_tiling", min_cc=(8, 0), dynamic_smem=True,
+        persistent=lambda p: p["STREAM"] == 1,
         static_smem=static_smem,
         notes="warp tiling with tiles copied by cp.async STAGES deep, A transposed by 4-byte copies (ALONG_K 0) or "
               "read along k as float4s (ALONG_K 1), grouped tile order, stream-K (STREAM 1) over the tiles left after "
@@ -545,6 +546,56 @@ def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str
     )
 
 
+HOPPER_CHAPTER = "ch09_hopper_pipeline"
+PRODUCER_REGISTERS = 40  # what the producer warpgroup of 14_tf32_wgmma_ws.cu keeps after setmaxnreg
+
+
+def consumer_registers(consumers: int) -> int:
+    """Registers per consumer thread of 14_tf32_wgmma_ws.cu after setmaxnreg (its WarpRoles): the SM's 64 K less the
+    producer's, shared by the consumer warpgroups, in multiples of 8, at most 240."""
+    return min(240, (REGISTERS_PER_SM // 128 - PRODUCER_REGISTERS) // consumers // 8 * 8)
+
+
+def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
+    """Warp-specialised wgmma kernels (14_tf32_wgmma_ws.cu): a TMA producer warpgroup, CONSUMERS warpgroups of 64
+    columns each, mbarrier rings, optionally persistent and clustered."""
+    threads = lambda p: 128 * (p["CONSUMERS"] + 1)  # noqa: E731
+    copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
+    stage = lambda p: copies * p["BM"] * 128 + p["CONSUMERS"] * 64 * 128  # noqa: E731 - A (and its small part), B
+    smem = lambda p: p["STAGES"] * (stage(p) + 24) + 1024  # noqa: E731 - three mbarriers per stage, +1024 to align
+    # BM/2 accumulators and two sets of 16 B fragments, about 32 others; 3xTF32 adds BM/2 per-sum registers, and small
+    # parts of the fragments (two sets when a sum spans steps, so that wgmmas still run from one), about 52 others:
+    # calibrated on ptxas over the offered grid
+    need = lambda p: (p["BM"] + (64 if p["SUM"] > 1 else 48) + 52) if split else p["BM"] // 2 + 2 * 16 + 32  # noqa: E731
+    rules = (
+        _positive("BM", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
+        Rule(f"BM must be one of {', '.join(map(str, WGMMA_N))} (it is the wgmma's N, and kernels/wgmma.cuh "
+             "instantiates these; a TMA box has at most 256 rows)", lambda p: p["BM"] in WGMMA_N),
+        Rule("CONSUMERS must be 1 to 3 (warpgroups of 64 columns; with the producer at most 512 threads, so that "
+             "each consumer keeps at least 152 registers)", lambda p: 1 <= p["CONSUMERS"] <= 3),
+        Rule("STAGES must be at least 2 (one stage is read while the next arrives)", lambda p: p["STAGES"] >= 2),
+        Rule("CLUSTER must be 1 or 2 (blocks stacked along M that share B's boxes by multicast)",
+             lambda p: p["CLUSTER"] in (1, 2)),
+        Rule("PERSIST must be 0 (one block per tile) or 1 (one block per SM, looping over tiles)",
+             lambda p: p["PERSIST"] in (0, 1)),
+        *((_positive("SUM"),) if split else ()),
+        Rule("the accumulators" + (", the per-step sums" if split else "") + " and the B fragments must fit in the "
+             "registers a consumer thread gets after setmaxnreg (the SM's 65536 less the producer warpgroup's "
+             f"{PRODUCER_REGISTERS} per thread, shared by the consumers, at most 240): else ptxas spills them",
+             lambda p: need(p) <= consumer_registers(p["CONSUMERS"])),
+        *_common_rules(threads, smem, dynamic=True),
+    )
+    return KernelSpec(
+        name=name, source="kernels/14_tf32_wgmma_ws.cu", function=function, title=title,
+        choices={"BM": WGMMA_N, "CONSUMERS": (1, 2, 3), "STAGES": (2, 3, 4, 5, 6), "CLUSTER": (1, 2),
+                 "PERSIST": (0, 1), "GROUP": (1, 8), **({"SUM": (1, 2, 4)} if split else {})},
+        defaults=defaults, tile=lambda p: (p["BM"], 64 * p["CONSUMERS"]), threads=threads, smem_bytes=smem,
+        rules=rules, chapter=HOPPER_CHAPTER, precision="3xtf32" if split else "tf32", notes=notes, min_cc=(9, 0),
+        dynamic_smem=True, arch="sm_90a", tma=True, cluster=lambda p: p["CLUSTER"],
+        persistent=lambda p: p["PERSIST"] == 1,
+    )
+
+
 KERNELS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
@@ -612,6 +663,19 @@ KERNELS: dict[str, KernelSpec] = {
             {"BM": 128, "BN": 128, "STAGES": 4},  # fastest measured at 4096 and 8192 (H100)
             "wgmma, Hopper's warpgroup MMA, with 3xTF32: big and small TF32 parts of each operand, three products "
             "per step, FP32-level accuracy",
+        ),
+        _wgmma_ws(
+            "wgmma_ws_tf32", "sgemm_tf32_wgmma_ws", "Hopper pipeline, warp-specialised wgmma TF32", False,
+            {"BM": 256, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "PERSIST": 1, "GROUP": 8},
+            "wgmma TF32 fed by a producer warpgroup through TMA and mbarrier rings (setmaxnreg gives its registers to "
+            "the consumers), persistent over the tiles, B multicast across a 2-block cluster",
+        ),
+        _wgmma_ws(
+            "wgmma_ws_3xtf32", "sgemm_3xtf32_wgmma_ws", "Hopper pipeline, warp-specialised wgmma 3xTF32", True,
+            {"BM": 128, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "PERSIST": 1, "GROUP": 8, "SUM": 1},
+            "the warp-specialised wgmma pipeline with 3xTF32: the producer's idle warps split A's tiles into big and "
+            "small TF32 parts as they land, three products per k8, summed SUM 32-deep steps at a time before an FP32 add: "
+            "FP32-level accuracy",
         ),
     )
 }

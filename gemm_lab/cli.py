@@ -116,10 +116,10 @@ def _record(args: argparse.Namespace) -> int:
     if "counters" in parts:
         size = (plan.COUNTER_SIZE,) * 3
         for name, p in plan.COUNTERS:
-            spec = catalog.get(name) if name != records.CUBLAS else None
+            spec = catalog.get(name) if name not in records.CUBLAS_KERNELS.values() else None
             row = hardware.recorded_counters(name, spec.full_params(p) if spec else {}, size, gpu)
             if args.fresh or row is None or row.get("build_sha256") != (spec.build_sha256() if spec else "") \
-                    or not set(hardware.METRICS) <= set(row["metrics"]):
+                    or not set(hardware.metrics_for(name)) <= set(row["metrics"]):
                 hardware.save_counters([hardware.counters(name, size, p, fallback=False)])
     if not args.only:
         dropped = records.drop_stale(gpu)

@@ -48,6 +48,18 @@ PIPELINE_METRICS = (
     *(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS),
 )
 METRICS = TRAFFIC_METRICS + BANK_METRICS + PIPELINE_METRICS  # one set for every recorded launch, so rows compare
+# and for the launches that compute on tensor cores, how busy their pipe is (on the H100 it counts wgmma's work too)
+TENSOR_METRICS = ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",)
+
+
+def metrics_for(kernel: str | KernelSpec) -> tuple[str, ...]:
+    """What a recorded launch of `kernel` (or a cuBLAS pseudo-kernel) counts: METRICS, and TENSOR_METRICS where it
+    computes on tensor cores."""
+    if isinstance(kernel, str) and kernel in records.CUBLAS_KERNELS.values():
+        tensor = kernel != records.CUBLAS
+    else:
+        tensor = catalog.get(kernel).precision != "fp32"
+    return METRICS + TENSOR_METRICS if tensor else METRICS
 
 
 def stalls(row: dict) -> dict[str, float]:
@@ -57,16 +69,18 @@ NCU_KEY = ("kernel", "params", "m", "n", "k")
 
 
 def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Params | None = None,
-             metrics: tuple[str, ...] = METRICS, fallback: bool = True) -> dict:
+             metrics: tuple[str, ...] | None = None, fallback: bool = True) -> dict:
     """Hardware counters of one launch (live: ncu now; replay: the recorded row).
 
-    `kernel` may be "cublas": cuBLAS's SGEMM on the same shape, for comparison. Live, where ncu is missing
+    `kernel` may be "cublas" or "cublas_tf32": cuBLAS's SGEMM (or TF32 GEMM) on the same shape, for comparison;
+    `metrics` defaults to `metrics_for(kernel)`. Live, where ncu is missing
     or not allowed to read counters (common on shared and cloud GPUs), the recorded row is returned with a
     warning, unless `fallback` is False (recording).
     """
     m, n, k = size
-    if kernel == records.CUBLAS:
-        name, p, kernel_regex = records.CUBLAS, {}, "gemm"  # cuBLAS's kernels all have gemm in their name
+    metrics = metrics or metrics_for(kernel)
+    if kernel in records.CUBLAS_KERNELS.values():
+        name, p, kernel_regex = kernel, {}, "gemm"  # cuBLAS's kernels all have gemm in their name
         identity = {"kernel": name, "source": "", "source_sha256": "", "build_sha256": ""}
         here = device.live()
     else:
@@ -209,8 +223,11 @@ def _launch_once(argv: list[str]) -> None:
 
     name, params, m, n, k = argv[0], json.loads(argv[1]), *map(int, argv[2:5])
     a, b = run.random_inputs(m, n, k)
-    if name == records.CUBLAS:
-        cupy.matmul(a, b)
+    if name in records.CUBLAS_KERNELS.values():
+        from .timing import cublas_math
+
+        with cublas_math("tf32" if name == records.CUBLAS_TF32 else "fp32"):
+            cupy.matmul(a, b)
     else:
         run.gemm(name, a, b, params)
     cupy.cuda.Device().synchronize()

@@ -14,7 +14,7 @@ EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure
 # The kernels whose live tile explorer (widgets.tile_explorer) a chapter shows; benchmarks/widget_latency.py times
 # each on a GPU (records/<gpu>/widget_latency.json).
 TILE_EXPLORERS = ("smem_tiled", "thread_tile_2d", "vectorized", "multistage", "warp_tiling", "mma_tf32",
-                  "mma_tf32_tma")
+                  "mma_tf32_tma", "wgmma_ws_tf32")
 
 # Every FP32 kernel at its default parameters at every size (the scoreboard and the chapters' charts), against
 # cuBLAS SGEMM.
@@ -22,7 +22,8 @@ HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2
             "prefetch", "multistage", "warp_tiling", "pipelined_warp_tiling")
 # Chapter 8's tensor-core kernels, recorded with the headline; each against cuBLAS in its own precision
 # (timing.BASELINE), so `record` also times cuBLAS with TF32 math at SIZES and ODD_SHAPE (CUBLAS_PRECISIONS).
-TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32", "wgmma_3xtf32")
+TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32", "wgmma_3xtf32", "wgmma_ws_tf32",
+                "wgmma_ws_3xtf32")
 CUBLAS_PRECISIONS = ("fp32", "tf32")
 # The kernels that take ODD_SHAPE: the TMA kernels need N and K multiples of 4 and refuse it.
 ODD_SHAPE_KERNELS = tuple(k for k in (*HEADLINE, *TENSOR_CORES) if not catalog.get(k).tma)
@@ -37,6 +38,15 @@ def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
 # Kernel 10b with 64 x 128 tiles: 128 blocks at 1024, where 128 x 256 tiles make 32 for 132 SMs.
 PIPELINED_SMALL = {"BM": 64, "BN": 128, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 3}
 
+# Chapter 9's ladder from chapter 8's wgmma kernel to kernel 14's defaults: each rung adds one technique (the
+# defaults add the grouped tile order to the last).
+HOPPER_LADDER = (
+    {"CLUSTER": 1, "PERSIST": 0, "GROUP": 1},  # warp specialisation, TMA and mbarrier rings
+    {"CLUSTER": 1, "PERSIST": 1, "GROUP": 1},  # + a persistent grid
+    {"CLUSTER": 2, "PERSIST": 1, "GROUP": 1},  # + 2-block clusters multicasting B
+)
+LADDER_SIZES = (4096, 8192)
+
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
@@ -46,6 +56,8 @@ EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *(("pipelined_warp_tiling", {"STREAM": 1}, size) for size in SIZES),
     ("pipelined_warp_tiling", {"ALONG_K": 1}, 4096),
     *(("pipelined_warp_tiling", PIPELINED_SMALL, size) for size in (1024, 2048)),
+    *(("wgmma_ws_tf32", rung, size) for rung in HOPPER_LADDER for size in LADDER_SIZES),
+    *(("wgmma_ws_3xtf32", {"CLUSTER": 1}, size) for size in LADDER_SIZES),
     *published.seed_table_cases(),
 )
 
@@ -89,13 +101,17 @@ SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
                               "TM": (8,), "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0,), "STREAM": (0, 1)},
     "mma_tf32": {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32,), "WM": (64,), "WN": (32, 64), "STAGES": (3,)},
     "wgmma_tf32": {"BM": (128, 256), "BN": (64, 128, 192, 256), "STAGES": (3, 4)},
+    "wgmma_ws_tf32": {"BM": (128, 256), "CONSUMERS": (1, 2, 3), "STAGES": (3, 4, 6), "CLUSTER": (1, 2),
+                      "PERSIST": (0, 1), "GROUP": (8,)},
 }
 
 # Autotuning: the whole pruned space of a kernel timed at each of SIZES but the largest, where the TOP best
 # instances at the largest size below it are timed instead (the whole space there would take minutes).
-AUTOTUNE: dict[str, tuple[int, ...]] = {"warp_tiling": (1024, 2048, 4096), "pipelined_warp_tiling": (1024, 2048, 4096)}
+AUTOTUNE: dict[str, tuple[int, ...]] = {"warp_tiling": (1024, 2048, 4096), "pipelined_warp_tiling": (1024, 2048, 4096),
+                                        "wgmma_ws_tf32": (4096,)}
 # The space autotuned where the catalog's whole legal grid would take too long to time (kernel 10b's is 1,500-odd).
-AUTOTUNE_SPACE: dict[str, dict[str, tuple[int, ...]]] = {"pipelined_warp_tiling": SWEEPS["pipelined_warp_tiling"]}
+AUTOTUNE_SPACE: dict[str, dict[str, tuple[int, ...]]] = {"pipelined_warp_tiling": SWEEPS["pipelined_warp_tiling"],
+                                                         "wgmma_ws_tf32": SWEEPS["wgmma_ws_tf32"]}
 AUTOTUNE_CONFIRM = (8192, 8)  # size, number of the best instances at 4096 re-timed there
 
 # Hardware counters (Nsight Compute) at 4096: coalescing (ch1), the traffic model (ch2), banks (ch5),
@@ -125,4 +141,8 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("pipelined_warp_tiling", {}),  # kernel 10b beside cuBLAS
     ("pipelined_warp_tiling", {"STREAM": 1}),
     ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7
+    ("wgmma_tf32", {}),  # chapter 9: chapter 8's wgmma kernel, kernel 14 and cuBLAS's TF32 GEMM, tensor pipes included
+    ("wgmma_ws_tf32", {}),
+    ("wgmma_ws_3xtf32", {}),
+    ("cublas_tf32", {}),
 )

@@ -16,11 +16,11 @@ CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
 # matplotlib's ten default colours, then ten more that none of them resembles
 PALETTE = tuple(f"C{i}" for i in range(10)) + ("#000080", "#808000", "#008080", "#800000", "#ff00ff", "#00c000",
-                                               "#4b0082", "#b8860b", "#00bfff", "#ff4500")
+                                               "#4b0082", "#b8860b", "#00bfff", "#ff4500", "#2f4f4f", "#ff69b4")
 
 
 def color(kernel: str) -> str:
-    """One colour per kernel, the same on every page, and no two kernels alike (up to 20)."""
+    """One colour per kernel, the same on every page, and no two kernels alike (up to 22)."""
     names = list(catalog.KERNELS)
     return "black" if kernel == CUBLAS else PALETTE[names.index(kernel) % len(PALETTE)] if kernel in names else "grey"
 
@@ -399,6 +399,60 @@ def pipeline(params: dict[str, int], steps: int = 3, blocks_per_sm: int = 2, lat
     busy = steps * compute / t if t else 0
     stamp(fig, f"model: FFMAs {compute:.0f} clk/step ({params['BM']}x{params['BN']}x{params['BK']} tile, "
                f"{blocks_per_sm} blocks/SM), load latency {latency} clk (assumed); FFMA busy {busy:.0%} of the steps shown")
+    fig.tight_layout()
+    return fig
+
+
+def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, latency: int = 1200,
+                      epilogue: int = 600) -> Figure:
+    """A schematic timeline of kernel 14 (14_tf32_wgmma_ws.cu) on one SM: the producer's TMA copies into a ring of
+    STAGES stages, and the consumer warpgroups' wgmmas, over `tiles` tiles of `steps` 32-deep steps each.
+
+    Durations are a model, not a measurement: a consumer's step is four 64 x BM x 8 wgmmas at 1024 TF32 FMA per
+    clock per SM (the tensor cores are shared, so the consumers' steps take turns), a copy lands `latency` clocks
+    after it is issued, and an epilogue (stores of C) takes `epilogue` clocks. A stage is refilled once every consumer
+    has finished the step that read it (its `empty` mbarrier); a consumer starts a step once its copy landed (`full`).
+    """
+    stages, consumers = params["STAGES"], params["CONSUMERS"]
+    step_clk = 4 * 64 * params["BM"] * 8 / 1024
+    total = tiles * steps
+    issued, landed, done = [0.0] * total, [0.0] * total, [[0.0] * total for _ in range(consumers)]
+    bars_: list[tuple[int, float, float, str]] = []  # (row, start, length, label)
+    free_at, pipe, ready = 0.0, 0.0, [0.0] * consumers  # producer's next issue, tensor pipe, each consumer
+    for i in range(total):
+        if i >= stages:  # the stage's empty barrier: every consumer is done with step i - STAGES
+            free_at = max(free_at, *(done[c][i - stages] for c in range(consumers)))
+        issued[i], landed[i] = free_at, free_at + latency
+        bars_.append((0, issued[i], 40, ""))
+        bars_.append((1, issued[i], latency, f"s{i % stages}"))
+        free_at += 40
+        for c in range(consumers):
+            start = max(landed[i], ready[c], pipe)
+            pipe = start + step_clk
+            done[c][i] = start + step_clk
+            bars_.append((2 + c, start, step_clk, f"t{i // steps}.k{i % steps}"))
+            ready[c] = done[c][i]
+            if i % steps == steps - 1:  # the tile's last step: its epilogue stores C
+                bars_.append((2 + consumers, ready[c], epilogue, "C" if c == 0 else ""))
+                ready[c] += epilogue
+    rows = ("producer: TMA issue", "copies in flight\n(ring stage)", *(f"consumer {c + 1}: wgmma" for c in
+                                                                        range(consumers)), "epilogues")
+    fig, ax = plt.subplots(figsize=(9, 1.0 + 0.5 * len(rows)))
+    for row, start, length, label in bars_:
+        ax.add_patch(Rectangle((start, row - 0.35), length, 0.7, color=f"C{row}", alpha=0.75))
+        if label and length > 200:
+            ax.text(start + length / 2, row, label, ha="center", va="center", fontsize=6)
+    end = max(b[1] + b[2] for b in bars_)
+    ax.set_xlim(-50, end + 50)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("clock cycles on one SM (schematic: model durations, see caption)")
+    ax.set_title(f"Warp specialisation: {stages} stages, {consumers} consumer warpgroup(s), BM = {params['BM']}: "
+                 "copies run ahead while the tensor cores work", fontsize=9)
+    busy = total * consumers * step_clk / (end - landed[0])
+    stamp(fig, f"model: {step_clk:.0f} clk per consumer step, copy latency {latency} clk and epilogue {epilogue} clk "
+               f"(assumed); tensor pipe busy {busy:.0%} after the first copy lands")
     fig.tight_layout()
     return fig
 

@@ -179,6 +179,34 @@ def test_stream_k_launches_one_block_per_resident_slot():
     assert spec.static_smem(p) == 64 and spec.static_smem(spec.full_params()) == 0  # stream-K's schedule words
 
 
+@pytest.mark.parametrize("kernel,params,rule", [
+    ("wgmma_ws_tf32", {"BM": 256, "CONSUMERS": 3}, "registers a consumer thread gets after setmaxnreg"),
+    ("wgmma_ws_tf32", {"CONSUMERS": 4}, "CONSUMERS must be 1 to 3"),
+    ("wgmma_ws_tf32", {"BM": 192}, "BM must be one of 64, 128, 256"),
+    ("wgmma_ws_tf32", {"STAGES": 5}, "dynamic shared memory must fit"),  # 5 x 48 KiB
+    ("wgmma_ws_tf32", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),
+    ("wgmma_ws_tf32", {"PERSIST": 2}, "PERSIST must be 0"),
+    ("wgmma_ws_3xtf32", {"SUM": 2}, "registers a consumer thread gets after setmaxnreg"),  # BM 128: ptxas spills
+    ("wgmma_ws_3xtf32", {"SUM": 0}, "SUM must be positive"),
+])
+def test_warp_specialised_rules_are_named(kernel, params, rule):
+    with pytest.raises(ValueError, match=rule):
+        catalog.validate(kernel, params)
+
+
+def test_warp_specialised_kernels_split_the_register_file_and_launch_whole_clusters():
+    # the producer keeps 40 of the SM's 64 K registers per thread; consumers share the rest, at most 240
+    assert [catalog.consumer_registers(c) for c in (1, 2, 3)] == [240, 232, 152]
+    spec = catalog.get("wgmma_ws_tf32")
+    p = spec.full_params()
+    assert spec.threads(p) == 384 and spec.tile(p) == (256, 128) and spec.persistent(p) and spec.tma
+    assert spec.grid(p, m=4096, n=4096, slots=132) == (66, 2, 1)  # 66 clusters of 2 along y
+    assert spec.grid({**p, "PERSIST": 0}, m=4096, n=4096, slots=132) == (32, 16, 1)  # one block per tile
+    assert spec.grid({**p, "PERSIST": 0}, m=300, n=200) == (2, 2, 1)  # whole clusters: 2 tile rows
+    assert spec.launch_smem(p) == 4 * (256 * 128 + 2 * 64 * 128 + 24) + 1024  # A, B and 3 mbarriers per stage
+    assert catalog.validate("wgmma_ws_3xtf32", {"BM": 64, "SUM": 4})["SUM"] == 4  # short tiles leave room for it
+
+
 def test_every_kernel_has_a_colour_of_its_own():
     from gemm_lab import plots
 

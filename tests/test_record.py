@@ -27,8 +27,8 @@ def recorder(monkeypatch):
 def test_the_error_vs_k_plan():
     assert plan.ERROR_VS_K == tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))
     assert plan.ERROR_VS_K_KERNELS == ("warp_tiling", "mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32",
-                                       "wgmma_3xtf32")
-    assert len(plan.error_vs_k_cases()) == 6 * 6 and all(p is None for _, p, _ in plan.error_vs_k_cases())
+                                       "wgmma_3xtf32", "wgmma_ws_tf32", "wgmma_ws_3xtf32")
+    assert len(plan.error_vs_k_cases()) == 6 * 8 and all(p is None for _, p, _ in plan.error_vs_k_cases())
     for name in plan.TENSOR_CORES:  # every size and the odd shape at the defaults, like every other kernel
         odd = [plan.ODD_SHAPE] if name in plan.ODD_SHAPE_KERNELS else []  # the TMA kernel refuses N, K % 4 != 0
         assert [s for k, p, s in plan.headline_cases() if k == name] == [*plan.SIZES, *odd]

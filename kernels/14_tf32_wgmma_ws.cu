@@ -1,0 +1,248 @@
+// Step 14: Hopper's own pipeline for the wgmma kernels of step 12 (sm_90a): warp specialisation, TMA and
+// mbarrier rings, a persistent grid, clusters and a grouped tile order.
+//
+// Step 12 has every thread copy with cp.async and the whole block meet at a barrier every step; here each
+// warpgroup has one job:
+// - The producer (warpgroup 0) gives most of its registers away (setmaxnreg) and one of its threads issues
+//   the TMA copies: per 32-deep step one box of A (BM rows x 32 floats) and BN / 32 boxes of B (32 x 32),
+//   into a ring of STAGES stages. Each stage has a `full` mbarrier (the copy engine counts the bytes in) and
+//   an `empty` one (each consumer warp of the cluster arrives when its wgmmas no longer read the stage).
+//   Nobody waits at a block-wide barrier.
+// - CONSUMERS warpgroups multiply, each 64 columns of C: as in step 12 they compute C^T = B^T A^T with A's
+//   tile (K-major, swizzled by TMA) as wgmma's shared-memory operand and B^T in registers. A lane holds two
+//   adjacent columns n, n + 1 of B per k (rows g and g + 8 of wgmma's 64), read with one 64-bit load from
+//   the swizzled box; which columns a lane takes is ours to choose, so lane g takes 16-byte chunk
+//   CH[g] = 0,0,4,4,1,1,5,5 (+2 for the odd warps) of a box: each half-warp covers 32 banks once.
+// - PERSIST: one block per SM walks the tiles (each cluster takes every G-th), so a tile's epilogue
+//   overlaps the copies of the next; else one block per tile.
+// - CLUSTER = 2: two blocks stacked along M share B's tile: each copies half the boxes and TMA multicasts
+//   them into both, so L2 hands out B once per pair.
+// - GROUP: tiles are taken in bands of GROUP cluster-rows, column by column, so the tiles in flight share
+//   rows of A and columns of B in L2.
+// 3xTF32 (SPLIT): the producer's three idle warps split each A tile into big and small TF32 parts as it
+// lands (a third mbarrier, `ready`, tells the consumers); the consumers split their B fragments in registers
+// and, as in step 12, sum the three products of SUM steps in a fresh accumulator that is added to the running one
+// in FP32 (the tensor cores' own accumulation truncates; fewer, longer sums wait less often for the wgmmas).
+#include "cp_async.cuh"
+#include "tf32.cuh"
+#include "tiles.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+
+template <int CONSUMERS>
+struct WarpRoles {
+  static constexpr int PRODUCER_REGS = 40;  // setmaxnreg counts are multiples of 8 in 24..256
+  // the rest of the 64 K registers of the SM go to the consumers (one block per SM)
+  static constexpr int FREE = (65536 / 128 - PRODUCER_REGS) / CONSUMERS / 8 * 8;
+  static constexpr int CONSUMER_REGS = FREE < 240 ? FREE : 240;
+};
+
+template <int REGS>
+__device__ __forceinline__ void set_max_registers_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
+template <int REGS>
+__device__ __forceinline__ void set_max_registers_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
+
+// Two consecutive 32-bit words of shared memory (kernel 13 has the same load; they fold into tma.cuh when 13 is
+// next re-recorded).
+__device__ __forceinline__ void lds_pair(unsigned& x, unsigned& y, unsigned address) {
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(address));
+}
+
+__device__ __forceinline__ void mbar_arrive_local(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Two adjacent outputs (row, col), (row, col + 1); col is even and N a multiple of 4, so both or neither are in C.
+__device__ __forceinline__ void store_pair(float* __restrict__ C, int row, int col, int M, int N, float alpha,
+                                           float beta, float x, float y) {
+  if (row >= M || col >= N) return;
+  float2* p = reinterpret_cast<float2*>(C + row * N + col);
+  const float2 old = beta == 0.0f ? make_float2(0.0f, 0.0f) : *p;
+  *p = make_float2(epilogue(alpha, x, beta, old.x), epilogue(alpha, y, beta, old.y));
+}
+
+// Cluster tile t (of rows x cols) in bands of GROUP cluster-rows walked column by column: its cluster-row and column.
+template <int GROUP>
+__device__ __forceinline__ int2 tile_at(int t, int rows, int cols) {
+  const int first = t / (GROUP * cols) * GROUP, band = min(GROUP, rows - first), within = t % (GROUP * cols);
+  return make_int2(first + within % band, within / band);
+}
+
+template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, bool SPLIT, int SUM>
+__device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
+                                         const void* __restrict__ map_a, const void* __restrict__ map_b) {
+  constexpr int BN = 64 * CONSUMERS, BK = 32, KK = BK / 8, NACC = BM / 2, BOXES = BN / 32;
+  constexpr unsigned A_BYTES = BM * BK * 4, BOX_BYTES = BK * 32 * 4;
+  constexpr unsigned B_OFFSET = (SPLIT ? 2 : 1) * A_BYTES, STAGE_BYTES = B_OFFSET + BOXES * BOX_BYTES;
+  constexpr unsigned TX_BYTES = A_BYTES + BOXES * BOX_BYTES;  // what lands per stage: A and every box of B
+  constexpr int SPLITTERS = 96;                                  // the producer's warps 1-3
+  using Roles = WarpRoles<CONSUMERS>;
+  extern __shared__ unsigned char smem_raw[];
+
+  const unsigned base = (smem_address(smem_raw) + 1023) & ~1023u;  // the swizzle repeats every 1024 bytes
+  const unsigned full0 = base + STAGES * STAGE_BYTES, empty0 = full0 + 8 * STAGES, ready0 = empty0 + 8 * STAGES;
+  const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+
+  const int rows = ((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER, cols = (N + BN - 1) / BN, tiles = rows * cols;
+  const int first_tile = blockIdx.x + gridDim.x * (blockIdx.y / CLUSTER), tile_step = gridDim.x * (gridDim.y / CLUSTER);
+  const int steps = (K + BK - 1) / BK;
+
+  if (threadIdx.x == 0) {
+    tensormap_acquire(map_a), tensormap_acquire(map_b);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full0 + 8 * s, 1);
+      mbar_init(empty0 + 8 * s, CONSUMERS * 4 * CLUSTER);
+      mbar_init(ready0 + 8 * s, SPLITTERS / 32);
+    }
+    mbar_init_fence();
+  }
+  if (CLUSTER > 1) cluster_sync(); else __syncthreads();  // partners' barriers exist before any multicast
+
+  if (wg == 0) {  // the producer warpgroup
+    set_max_registers_dec<Roles::PRODUCER_REGS>();
+    if (warp == 0 && lane == 0) {  // copies
+      int it = 0;
+      for (int t = first_tile; t < tiles; t += tile_step) {
+        const int2 at = tile_at<GROUP>(t, rows, cols);
+        const int row0 = (at.x * CLUSTER + rank) * BM, col0 = at.y * BN;
+        for (int step = 0; step < steps; ++step, ++it) {
+          const unsigned s = it % STAGES, full = full0 + 8 * s, a = base + s * STAGE_BYTES, b = a + B_OFFSET;
+          mbar_wait(empty0 + 8 * s, ((it / STAGES) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
+          mbar_arrive_expect(full, TX_BYTES);
+          tma_load(a, map_a, step * BK, row0, full);
+#pragma unroll
+          for (int box = rank; box < BOXES; box += CLUSTER)
+            if (CLUSTER > 1) tma_load_multicast(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full, (1 << CLUSTER) - 1);
+            else tma_load(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full);
+        }
+      }
+    } else if (SPLIT && warp > 0) {  // A's tiles into big (in place) and small TF32 parts as they land
+      int it = 0;
+      for (int t = first_tile; t < tiles; t += tile_step)
+        for (int step = 0; step < steps; ++step, ++it) {
+          const unsigned s = it % STAGES;
+          mbar_wait(full0 + 8 * s, (it / STAGES) & 1);
+          float4* big = reinterpret_cast<float4*>(smem_raw + (base - smem_address(smem_raw)) + s * STAGE_BYTES);
+          float4* small = big + A_BYTES / 16;
+          for (int i = threadIdx.x - 32; i < int(A_BYTES / 16); i += SPLITTERS) {
+            const float4 x = big[i];
+            const Split sx(x.x), sy(x.y), sz(x.z), sw(x.w);
+            big[i] = make_float4(__uint_as_float(sx.big), __uint_as_float(sy.big), __uint_as_float(sz.big),
+                                 __uint_as_float(sw.big));
+            small[i] = make_float4(__uint_as_float(sx.small), __uint_as_float(sy.small), __uint_as_float(sz.small),
+                                   __uint_as_float(sw.small));
+          }
+          fence_async_shared();  // the wgmmas read through the async proxy
+          __syncwarp();
+          if (lane == 0) mbar_arrive_local(ready0 + 8 * s);
+        }
+    }
+  } else {  // a consumer warpgroup: 64 columns of the block's C tile
+    set_max_registers_inc<Roles::CONSUMER_REGS>();
+    const int g = lane / 4, t = lane % 4, c = wg - 1;
+    // This lane's B columns n, n + 1 (of the block's tile): box 2c + warp / 2, chunk CH[g] + 2 (warp % 2), half g % 2.
+    const int chunk = g / 2 % 2 * 4 + g / 4 + 2 * (warp % 2), box = 2 * c + warp / 2;
+    const int n_of_lane = 32 * box + 4 * chunk + 2 * (g % 2);
+    auto b_at = [&](int k) { return B_OFFSET + box * BOX_BYTES + k * 128 + ((chunk ^ k) & 7) * 16 + g % 2 * 8; };
+    const unsigned b_lo = b_at(t), b_hi = b_at(t + 4);  // rows t and t + 4 of the box; k8 slice kk adds 8 kk rows
+    auto release = [&](int it) {  // this warp's wgmmas no longer read stage it % STAGES: tell every producer
+      __syncwarp();
+      if (lane < CLUSTER) mbar_arrive_remote(empty0 + 8 * (it % STAGES), lane);
+    };
+
+    float acc[NACC], part[SPLIT ? NACC : 1];
+    int it = 0;
+    for (int tile = first_tile; tile < tiles; tile += tile_step) {
+      const int2 at = tile_at<GROUP>(tile, rows, cols);
+      const int row0 = (at.x * CLUSTER + rank) * BM, col0 = at.y * BN;
+      // One step: wait for the stage, read B^T's fragments of its four k8 slices into `frag` (two sets alternate
+      // between steps, so a step loads while the step before still multiplies with the other set).
+      auto run_step = [&](int step, unsigned (&frag)[KK][4], unsigned (&small)[KK][4]) {
+        const unsigned s = it % STAGES, stage = base + s * STAGE_BYTES;
+        mbar_wait((SPLIT ? ready0 : full0) + 8 * s, (it / STAGES) & 1);
+#pragma unroll
+        for (int kk = 0; kk < KK; ++kk) {
+          unsigned v[4];
+          lds_pair(v[0], v[1], stage + b_lo + kk * 8 * 128);
+          lds_pair(v[2], v[3], stage + b_hi + kk * 8 * 128);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            if constexpr (SPLIT) {
+              const Split x(__uint_as_float(v[q]));
+              frag[kk][q] = x.big, small[kk][q] = x.small;
+            } else {
+              frag[kk][q] = v[q];  // read as TF32: the 13 low mantissa bits are dropped
+            }
+          }
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < KK; ++kk) {
+          const unsigned long long big_desc = k_major_desc(stage + 32 * kk);
+          if constexpr (SPLIT) {  // the small corrections first, then the big product, into this step's own sum
+            Wgmma<BM>::rs(part, frag[kk], k_major_desc(stage + A_BYTES + 32 * kk), step % SUM > 0 || kk > 0);
+            Wgmma<BM>::rs(part, small[kk], big_desc, 1);
+            Wgmma<BM>::rs(part, frag[kk], big_desc, 1);
+          } else {
+            Wgmma<BM>::rs(acc, frag[kk], big_desc, step > 0 || kk > 0);
+          }
+        }
+        wgmma_commit();
+        if constexpr (SPLIT) {
+          if (step % SUM == SUM - 1 || step == steps - 1) {  // the sum is complete: into the running one
+            wgmma_wait<0>();
+            pin(part);
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) acc[i] = step < SUM ? part[i] : acc[i] + part[i];
+            if (step % SUM > 0) release(it - 1);
+            release(it);
+          } else {
+            wgmma_wait<1>();
+            if (step % SUM > 0) release(it - 1);
+          }
+        } else {
+          wgmma_wait<1>();  // the step before is done: its stage can be refilled
+          if (step > 0) release(it - 1);
+        }
+        ++it;
+      };
+      unsigned frag0[KK][4], frag1[KK][4], small0[KK][4], small1[KK][4];
+      int step = 0;
+      for (; step + 1 < steps; step += 2) {  // pairs, so that each fragment set is written only after its wgmmas ended
+        run_step(step, frag0, small0);
+        run_step(step + 1, frag1, small1);
+      }
+      if (step < steps) run_step(step, frag0, small0);
+      if (!SPLIT) {
+        wgmma_wait<0>();
+        pin(acc);
+        release(it - 1);
+      }
+      // acc[4j + q]: wgmma row 16 warp + g (+ 8 for q >= 2) is column n (+ 1) of C, its column 8j + 2t (+ 1 for odd q)
+      // is row m (+ 1): two float2 stores per j.
+      const int n = col0 + n_of_lane;
+#pragma unroll
+      for (int j = 0; j < NACC / 4; ++j) {
+        const int m = row0 + 8 * j + 2 * t;
+        store_pair(C, m, n, M, N, alpha, beta, acc[4 * j], acc[4 * j + 2]);
+        store_pair(C, m + 1, n, M, N, alpha, beta, acc[4 * j + 1], acc[4 * j + 3]);
+      }
+    }
+  }
+  if (CLUSTER > 1) cluster_sync();  // no block leaves while a partner may still arrive on its barriers
+}
+
+template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER, 1)
+sgemm_tf32_wgmma_ws(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+                    float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b) {
+  ws_block<BM, CONSUMERS, STAGES, CLUSTER, PERSIST, GROUP, false, 1>(M, N, K, alpha, beta, C, map_a, map_b);
+}
+
+template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, int SUM>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER, 1)
+sgemm_3xtf32_wgmma_ws(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+                      float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b) {
+  ws_block<BM, CONSUMERS, STAGES, CLUSTER, PERSIST, GROUP, true, SUM>(M, N, K, alpha, beta, C, map_a, map_b);
+}
