@@ -55,11 +55,8 @@ TENSOR_METRICS = ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustain
 def metrics_for(kernel: str | KernelSpec) -> tuple[str, ...]:
     """What a recorded launch of `kernel` (or a cuBLAS pseudo-kernel) counts: METRICS, and TENSOR_METRICS where it
     computes on tensor cores."""
-    if isinstance(kernel, str) and kernel in records.CUBLAS_KERNELS.values():
-        tensor = kernel != records.CUBLAS
-    else:
-        tensor = catalog.get(kernel).precision != "fp32"
-    return METRICS + TENSOR_METRICS if tensor else METRICS
+    name = kernel if isinstance(kernel, str) else kernel.name
+    return METRICS + TENSOR_METRICS if records.precision_of(name) not in ("fp32", None) else METRICS
 
 
 def stalls(row: dict) -> dict[str, float]:
@@ -226,7 +223,7 @@ def _launch_once(argv: list[str]) -> None:
     if name in records.CUBLAS_KERNELS.values():
         from .timing import cublas_math
 
-        with cublas_math("tf32" if name == records.CUBLAS_TF32 else "fp32"):
+        with cublas_math(records.precision_of(name)):
             cupy.matmul(a, b)
     else:
         run.gemm(name, a, b, params)

@@ -14,7 +14,7 @@ from .tables import baseline_name, params_text, provenance
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
 
-# matplotlib's ten default colours, then ten more that none of them resembles
+# matplotlib's ten default colours, then twelve more that none of them resembles
 PALETTE = tuple(f"C{i}" for i in range(10)) + ("#000080", "#808000", "#008080", "#800000", "#ff00ff", "#00c000",
                                                "#4b0082", "#b8860b", "#00bfff", "#ff4500", "#2f4f4f", "#ff69b4")
 
@@ -416,22 +416,21 @@ def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, la
     stages, consumers = params["STAGES"], params["CONSUMERS"]
     step_clk = 4 * 64 * params["BM"] * 8 / 1024
     total = tiles * steps
-    issued, landed, done = [0.0] * total, [0.0] * total, [[0.0] * total for _ in range(consumers)]
+    first_landing = latency  # the first copy, issued at 0
+    done = [[0.0] * total for _ in range(consumers)]
     bars_: list[tuple[int, float, float, str]] = []  # (row, start, length, label)
     free_at, pipe, ready = 0.0, 0.0, [0.0] * consumers  # producer's next issue, tensor pipe, each consumer
     for i in range(total):
         if i >= stages:  # the stage's empty barrier: every consumer is done with step i - STAGES
             free_at = max(free_at, *(done[c][i - stages] for c in range(consumers)))
-        issued[i], landed[i] = free_at, free_at + latency
-        bars_.append((0, issued[i], 40, ""))
-        bars_.append((1, issued[i], latency, f"s{i % stages}"))
+        bars_.append((0, free_at, 40, ""))
+        bars_.append((1, free_at, latency, f"s{i % stages}"))
+        landed = free_at + latency
         free_at += 40
         for c in range(consumers):
-            start = max(landed[i], ready[c], pipe)
-            pipe = start + step_clk
-            done[c][i] = start + step_clk
+            start = max(landed, ready[c], pipe)
+            pipe = ready[c] = done[c][i] = start + step_clk
             bars_.append((2 + c, start, step_clk, f"t{i // steps}.k{i % steps}"))
-            ready[c] = done[c][i]
             if i % steps == steps - 1:  # the tile's last step: its epilogue stores C
                 bars_.append((2 + consumers, ready[c], epilogue, "C" if c == 0 else ""))
                 ready[c] += epilogue
@@ -450,7 +449,7 @@ def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, la
     ax.set_xlabel("clock cycles on one SM (schematic: model durations, see caption)")
     ax.set_title(f"Warp specialisation: {stages} stages, {consumers} consumer warpgroup(s), BM = {params['BM']}: "
                  "copies run ahead while the tensor cores work", fontsize=9)
-    busy = total * consumers * step_clk / (end - landed[0])
+    busy = total * consumers * step_clk / (end - first_landing)
     stamp(fig, f"model: {step_clk:.0f} clk per consumer step, copy latency {latency} clk and epilogue {epilogue} clk "
                f"(assumed); tensor pipe busy {busy:.0%} after the first copy lands")
     fig.tight_layout()
