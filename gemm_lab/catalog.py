@@ -100,6 +100,7 @@ class KernelSpec(SourceFile):
     dynamic_smem: bool = False  # extern __shared__: smem_bytes is asked for at launch (an opt-in above 48 KiB)
     arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for, else the GPU's own
     tma: bool = False  # reads A and B through TMA tensor maps (`tma.py`), passed after C; rows of 16-byte multiples
+    tma_c: bool = False  # also takes C's tensor map (after B's), for TMA stores in the epilogue
     cluster: Callable[[Params], int] = lambda p: 1  # blocks per cluster, stacked along the grid's y (M)
     # one block per resident slot of the GPU (`grid`'s `slots`), each looping over its share of the tiles
     persistent: Callable[[Params], bool] = lambda p: False
@@ -558,15 +559,20 @@ def consumer_registers(consumers: int) -> int:
 
 def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
     """Warp-specialised wgmma kernels (14_tf32_wgmma_ws.cu): a TMA producer warpgroup, CONSUMERS warpgroups of 64
-    columns each, mbarrier rings, optionally persistent and clustered."""
+    columns each, mbarrier rings, optionally persistent and clustered, B^T from shared memory (TF32) or registers,
+    A split by the producer or the consumers (3xTF32), C stored by every thread or by TMA."""
     threads = lambda p: 128 * (p["CONSUMERS"] + 1)  # noqa: E731
     copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
-    stage = lambda p: copies * p["BM"] * 128 + p["CONSUMERS"] * 64 * 128  # noqa: E731 - A (and its small part), B
-    smem = lambda p: p["STAGES"] * (stage(p) + 24) + 1024  # noqa: E731 - three mbarriers per stage, +1024 to align
-    # BM/2 accumulators and two sets of 16 B fragments, about 32 others; 3xTF32 adds BM/2 per-sum registers, and small
-    # parts of the fragments (two sets when a sum spans steps, so that wgmmas still run from one), about 52 others:
-    # calibrated on ptxas over the offered grid
-    need = lambda p: (p["BM"] + (64 if p["SUM"] > 1 else 48) + 52) if split else p["BM"] // 2 + 2 * 16 + 32  # noqa: E731
+    b_copies = lambda p: 1 + p.get("BSMEM", 0)  # noqa: E731 - B's boxes, and B^T K-major
+    stage = lambda p: copies * p["BM"] * 128 + b_copies(p) * p["CONSUMERS"] * 64 * 128  # noqa: E731 - A, B
+    # three mbarriers per stage, two 8 KiB buffers per consumer for TMA stores, +1024 to align
+    smem = lambda p: p["STAGES"] * (stage(p) + 24) + p["STORE"] * p["CONSUMERS"] * 16384 + 1024  # noqa: E731
+    # BM/2 accumulators and two sets of 16 B fragments (none from shared memory), about 32 others; 3xTF32 adds BM/2
+    # per-sum registers, and small parts of the fragments (two sets when a sum spans steps, so that wgmmas still run
+    # from one), about 52 others: calibrated on ptxas over the offered grid
+    need = lambda p: (p["BM"] + (64 if p["SUM"] > 1 else 48) + 52) if split else \
+        p["BM"] // 2 + (0 if p["BSMEM"] else 2 * 16) + 32  # noqa: E731
+    flag = lambda n, what: Rule(f"{n} must be 0 or 1 ({what})", lambda p: p[n] in (0, 1))  # noqa: E731
     rules = (
         _positive("BM", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
         Rule(f"BM must be one of {', '.join(map(str, WGMMA_N))} (it is the wgmma's N, and kernels/wgmma.cuh "
@@ -578,21 +584,30 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
              lambda p: p["CLUSTER"] in (1, 2)),
         Rule("PERSIST must be 0 (one block per tile) or 1 (one block per SM, looping over tiles)",
              lambda p: p["PERSIST"] in (0, 1)),
-        *((_positive("SUM"),) if split else ()),
+        flag("STORE", "each thread stores its own outputs, or TMA stores 32-row chunks of C"),
+        *((_positive("SUM"), flag("SPLITTER", "the producer's idle warps split A's tiles, or the consumers"))
+          if split else
+          (flag("BSMEM", "B^T read into registers, or transposed K-major into shared memory by the producer's idle "
+                "warps"),
+           Rule("BSMEM = 1 needs BM 128 or 256 (kernels/wgmma_ss.cuh instantiates those)",
+                lambda p: not p["BSMEM"] or p["BM"] in (128, 256)))),
         Rule("the accumulators" + (", the per-step sums" if split else "") + " and the B fragments must fit in the "
              "registers a consumer thread gets after setmaxnreg (the SM's 65536 less the producer warpgroup's "
              f"{PRODUCER_REGISTERS} per thread, shared by the consumers, at most 240): else ptxas spills them",
              lambda p: need(p) <= consumer_registers(p["CONSUMERS"])),
         *_common_rules(threads, smem, dynamic=True),
     )
+    # GROUP = 1 (row by row) and the other choices of BSMEM, STORE and SPLITTER validate too: chapter 9's ladder
+    # measures them; the explorers offer the bands and the faster choice
+    choices = {"BM": WGMMA_N, "CONSUMERS": (1, 2, 3), "STAGES": (2, 3, 4, 6), "CLUSTER": (1, 2), "PERSIST": (0, 1),
+               "GROUP": (8,)}
+    choices |= {"SUM": (1, 2, 4), "SPLITTER": (defaults["SPLITTER"],)} if split else {"BSMEM": (defaults["BSMEM"],)}
     return KernelSpec(
         name=name, source="kernels/14_tf32_wgmma_ws.cu", function=function, title=title,
-        # GROUP = 1 (row by row) validates too: chapter 9's ladder measures it; the explorers offer the bands
-        choices={"BM": WGMMA_N, "CONSUMERS": (1, 2, 3), "STAGES": (2, 3, 4, 6), "CLUSTER": (1, 2),
-                 "PERSIST": (0, 1), "GROUP": (8,), **({"SUM": (1, 2, 4)} if split else {})},
+        choices={**choices, "STORE": (defaults["STORE"],)},
         defaults=defaults, tile=lambda p: (p["BM"], 64 * p["CONSUMERS"]), threads=threads, smem_bytes=smem,
         rules=rules, chapter=HOPPER_CHAPTER, precision="3xtf32" if split else "tf32", notes=notes, min_cc=(9, 0),
-        dynamic_smem=True, arch="sm_90a", tma=True, cluster=lambda p: p["CLUSTER"],
+        dynamic_smem=True, arch="sm_90a", tma=True, tma_c=True, cluster=lambda p: p["CLUSTER"],
         persistent=lambda p: p["PERSIST"] == 1,
     )
 
@@ -667,13 +682,14 @@ KERNELS: dict[str, KernelSpec] = {
         ),
         _wgmma_ws(
             "wgmma_ws_tf32", "sgemm_tf32_wgmma_ws", "Hopper pipeline, warp-specialised wgmma TF32", False,
-            {"BM": 256, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "PERSIST": 1, "GROUP": 8},
+            {"BM": 256, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "PERSIST": 1, "GROUP": 8, "BSMEM": 0, "STORE": 1},
             "wgmma TF32 fed by a producer warpgroup through TMA and mbarrier rings (setmaxnreg gives its registers to "
-            "the consumers), persistent over the tiles, B multicast across a 2-block cluster",
+            "the consumers), persistent over the tiles, B multicast across a 2-block cluster, C stored by TMA",
         ),
         _wgmma_ws(
             "wgmma_ws_3xtf32", "sgemm_3xtf32_wgmma_ws", "Hopper pipeline, warp-specialised wgmma 3xTF32", True,
-            {"BM": 128, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "PERSIST": 1, "GROUP": 8, "SUM": 1},
+            {"BM": 128, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "PERSIST": 1, "GROUP": 8, "SUM": 1, "SPLITTER": 0,
+             "STORE": 0},
             "the warp-specialised wgmma pipeline with 3xTF32: the producer's idle warps split A's tiles into big and "
             "small TF32 parts as they land, three products per k8, summed SUM 32-deep steps at a time before an FP32 add: "
             "FP32-level accuracy",

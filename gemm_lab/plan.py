@@ -39,13 +39,28 @@ def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
 PIPELINED_SMALL = {"BM": 64, "BN": 128, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 3}
 
 # Chapter 9's ladder from chapter 8's wgmma kernel to kernel 14's defaults: each rung adds one technique (the
-# defaults add the grouped tile order to the last).
+# defaults add TMA stores to the last).
 HOPPER_LADDER = (
-    {"CLUSTER": 1, "PERSIST": 0, "GROUP": 1},  # warp specialisation, TMA and mbarrier rings
-    {"CLUSTER": 1, "PERSIST": 1, "GROUP": 1},  # + a persistent grid
-    {"CLUSTER": 2, "PERSIST": 1, "GROUP": 1},  # + 2-block clusters multicasting B
+    {"CLUSTER": 1, "PERSIST": 0, "GROUP": 1, "STORE": 0},  # warp specialisation, TMA and mbarrier rings
+    {"CLUSTER": 1, "PERSIST": 1, "GROUP": 1, "STORE": 0},  # + a persistent grid
+    {"CLUSTER": 2, "PERSIST": 1, "GROUP": 1, "STORE": 0},  # + 2-block clusters multicasting B
+    {"CLUSTER": 2, "PERSIST": 1, "GROUP": 8, "STORE": 0},  # + the grouped tile order
+)
+# Chapter 9's measured alternatives at the ladder's sizes: B^T K-major in shared memory (both wgmma operands there,
+# 3 stages fit), 3xTF32 unclustered, split by the consumers, and with TMA stores.
+HOPPER_OPTIONS = (
+    ("wgmma_ws_tf32", {"BSMEM": 1, "STAGES": 3}),
+    ("wgmma_ws_3xtf32", {"CLUSTER": 1}),
+    ("wgmma_ws_3xtf32", {"SPLITTER": 1}),
+    ("wgmma_ws_3xtf32", {"STORE": 1}),
 )
 LADDER_SIZES = (4096, 8192)
+# Options the explorers do not offer but chapter 9 measures: `gemm-lab sanitize` runs these too, so every code path
+# of kernel 14 is checked (the other choice of each of its flags).
+SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
+    "wgmma_ws_tf32": ({"BSMEM": 1, "STAGES": 3, "STORE": 0},),
+    "wgmma_ws_3xtf32": ({"SPLITTER": 1, "STORE": 1},),
+}
 
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
@@ -57,7 +72,7 @@ EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     ("pipelined_warp_tiling", {"ALONG_K": 1}, 4096),
     *(("pipelined_warp_tiling", PIPELINED_SMALL, size) for size in (1024, 2048)),
     *(("wgmma_ws_tf32", rung, size) for rung in HOPPER_LADDER for size in LADDER_SIZES),
-    *(("wgmma_ws_3xtf32", {"CLUSTER": 1}, size) for size in LADDER_SIZES),
+    *((name, p, size) for name, p in HOPPER_OPTIONS for size in LADDER_SIZES),
     *published.seed_table_cases(),
 )
 
@@ -143,6 +158,7 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7
     ("wgmma_tf32", {}),  # chapter 9: chapter 8's wgmma kernel, kernel 14 and cuBLAS's TF32 GEMM, tensor pipes included
     ("wgmma_ws_tf32", {}),
+    ("wgmma_ws_tf32", {"BSMEM": 1, "STAGES": 3}),  # both operands from shared memory: its traffic beside the above
     ("wgmma_ws_3xtf32", {}),
     ("cublas_tf32", {}),
 )

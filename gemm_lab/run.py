@@ -93,6 +93,8 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out)
     if spec.tma:  # the kernel reads A and B through these (kept alive by the closure)
         args += (tma.tensor_map(a, spec.tile(p)[0]), tma.tensor_map(b, tma.STEP))
+    if spec.tma_c:  # and writes C through this one, in boxes of 32 x 32
+        args += (tma.tensor_map(out, tma.BOX_COLS),)
 
     def launch() -> Any:
         fn(grid, block, args, shared_mem=smem)

@@ -23,11 +23,18 @@
 // lands (a third mbarrier, `ready`, tells the consumers); the consumers split their B fragments in registers
 // and, as in step 12, sum the three products of SUM steps in a fresh accumulator that is added to the running one
 // in FP32 (the tensor cores' own accumulation truncates; fewer, longer sums wait less often for the wgmmas).
+// SPLITTER = 1 moves that split to the consumers instead: each splits its share of the tile once it lands, and
+// they meet at a barrier of their own before the wgmmas read it (step 12's way, on this pipeline).
+// BSMEM (TF32): the producer's idle warps also transpose each B box into a K-major, swizzled B^T tile, so both
+// wgmma operands come from shared memory and the consumers load no fragments.
+// STORE = 1: the epilogue goes through shared memory, 32 rows of C at a time in two alternating buffers per
+// consumer, and one thread hands each to a TMA store; else every thread stores its pairs of C itself.
 #include "cp_async.cuh"
 #include "tf32.cuh"
 #include "tiles.cuh"
 #include "tma.cuh"
 #include "wgmma.cuh"
+#include "wgmma_ss.cuh"
 
 template <int CONSUMERS>
 struct WarpRoles {
@@ -52,13 +59,56 @@ __device__ __forceinline__ void mbar_arrive_local(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
-// Two adjacent outputs (row, col), (row, col + 1); col is even and N a multiple of 4, so both or neither are in C.
+// The warpgroup's threads (128 of them, named barrier `id` > 0) meet; the rest of the block runs on.
+__device__ __forceinline__ void warpgroup_sync(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+
+// TMA stores (tma.cuh has the loads; these fold into it when kernel 13 is next re-recorded): the box of `map` at
+// (c0 innermost, c1) from this block's shared memory at `src`, clipped to the tensor; each thread's stores form
+// bulk groups it commits and waits for.
+__device__ __forceinline__ void tma_store(const void* map, int c0, int c1, unsigned src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+               ::"l"(map), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until at most PENDING of this thread's groups still read their shared memory.
+template <int PENDING>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory"); }
+
+// Outputs (row, col) and (row, col + 1) with alpha and beta applied; col is even and N a multiple of 4, so both or
+// neither are in C. beta == 0 never reads C.
+__device__ __forceinline__ float2 result_pair(const float* __restrict__ C, int row, int col, int M, int N, float alpha,
+                                              float beta, float x, float y) {
+  const float2 old = beta == 0.0f || row >= M || col >= N ? make_float2(0.0f, 0.0f)
+                                                          : *reinterpret_cast<const float2*>(C + row * N + col);
+  return make_float2(epilogue(alpha, x, beta, old.x), epilogue(alpha, y, beta, old.y));
+}
+
 __device__ __forceinline__ void store_pair(float* __restrict__ C, int row, int col, int M, int N, float alpha,
                                            float beta, float x, float y) {
-  if (row >= M || col >= N) return;
-  float2* p = reinterpret_cast<float2*>(C + row * N + col);
-  const float2 old = beta == 0.0f ? make_float2(0.0f, 0.0f) : *p;
-  *p = make_float2(epilogue(alpha, x, beta, old.x), epilogue(alpha, y, beta, old.y));
+  if (row < M && col < N) *reinterpret_cast<float2*>(C + row * N + col) = result_pair(C, row, col, M, N, alpha, beta, x, y);
+}
+
+// 3xTF32: float4s first, first + stride, ... of A's tile at `big` (A_BYTES) into big parts in place and small parts
+// A_BYTES further on.
+template <unsigned A_BYTES>
+__device__ __forceinline__ void split_tile(float4* big, int first, int stride) {
+  float4* small = big + A_BYTES / 16;
+  for (int i = first; i < int(A_BYTES / 16); i += stride) {
+    const float4 x = big[i];
+    const Split sx(x.x), sy(x.y), sz(x.z), sw(x.w);
+    big[i] = make_float4(__uint_as_float(sx.big), __uint_as_float(sy.big), __uint_as_float(sz.big),
+                         __uint_as_float(sw.big));
+    small[i] = make_float4(__uint_as_float(sx.small), __uint_as_float(sy.small), __uint_as_float(sz.small),
+                           __uint_as_float(sw.small));
+  }
+}
+
+// Consumer lanes take B's columns in an order that keeps their 64-bit loads free of bank conflicts: lane g of warp w
+// of consumer c holds columns n, n + 1 of box 2c + w / 2, 16-byte chunk CH[g] + 2 (w % 2) with CH = 0,0,4,4,1,1,5,5,
+// half g % 2, as wgmma rows 16 w + g and 16 w + g + 8. The row that holds the first column of chunk ch of box `box`
+// (the next three: rows + 8, + 1, + 9), for B^T written to shared memory in the same order.
+__device__ __forceinline__ int b_row(int box, int ch) {
+  return 64 * (box / 2) + 16 * (2 * (box % 2) + ch / 2 % 2) + 4 * (ch % 2) + 2 * (ch / 4);
 }
 
 // Cluster tile t (of rows x cols) in bands of GROUP cluster-rows walked column by column: its cluster-row and column.
@@ -68,19 +118,27 @@ __device__ __forceinline__ int2 tile_at(int t, int rows, int cols) {
   return make_int2(first + within % band, within / band);
 }
 
-template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, bool SPLIT, int SUM>
+template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, bool SPLIT, int SUM, int SPLITTER,
+          int BSMEM, int STORE>
 __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
-                                         const void* __restrict__ map_a, const void* __restrict__ map_b) {
+                                         const void* __restrict__ map_a, const void* __restrict__ map_b,
+                                         const void* __restrict__ map_c) {
   constexpr int BN = 64 * CONSUMERS, BK = 32, KK = BK / 8, NACC = BM / 2, BOXES = BN / 32;
   constexpr unsigned A_BYTES = BM * BK * 4, BOX_BYTES = BK * 32 * 4;
-  constexpr unsigned B_OFFSET = (SPLIT ? 2 : 1) * A_BYTES, STAGE_BYTES = B_OFFSET + BOXES * BOX_BYTES;
+  constexpr unsigned B_OFFSET = (SPLIT ? 2 : 1) * A_BYTES, BT_OFFSET = B_OFFSET + BOXES * BOX_BYTES;
+  constexpr unsigned STAGE_BYTES = BT_OFFSET + (BSMEM ? BN * BK * 4 : 0);
   constexpr unsigned TX_BYTES = A_BYTES + BOXES * BOX_BYTES;  // what lands per stage: A and every box of B
-  constexpr int SPLITTERS = 96;                                  // the producer's warps 1-3
+  constexpr unsigned OUT_CHUNK = 32 * 64 * 4;                  // 32 rows of a consumer's 64 columns of C
+  constexpr unsigned OUT_BYTES = STORE ? CONSUMERS * 2 * OUT_CHUNK : 0;
+  constexpr bool HELPERS = (SPLIT && SPLITTER == 0) || BSMEM;  // the producer's warps 1-3 prepare each stage
+  constexpr int SPLIT_BAR = 4;                                 // the consumers' barrier (1-3: one per consumer)
   using Roles = WarpRoles<CONSUMERS>;
   extern __shared__ unsigned char smem_raw[];
 
   const unsigned base = (smem_address(smem_raw) + 1023) & ~1023u;  // the swizzle repeats every 1024 bytes
-  const unsigned full0 = base + STAGES * STAGE_BYTES, empty0 = full0 + 8 * STAGES, ready0 = empty0 + 8 * STAGES;
+  const unsigned full0 = base + STAGES * STAGE_BYTES + OUT_BYTES, empty0 = full0 + 8 * STAGES,
+                 ready0 = empty0 + 8 * STAGES;
+  auto generic = [&](unsigned address) { return smem_raw + (address - smem_address(smem_raw)); };
   const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
 
@@ -90,10 +148,11 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
 
   if (threadIdx.x == 0) {
     tensormap_acquire(map_a), tensormap_acquire(map_b);
+    if (STORE) tensormap_acquire(map_c);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full0 + 8 * s, 1);
       mbar_init(empty0 + 8 * s, CONSUMERS * 4 * CLUSTER);
-      mbar_init(ready0 + 8 * s, SPLITTERS / 32);
+      mbar_init(ready0 + 8 * s, 3);  // the helper warps
     }
     mbar_init_fence();
   }
@@ -117,21 +176,29 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
             else tma_load(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full);
         }
       }
-    } else if (SPLIT && warp > 0) {  // A's tiles into big (in place) and small TF32 parts as they land
+    } else if (HELPERS && warp > 0) {  // as each stage lands: split A (3xTF32) or transpose B (BSMEM)
       int it = 0;
       for (int t = first_tile; t < tiles; t += tile_step)
         for (int step = 0; step < steps; ++step, ++it) {
-          const unsigned s = it % STAGES;
+          const unsigned s = it % STAGES, stage = base + s * STAGE_BYTES;
           mbar_wait(full0 + 8 * s, (it / STAGES) & 1);
-          float4* big = reinterpret_cast<float4*>(smem_raw + (base - smem_address(smem_raw)) + s * STAGE_BYTES);
-          float4* small = big + A_BYTES / 16;
-          for (int i = threadIdx.x - 32; i < int(A_BYTES / 16); i += SPLITTERS) {
-            const float4 x = big[i];
-            const Split sx(x.x), sy(x.y), sz(x.z), sw(x.w);
-            big[i] = make_float4(__uint_as_float(sx.big), __uint_as_float(sy.big), __uint_as_float(sz.big),
-                                 __uint_as_float(sw.big));
-            small[i] = make_float4(__uint_as_float(sx.small), __uint_as_float(sy.small), __uint_as_float(sz.small),
-                                   __uint_as_float(sw.small));
+          if constexpr (SPLIT) {
+            split_tile<A_BYTES>(reinterpret_cast<float4*>(generic(stage)), threadIdx.x - 32, 96);
+          } else {
+            // Lane k reads the 4 columns of 16-byte chunk ch of row k of a B box (swizzled) and writes them to column
+            // k of the K-major B^T tile, in the rows the register path's lanes would hold them (so the epilogue is
+            // the same): the 32 lanes of a warp hit 32 banks either way.
+            for (int u = warp - 1; u < BOXES * 8; u += 3) {
+              const int box = u / 8, ch = u % 8;
+              const float4 x = *reinterpret_cast<const float4*>(generic(stage + B_OFFSET + box * BOX_BYTES) +
+                                                                swizzled(lane, 4 * ch));
+              const int row = b_row(box, ch);
+              unsigned char* bt = generic(stage + BT_OFFSET);
+              *reinterpret_cast<float*>(bt + swizzled(row, lane)) = x.x;
+              *reinterpret_cast<float*>(bt + swizzled(row + 8, lane)) = x.y;
+              *reinterpret_cast<float*>(bt + swizzled(row + 1, lane)) = x.z;
+              *reinterpret_cast<float*>(bt + swizzled(row + 9, lane)) = x.w;
+            }
           }
           fence_async_shared();  // the wgmmas read through the async proxy
           __syncwarp();
@@ -141,7 +208,7 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
   } else {  // a consumer warpgroup: 64 columns of the block's C tile
     set_max_registers_inc<Roles::CONSUMER_REGS>();
     const int g = lane / 4, t = lane % 4, c = wg - 1;
-    // This lane's B columns n, n + 1 (of the block's tile): box 2c + warp / 2, chunk CH[g] + 2 (warp % 2), half g % 2.
+    // This lane's B columns n, n + 1 of the block's tile (see b_row).
     const int chunk = g / 2 % 2 * 4 + g / 4 + 2 * (warp % 2), box = 2 * c + warp / 2;
     const int n_of_lane = 32 * box + 4 * chunk + 2 * (g % 2);
     auto b_at = [&](int k) { return B_OFFSET + box * BOX_BYTES + k * 128 + ((chunk ^ k) & 7) * 16 + g % 2 * 8; };
@@ -152,7 +219,7 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
     };
 
     float acc[NACC], part[SPLIT ? NACC : 1];
-    int it = 0;
+    int it = 0, chunks = 0;
     for (int tile = first_tile; tile < tiles; tile += tile_step) {
       const int2 at = tile_at<GROUP>(tile, rows, cols);
       const int row0 = (at.x * CLUSTER + rank) * BM, col0 = at.y * BN;
@@ -160,9 +227,9 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
       // between steps, so a step loads while the step before still multiplies with the other set).
       auto run_step = [&](int step, unsigned (&frag)[KK][4], unsigned (&small)[KK][4]) {
         const unsigned s = it % STAGES, stage = base + s * STAGE_BYTES;
-        mbar_wait((SPLIT ? ready0 : full0) + 8 * s, (it / STAGES) & 1);
+        mbar_wait((HELPERS ? ready0 : full0) + 8 * s, (it / STAGES) & 1);
 #pragma unroll
-        for (int kk = 0; kk < KK; ++kk) {
+        for (int kk = 0; kk < (BSMEM ? 0 : KK); ++kk) {
           unsigned v[4];
           lds_pair(v[0], v[1], stage + b_lo + kk * 8 * 128);
           lds_pair(v[2], v[3], stage + b_hi + kk * 8 * 128);
@@ -176,6 +243,11 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
             }
           }
         }
+        if constexpr (SPLIT && SPLITTER == 1) {  // this consumer's share of A's split, then every consumer's
+          split_tile<A_BYTES>(reinterpret_cast<float4*>(generic(stage)), threadIdx.x - 128, CONSUMERS * 128);
+          fence_async_shared();
+          asm volatile("bar.sync %0, %1;\n" ::"n"(SPLIT_BAR), "n"(CONSUMERS * 128) : "memory");
+        }
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < KK; ++kk) {
@@ -184,6 +256,8 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
             Wgmma<BM>::rs(part, frag[kk], k_major_desc(stage + A_BYTES + 32 * kk), step % SUM > 0 || kk > 0);
             Wgmma<BM>::rs(part, small[kk], big_desc, 1);
             Wgmma<BM>::rs(part, frag[kk], big_desc, 1);
+          } else if constexpr (BSMEM) {  // this consumer's 64 rows of B^T, K-major
+            WgmmaSS<BM>::ss(acc, k_major_desc(stage + BT_OFFSET + c * 64 * 128 + 32 * kk), big_desc, step > 0 || kk > 0);
           } else {
             Wgmma<BM>::rs(acc, frag[kk], big_desc, step > 0 || kk > 0);
           }
@@ -220,29 +294,63 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
         release(it - 1);
       }
       // acc[4j + q]: wgmma row 16 warp + g (+ 8 for q >= 2) is column n (+ 1) of C, its column 8j + 2t (+ 1 for odd q)
-      // is row m (+ 1): two float2 stores per j.
+      // is row m (+ 1): two float2 results per j.
       const int n = col0 + n_of_lane;
+      if constexpr (STORE) {
+        // 32 rows at a time into this consumer's two buffers, each two 32 x 32 boxes with the 128-byte swizzle
+        // (the lane's two columns are in box warp / 2), one TMA store per box; a buffer is written again only once
+        // the store from it two chunks ago has read it.
+        const unsigned out0 = base + STAGES * STAGE_BYTES + c * 2 * OUT_CHUNK;
+        const int col = n_of_lane % 32;
 #pragma unroll
-      for (int j = 0; j < NACC / 4; ++j) {
-        const int m = row0 + 8 * j + 2 * t;
-        store_pair(C, m, n, M, N, alpha, beta, acc[4 * j], acc[4 * j + 2]);
-        store_pair(C, m + 1, n, M, N, alpha, beta, acc[4 * j + 1], acc[4 * j + 3]);
+        for (int q = 0; q < BM / 32; ++q, ++chunks) {
+          const unsigned out = out0 + (chunks & 1) * OUT_CHUNK;
+          if (threadIdx.x % 128 == 0) bulk_wait_read<1>();
+          warpgroup_sync(1 + c);
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) {
+            const int j = 4 * q + jj, r = 8 * jj + 2 * t, m = row0 + 8 * j + 2 * t;
+            const float2 lo = result_pair(C, m, n, M, N, alpha, beta, acc[4 * j], acc[4 * j + 2]);
+            const float2 hi = result_pair(C, m + 1, n, M, N, alpha, beta, acc[4 * j + 1], acc[4 * j + 3]);
+            *reinterpret_cast<float2*>(generic(out + warp / 2 * 4096 + swizzled(r, col))) = lo;
+            *reinterpret_cast<float2*>(generic(out + warp / 2 * 4096 + swizzled(r + 1, col))) = hi;
+          }
+          fence_async_shared();  // the TMA store reads through the async proxy
+          warpgroup_sync(1 + c);
+          if (threadIdx.x % 128 == 0) {
+            tma_store(map_c, col0 + 64 * c, row0 + 32 * q, out);
+            tma_store(map_c, col0 + 64 * c + 32, row0 + 32 * q, out + 4096);
+            bulk_commit();
+          }
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < NACC / 4; ++j) {
+          const int m = row0 + 8 * j + 2 * t;
+          store_pair(C, m, n, M, N, alpha, beta, acc[4 * j], acc[4 * j + 2]);
+          store_pair(C, m + 1, n, M, N, alpha, beta, acc[4 * j + 1], acc[4 * j + 3]);
+        }
       }
     }
+    if (STORE && threadIdx.x % 128 == 0) bulk_wait_read<0>();  // shared memory stays until the last store read it
   }
   if (CLUSTER > 1) cluster_sync();  // no block leaves while a partner may still arrive on its barriers
 }
 
-template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP>
+template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, int BSMEM, int STORE>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER, 1)
 sgemm_tf32_wgmma_ws(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
-                    float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b) {
-  ws_block<BM, CONSUMERS, STAGES, CLUSTER, PERSIST, GROUP, false, 1>(M, N, K, alpha, beta, C, map_a, map_b);
+                    float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b,
+                    const void* __restrict__ map_c) {
+  ws_block<BM, CONSUMERS, STAGES, CLUSTER, PERSIST, GROUP, false, 1, 0, BSMEM, STORE>(M, N, K, alpha, beta, C, map_a,
+                                                                                     map_b, map_c);
 }
 
-template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, int SUM>
+template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, int SUM, int SPLITTER, int STORE>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER, 1)
 sgemm_3xtf32_wgmma_ws(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
-                      float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b) {
-  ws_block<BM, CONSUMERS, STAGES, CLUSTER, PERSIST, GROUP, true, SUM>(M, N, K, alpha, beta, C, map_a, map_b);
+                      float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b,
+                      const void* __restrict__ map_c) {
+  ws_block<BM, CONSUMERS, STAGES, CLUSTER, PERSIST, GROUP, true, SUM, SPLITTER, 0, STORE>(M, N, K, alpha, beta, C,
+                                                                                         map_a, map_b, map_c);
 }

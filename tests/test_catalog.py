@@ -188,6 +188,10 @@ def test_stream_k_launches_one_block_per_resident_slot():
     ("wgmma_ws_tf32", {"PERSIST": 2}, "PERSIST must be 0"),
     ("wgmma_ws_3xtf32", {"SUM": 2}, "registers a consumer thread gets after setmaxnreg"),  # BM 128: ptxas spills
     ("wgmma_ws_3xtf32", {"SUM": 0}, "SUM must be positive"),
+    ("wgmma_ws_tf32", {"BSMEM": 1}, "dynamic shared memory must fit"),  # 4 x 64 KiB with B^T
+    ("wgmma_ws_tf32", {"BSMEM": 1, "BM": 64}, "BSMEM = 1 needs BM 128 or 256"),
+    ("wgmma_ws_tf32", {"STORE": 2}, "STORE must be 0 or 1"),
+    ("wgmma_ws_3xtf32", {"SPLITTER": 2}, "SPLITTER must be 0 or 1"),
 ])
 def test_warp_specialised_rules_are_named(kernel, params, rule):
     with pytest.raises(ValueError, match=rule):
@@ -203,7 +207,10 @@ def test_warp_specialised_kernels_split_the_register_file_and_launch_whole_clust
     assert spec.grid(p, m=4096, n=4096, slots=132) == (66, 2, 1)  # 66 clusters of 2 along y
     assert spec.grid({**p, "PERSIST": 0}, m=4096, n=4096, slots=132) == (32, 16, 1)  # one block per tile
     assert spec.grid({**p, "PERSIST": 0}, m=300, n=200) == (2, 2, 1)  # whole clusters: 2 tile rows
-    assert spec.launch_smem(p) == 4 * (256 * 128 + 2 * 64 * 128 + 24) + 1024  # A, B and 3 mbarriers per stage
+    # A, B and 3 mbarriers per stage, two 8 KiB buffers per consumer for the TMA stores; B^T takes another 16 KiB
+    assert spec.launch_smem(p) == 4 * (256 * 128 + 2 * 64 * 128 + 24) + 2 * 16384 + 1024
+    assert spec.launch_smem({**p, "BSMEM": 1, "STAGES": 3, "STORE": 0}) == 3 * (256 * 128 + 2 * 2 * 64 * 128 + 24) + 1024
+    assert spec.tma_c and spec.instance(p) == "sgemm_tf32_wgmma_ws<256, 2, 4, 2, 1, 8, 0, 1>"
     assert catalog.validate("wgmma_ws_3xtf32", {"BM": 64, "SUM": 4})["SUM"] == 4  # short tiles leave room for it
 
 

@@ -17,7 +17,8 @@ def test_cases_are_the_defaults_and_boundaries_on_tail_shapes():
         cases = sanitize.cases(spec)
         params = [c["params"] for c in cases]
         grid, everything = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
-        for p in (spec.full_params(), grid[0], grid[len(grid) // 2], grid[-1]):
+        extra = [spec.full_params(p) for p in plan.SANITIZE_EXTRA.get(spec.name, ())]
+        for p in (spec.full_params(), grid[0], grid[len(grid) // 2], grid[-1], *extra):
             assert p in params, (spec.name, p)
         threads = {spec.threads(p) for p in params}
         assert {min(map(spec.threads, everything)), max(map(spec.threads, everything))} <= threads
@@ -137,6 +138,27 @@ def test_errors_are_recorded_and_fail_the_command(sandbox, monkeypatch, capsys):
     found = {r.tool: r.errors for r in records.sanitizer_runs(GPU.name)}
     assert found == {"memcheck": 0, "racecheck": 3, "synccheck": 0, "initcheck": 0}
     assert ["racecheck found 3 error(s) in smem_tiled" in p for p in records.check(sandbox)].count(True) == 1
+
+
+def test_racecheck_of_a_tma_kernel_runs_each_case_alone_and_retries_a_slow_one(sandbox, monkeypatch):
+    calls = fake_tool(monkeypatch)
+    real = sanitize.subprocess.run
+    slow = {"left": 2}
+
+    def run(cmd, **kwargs):  # the first two racecheck children hang
+        if "racecheck" in cmd and slow["left"]:
+            slow["left"] -= 1
+            raise subprocess.TimeoutExpired(cmd, kwargs["timeout"])
+        return real(cmd, **kwargs)
+
+    monkeypatch.setattr(sanitize.subprocess, "run", run)
+    spec = catalog.get("wgmma_ws_tf32")
+    (race,) = sanitize.sanitize([spec.name], ["racecheck"], progress=False)
+    shapes = sum(len(c["shapes"]) for c in sanitize.cases(spec))
+    assert race.errors == 0 and calls.count(("racecheck", spec.name)) == shapes  # each case alone, once it finished
+    slow["left"] = sanitize.RACECHECK_TRIES
+    with pytest.raises(RuntimeError, match=f"ran past {sanitize.RACECHECK_CASE_S} s 3 times"):
+        sanitize.sanitize([spec.name], ["racecheck"], fresh=True, progress=False)
 
 
 @pytest.mark.parametrize("returncode,done", [(1, False), (0, False)])
