@@ -11,6 +11,9 @@ from . import catalog
 from .catalog import KernelSpec, Params
 
 WORD = 4  # bytes per float32
+SHARED_BYTES_PER_CLOCK = 32 * WORD  # an SM's shared memory: 32 banks of 4 bytes
+# an H100 SM's dense TF32 multiply-adds per clock: NVIDIA's 494.7 TFLOP/s at 1,830 MHz on 132 SMs
+TF32_MACS_PER_CLOCK = 1024
 
 
 def flops(m: int, n: int, k: int) -> float:
@@ -66,7 +69,7 @@ def shared_load_bytes(kernel: str | KernelSpec, m: int, n: int, k: int, params: 
 
 def shared_bandwidth_gbs(ceilings: dict) -> float:
     """Shared-memory bandwidth of the whole GPU: 32 banks x 4 bytes per clock per SM."""
-    return ceilings["sms"] * 32 * WORD * ceilings["clock_mhz"] / 1e3
+    return ceilings["sms"] * SHARED_BYTES_PER_CLOCK * ceilings["clock_mhz"] / 1e3
 
 
 def register_floor(kernel: str | KernelSpec, params: Params | None = None) -> dict[str, int]:

@@ -46,10 +46,12 @@ HOPPER_LADDER = (
     {"CLUSTER": 2, "PERSIST": 1, "GROUP": 1, "STORE": 0},  # + 2-block clusters multicasting B
     {"CLUSTER": 2, "PERSIST": 1, "GROUP": 8, "STORE": 0},  # + the grouped tile order
 )
-# Chapter 9's measured alternatives at the ladder's sizes: B^T K-major in shared memory (both wgmma operands there,
-# 3 stages fit), 3xTF32 unclustered, split by the consumers, and with TMA stores.
+# Kernel 14 with B^T K-major in shared memory: both wgmma operands there, and 3 stages fit.
+BOTH_SMEM = {"BSMEM": 1, "STAGES": 3}
+# Chapter 9's measured alternatives at the ladder's sizes: both operands from shared memory, 3xTF32 unclustered,
+# split by the consumers, and with TMA stores.
 HOPPER_OPTIONS = (
-    ("wgmma_ws_tf32", {"BSMEM": 1, "STAGES": 3}),
+    ("wgmma_ws_tf32", BOTH_SMEM),
     ("wgmma_ws_3xtf32", {"CLUSTER": 1}),
     ("wgmma_ws_3xtf32", {"SPLITTER": 1}),
     ("wgmma_ws_3xtf32", {"STORE": 1}),
@@ -58,7 +60,7 @@ LADDER_SIZES = (4096, 8192)
 # Options the explorers do not offer but chapter 9 measures: `gemm-lab sanitize` runs these too, so every code path
 # of kernel 14 is checked (the other choice of each of its flags).
 SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
-    "wgmma_ws_tf32": ({"BSMEM": 1, "STAGES": 3, "STORE": 0},),
+    "wgmma_ws_tf32": ({**BOTH_SMEM, "STORE": 0},),
     "wgmma_ws_3xtf32": ({"SPLITTER": 1, "STORE": 1},),
 }
 
@@ -158,7 +160,7 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7
     ("wgmma_tf32", {}),  # chapter 9: chapter 8's wgmma kernel, kernel 14 and cuBLAS's TF32 GEMM, tensor pipes included
     ("wgmma_ws_tf32", {}),
-    ("wgmma_ws_tf32", {"BSMEM": 1, "STAGES": 3}),  # both operands from shared memory: its traffic beside the above
+    ("wgmma_ws_tf32", BOTH_SMEM),  # both operands from shared memory: its traffic beside the above
     ("wgmma_ws_3xtf32", {}),
     ("cublas_tf32", {}),
 )

@@ -414,7 +414,7 @@ def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, la
     has finished the step that read it (its `empty` mbarrier); a consumer starts a step once its copy landed (`full`).
     """
     stages, consumers = params["STAGES"], params["CONSUMERS"]
-    step_clk = 4 * 64 * params["BM"] * 8 / 1024
+    step_clk = 4 * 64 * params["BM"] * 8 / model.TF32_MACS_PER_CLOCK
     total = tiles * steps
     first_landing = latency  # the first copy, issued at 0
     done = [[0.0] * total for _ in range(consumers)]
