@@ -150,28 +150,58 @@ def replay_gpu() -> str:
 TELEMETRY_INTERVAL_S = 0.002  # between NVML samples while timed launches run
 
 
-def telemetry_while(started: Callable[[], bool], finished: Callable[[], bool],
-                    interval_s: float = TELEMETRY_INTERVAL_S) -> dict[str, float]:
-    """SM clock (MHz), power (W) and temperature (C) sampled by NVML while timed launches run on the GPU.
+class Telemetry:
+    """SM clock (MHz), power (W) and temperature (C) sampled by NVML while timed launches run, per kind of launch.
 
-    Samples are taken from when `started()` turns true (the first timed launch began) until `finished()` does,
-    so an idle or still-warming GPU never stands in for a loaded one. Returns the median clock and power, the
-    highest temperature and the number of samples; empty when NVML is missing or the launches ended before a
-    first sample (too short to observe). Power is NVML's instantaneous reading where the driver has one: its
-    default is a one-second average on Ampere and newer, longer than most timed runs.
+    Declare each phase (kind, started, finished) in the order the GPU runs them, say the kernel's turns and cuBLAS's
+    alternating, and call `poll()` while queueing them (the queue fills and the host waits for the GPU, so samples
+    must be taken meanwhile); `finish()` samples until the last phase ends. A sample goes to the kind whose phase has
+    `started()` (its first timed launch began) and not yet `finished()`, so an idle or still-warming GPU never stands
+    in for a loaded one. Per kind: the median clock and power, the highest temperature and the number of samples;
+    empty when NVML is missing or the launches ended before a first sample (too short to observe). Power is NVML's
+    instantaneous reading where the driver has one: its default is a one-second average on Ampere and newer, longer
+    than most timed runs.
     """
-    samples: list[tuple[float, float, float]] = []
-    try:
-        read = _nvml_reader()
-    except Exception:  # NVML is optional: a missing library only drops these fields
-        read = None
-    while not finished():
-        if read is not None and started():
+
+    def __init__(self, interval_s: float = TELEMETRY_INTERVAL_S):
+        self.interval_s = interval_s
+        self._phases: list[tuple[str, Callable[[], bool], Callable[[], bool]]] = []
+        self._samples: dict[str, list[tuple[float, float, float]]] = {}
+        self._current, self._due = 0, 0.0
+        try:
+            self._read: Callable[[], tuple[float, float, float]] | None = _nvml_reader()
+        except Exception:  # NVML is optional: a missing library only drops these fields
+            self._read = None
+
+    def phase(self, kind: str, started: Callable[[], bool], finished: Callable[[], bool]) -> None:
+        self._phases.append((kind, started, finished))
+        self._samples.setdefault(kind, [])
+
+    def poll(self) -> None:
+        """One sample if `interval_s` has passed since the last, to the phase running now."""
+        if time.monotonic() < self._due:
+            return
+        self._due = time.monotonic() + self.interval_s
+        while self._current < len(self._phases) and self._phases[self._current][2]():
+            self._current += 1
+        if self._read is None or self._current == len(self._phases):
+            return
+        kind, started, _ = self._phases[self._current]
+        if started():
             try:
-                samples.append(read())
+                self._samples[kind].append(self._read())
             except Exception:  # a failing sensor read loses the telemetry, never the measurement
-                read = None
-        time.sleep(interval_s)
+                self._read = None
+
+    def finish(self) -> dict[str, dict[str, float]]:
+        """Sample until the last phase has finished; the summary per kind."""
+        while self._current < len(self._phases):
+            self.poll()
+            time.sleep(self.interval_s / 4)
+        return {kind: _summary(seen) for kind, seen in self._samples.items()}
+
+
+def _summary(samples: list[tuple[float, float, float]]) -> dict[str, float]:
     if not samples:
         return {}
     clocks, powers, temps = zip(*samples)

@@ -55,6 +55,8 @@ class Measurement:
     peak_gflops: float = 0.0
     versions: dict[str, str] = field(default_factory=dict)  # driver, CUDA runtime, CuPy
     telemetry: dict[str, float] = field(default_factory=dict)  # SM clock, power while the timed launches ran
+    cublas_telemetry: dict[str, float] = field(default_factory=dict)  # the same while cuBLAS's ran, in turn with them
+    rounds_pct: list[float] = field(default_factory=list)  # % of cuBLAS in each round of turns (older records: none)
     replayed: bool = field(default=False, compare=False)  # set on load, never stored
 
     @property

@@ -1,11 +1,16 @@
 """Time a kernel beside cuBLAS, in the same process, on inputs that do not fit in L2.
 
-Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses
-CUDA events around every launch after a warm-up, and reports the median of at least 20 runs, and of enough
-runs to keep the GPU busy for SUSTAIN_MS: an H100 at its 700 W cap settles its clock within tens of
-milliseconds, and a median over a shorter burst compares a kernel's cool start with cuBLAS's hot one. NVML's
-SM clock and power are sampled from the moment the first timed launch starts on the GPU until the last
-one ends, so a throttled run shows in its record (and an idle GPU never stands in for a busy one). The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`):
+Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses CUDA events
+around every launch after a warm-up. The kernel and cuBLAS take turns, in ROUNDS rounds ordered kernel-cuBLAS,
+cuBLAS-kernel, ..., after an untimed turn of each: an H100 at its 700 W cap runs its clock by power and
+temperature, which drift over a second, and taking turns in mirrored order puts both sides under the same drift
+instead of giving one a cooler GPU (one long run of the kernel and then one of cuBLAS put the two up to 8 % apart
+from run to run at 8192 on TF32, chapter 9).
+Each side's number is the median of all its launches: at least 20, and enough to keep the GPU busy SUSTAIN_MS
+(the clock settles within tens of milliseconds of a change of load, so each turn lasts SUSTAIN_MS / ROUNDS).
+The record keeps the kernel's share of cuBLAS in each round, so its spread shows. NVML's SM clock and power are
+sampled for each side while its launches run on the GPU, so a throttled run shows in its record and the two
+sides' clocks can be compared. The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`):
 TF32 kernels race cuBLAS on TF32 tensor cores, FP32 and 3xTF32 kernels race FP32 SGEMM.
 When A, B and C together fit in twice the L2 cache, launches rotate over enough copies that each
 run reads from DRAM, as a real workload would.
@@ -18,6 +23,7 @@ import functools
 import math
 import os
 import statistics
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
@@ -28,7 +34,8 @@ from .records import Measurement
 
 MIN_RUNS = 20
 WARMUP = 3
-SUSTAIN_MS = 200.0  # a benchmark's launches (kernel, then cuBLAS) each keep the GPU busy at least this long
+SUSTAIN_MS = 200.0  # a benchmark's launches of the kernel, and of cuBLAS, each keep the GPU busy at least this long
+ROUNDS = 4  # turns each side takes (a turn lasts SUSTAIN_MS / ROUNDS)
 MAX_RUNS = 5000
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
 BASELINE = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "fp32"}
@@ -68,26 +75,29 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
                 f"{run.tolerance(k, spec.precision):.3g}, so no time is reported"
             )
         sets = _input_sets(m, n, k)
-        ms, seen, runs = _timed([run.launcher(inst, a, b, out=c) for a, b, c in sets], runs)
-        cublas_ms = cublas_median_ms(sets, runs, BASELINE[spec.precision])
-    return _measurement(spec, spec.precision, inst.params, inst.shape, ms, cublas_ms, err, runs, seen)
+        with cublas_math(BASELINE[spec.precision]):
+            mine, theirs = _race([[run.launcher(inst, a, b, out=c) for a, b, c in sets], _cublas_launches(sets)],
+                                 runs)
+    return _measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err)
 
 
-def _measurement(spec: KernelSpec | None, precision: str, params: dict[str, int], shape: Shape,
-                 ms: float, cublas_ms: float, err: float, runs: int, seen: dict[str, float]) -> Measurement:
-    """A live measurement of a kernel, or of cuBLAS alone in `precision`'s math when `spec` is None."""
+def _measurement(spec: KernelSpec | None, precision: str, params: dict[str, int], shape: Shape, mine: Timed,
+                 theirs: Timed, err: float) -> Measurement:
+    """A live measurement of a kernel beside cuBLAS, or of cuBLAS alone in `precision`'s math (`spec` None,
+    `theirs` is `mine`)."""
     gpu = device.gpu()
     m, n, k = shape
+    rounds = [] if mine is theirs else [round(100 * c / x, 2) for x, c in zip(mine.turns_ms, theirs.turns_ms)]
     return Measurement(
         kernel=spec.name if spec else records.CUBLAS_KERNELS[precision], source=spec.source if spec else "",
         source_sha256=spec.source_sha256() if spec else "", build_sha256=spec.build_sha256() if spec else "",
         params=params, m=m, n=n, k=k,
-        precision=precision, gflops=gflops(m, n, k, ms), cublas_gflops=gflops(m, n, k, cublas_ms),
+        precision=precision, gflops=gflops(m, n, k, mine.ms), cublas_gflops=gflops(m, n, k, theirs.ms),
         max_rel_err=err, gpu=gpu.name,
         recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        time_ms=ms, cublas_time_ms=cublas_ms, runs=runs, peak_gflops=gpu.peak_gflops,
+        time_ms=mine.ms, cublas_time_ms=theirs.ms, runs=mine.runs, peak_gflops=gpu.peak_gflops,
         versions={"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy},
-        telemetry=seen,
+        telemetry=mine.telemetry, cublas_telemetry=theirs.telemetry if rounds else {}, rounds_pct=rounds,
     )
 
 
@@ -105,15 +115,8 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MI
     with cublas_math(precision):
         cupy.matmul(a, b, out=out)
         err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
-        ms, seen, runs = _timed(_cublas_launches(_input_sets(m, n, k)), runs)
-    return _measurement(None, precision, {}, (m, n, k), ms, ms, err, runs, seen)
-
-
-def cublas_median_ms(sets: list[tuple[Any, Any, Any]], runs: int = MIN_RUNS, precision: str = "fp32") -> float:
-    """cuBLAS through `cupy.matmul` in `precision`'s math (FP32 SGEMM or TF32 tensor cores), on the same inputs, kept
-    busy as long as a kernel's timing (SUSTAIN_MS)."""
-    with cublas_math(precision):
-        return median_ms(_cublas_launches(sets), runs, SUSTAIN_MS)
+        (alone,) = _race([_cublas_launches(_input_sets(m, n, k))], runs)
+    return _measurement(None, precision, {}, (m, n, k), alone, alone, err)
 
 
 @contextlib.contextmanager
@@ -154,23 +157,59 @@ def _cublas_launches(sets: list[tuple[Any, Any, Any]]) -> list[Callable[[], Any]
     return [functools.partial(cupy.matmul, a, b, out=c) for a, b, c in sets]
 
 
-def median_ms(launches: Sequence[Callable[[], Any]], runs: int, sustain_ms: float = 0.0) -> float:
-    """Median milliseconds of `runs` launches (cycling through `launches`; more if they keep the GPU busy less than
-    `sustain_ms`) timed by CUDA events, after a warm-up."""
-    return _median(_queue(launches, runs, sustain_ms))
+def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
+    """Median milliseconds of `runs` launches (cycling through `launches`) timed by CUDA events, after a warm-up."""
+    import cupy
+
+    _warm_up_ms(launches)
+    events = _queue(launches, runs)
+    events[-1][1].synchronize()
+    return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
 
 
-def _timed(launches: Sequence[Callable[[], Any]], runs: int) -> tuple[float, dict[str, float], int]:
-    """The median of at least `runs` launches sustained for SUSTAIN_MS, the SM clock and power that NVML samples while
-    the timed launches run on the GPU, and how many were timed."""
-    events = _queue(launches, runs, SUSTAIN_MS)
-    seen = device.telemetry_while(lambda: events[0][0].done, lambda: events[-1][1].done)
-    return _median(events), seen, len(events)
+@dataclass(frozen=True)
+class Timed:
+    """One side of a race: the median of all its timed launches, how many there were, the median of each of its
+    turns (in the order they ran) and NVML's readings while they ran."""
+
+    ms: float
+    runs: int
+    turns_ms: list[float]
+    telemetry: dict[str, float]
 
 
-def _queue(launches: Sequence[Callable[[], Any]], runs: int, sustain_ms: float = 0.0) -> list[tuple[Any, Any]]:
-    """Warm up, then queue launches between CUDA events: `runs`, or as many as the warm-up says keep the GPU busy
-    `sustain_ms` (at most MAX_RUNS); returns before the GPU has run them."""
+def _race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int) -> list[Timed]:
+    """Time each side's launches (one side, or a kernel and cuBLAS) in ROUNDS turns each, in mirrored order (A B,
+    B A, ...), each turn at least `runs` / ROUNDS launches and SUSTAIN_MS / ROUNDS of GPU time (MAX_RUNS in all),
+    after an untimed turn of each (B A) that brings the GPU to its loaded clock and temperature."""
+    import cupy
+
+    each_ms = [_warm_up_ms(launches) for launches in sides]
+    per_turn = [max(math.ceil(runs / ROUNDS),
+                    min(MAX_RUNS // ROUNDS, math.ceil(SUSTAIN_MS / ROUNDS / max(ms, 1e-3)))) for ms in each_ms]
+    seen = device.Telemetry()
+    for side in reversed(range(len(sides))):  # a turn each, untimed, so that no timed turn meets a cool, idle GPU
+        _queue(sides[side], per_turn[side], seen.poll)
+    turns: list[tuple[int, list[tuple[Any, Any]]]] = []
+    for r in range(ROUNDS):
+        for side in range(len(sides)) if r % 2 == 0 else reversed(range(len(sides))):
+            # the turn is a phase of the telemetry while it is queued (an event never recorded reads as done)
+            events, queued = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(per_turn[side])], []
+            seen.phase(str(side), lambda e=events: e[0][0].done, lambda e=events, q=queued: bool(q) and e[-1][1].done)
+            turns.append((side, _queue(sides[side], events, seen.poll)))
+            queued.append(True)
+    telemetry = seen.finish()
+    turns[-1][1][-1][1].synchronize()
+    out = []
+    for side in range(len(sides)):
+        times = [[cupy.cuda.get_elapsed_time(s, e) for s, e in events] for who, events in turns if who == side]
+        out.append(Timed(ms=statistics.median(t for turn in times for t in turn), runs=sum(map(len, times)),
+                         turns_ms=[statistics.median(turn) for turn in times], telemetry=telemetry[str(side)]))
+    return out
+
+
+def _warm_up_ms(launches: Sequence[Callable[[], Any]]) -> float:
+    """Run WARMUP launches (compiling, loading, creating handles) and return the milliseconds each took."""
     import cupy
 
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
@@ -178,23 +217,23 @@ def _queue(launches: Sequence[Callable[[], Any]], runs: int, sustain_ms: float =
     for i in range(WARMUP):
         launches[i % len(launches)]()
     end.record()
-    if sustain_ms:
-        end.synchronize()
-        each = cupy.cuda.get_elapsed_time(start, end) / WARMUP
-        runs = max(runs, min(MAX_RUNS, math.ceil(sustain_ms / max(each, 1e-3))))
-    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
+    end.synchronize()
+    return cupy.cuda.get_elapsed_time(start, end) / WARMUP
+
+
+def _queue(launches: Sequence[Callable[[], Any]], runs: int | list[tuple[Any, Any]],
+           poll: Callable[[], None] = lambda: None) -> list[tuple[Any, Any]]:
+    """Queue launches (cycling through `launches`), each between a pair of CUDA events: `runs` of them, or one per
+    pair given; `poll` is called between launches. Returns before the GPU has run them."""
+    import cupy
+
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)] if isinstance(runs, int) else runs
     for i, (start, end) in enumerate(events):
         start.record()
         launches[i % len(launches)]()
         end.record()
+        poll()
     return events
-
-
-def _median(events: list[tuple[Any, Any]]) -> float:
-    import cupy
-
-    events[-1][1].synchronize()
-    return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
 
 
 def _input_sets(m: int, n: int, k: int) -> list[tuple[Any, Any, Any]]:

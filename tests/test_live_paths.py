@@ -56,8 +56,21 @@ def log(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy._core._routines_linalg", linalg)
     monkeypatch.setattr(device, "live", lambda: True)
     monkeypatch.setattr(device, "gpu", lambda: GPU)
-    monkeypatch.setattr(device, "telemetry_while",
-                        lambda started, finished: events.append("telemetry") or dict(TELEMETRY))
+    class Telemetry:  # NVML's readings while the launches run: TELEMETRY, one sample per phase
+        def __init__(self):
+            self.phases = []
+
+        def phase(self, kind, started, finished):
+            self.phases.append(kind)
+
+        def poll(self):
+            pass
+
+        def finish(self):
+            events.append("telemetry")
+            return {kind: dict(TELEMETRY, samples=float(len(self.phases))) for kind in self.phases}
+
+    monkeypatch.setattr(device, "Telemetry", Telemetry)
     rng = np.random.default_rng(0)
     monkeypatch.setattr(run, "random_inputs", lambda m, n, k, seed=None: (
         rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)))
@@ -121,30 +134,60 @@ def test_other_errors_pass_through_unchanged(log, monkeypatch):
 def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, monkeypatch):
     monkeypatch.setattr(run, "launcher", launching(log))
     x = timing.bench("naive", 16)
-    assert x.telemetry == TELEMETRY and x.time_ms == 0.5 and x.gflops > 0
-    last_launch = max(i for i, what in enumerate(log) if what == "kernel")
+    turns = 2 * timing.ROUNDS  # the kernel's and cuBLAS's, each a phase of the telemetry
+    assert x.telemetry == x.cublas_telemetry == dict(TELEMETRY, samples=turns) and x.time_ms == 0.5 and x.gflops > 0
+    last_launch = max(i for i, what in enumerate(log) if what.startswith(("kernel", "cublas")))
     assert last_launch < log.index("telemetry") < log.index("sync", last_launch)  # while the launches are queued
-    assert log.count("kernel") == 1 + timing.WARMUP + timing.MIN_RUNS  # the verification, then the timing
+    per_turn = timing.MIN_RUNS // timing.ROUNDS  # the verification, warm-up, untimed turn, then the timed turns:
+    assert log.count("kernel") == 1 + timing.WARMUP + per_turn + timing.MIN_RUNS and x.runs == timing.MIN_RUNS
+    assert x.rounds_pct == [100.0] * timing.ROUNDS
 
     log.clear()
     y = timing.cublas(16)
     last_launch = max(i for i, what in enumerate(log) if what == "cublas")
-    assert y.telemetry == TELEMETRY and last_launch < log.index("telemetry") < log.index("sync")
+    assert y.telemetry == dict(TELEMETRY, samples=timing.ROUNDS)
+    assert last_launch < log.index("telemetry") < log.index("sync", last_launch)
+    assert y.cublas_telemetry == {} and y.rounds_pct == []  # cuBLAS alone races nobody
+
+
+def test_kernel_and_cublas_take_turns_in_mirrored_order(log, monkeypatch):
+    """After each side's warm-up and an untimed turn of each, ROUNDS turns each: kernel then cuBLAS, cuBLAS then
+    kernel, ... so that a drift of the clock over the run weighs on both sides alike."""
+    monkeypatch.setattr(run, "launcher", launching(log))
+    timing.bench("naive", 16)
+    launches = [what for what in log if what in ("kernel", "cublas")][1 + 2 * timing.WARMUP:]
+    per_turn = timing.MIN_RUNS // timing.ROUNDS
+    turns = [launches[i] for i in range(0, len(launches), per_turn)]
+    assert len(launches) == 2 * (timing.MIN_RUNS + per_turn) and all(set(launches[i:i + per_turn]) == {turns[i // per_turn]}
+                                                         for i in range(0, len(launches), per_turn))
+    assert turns == ["cublas", "kernel"] + ["kernel", "cublas", "cublas", "kernel"] * (timing.ROUNDS // 2)
+
+
+def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
+    """Turn medians of 1.0 ms (kernel) against cuBLAS's 0.9, 1.1, 1.0, 1.2 ms: 90, 110, 100, 120 % per round."""
+    monkeypatch.setattr(run, "launcher", launching(log))
+    monkeypatch.setattr(timing, "ROUNDS", 4)
+    times = iter([0.5] * 2 + [1.0] * 20 + [0.9] * 5 + [1.1] * 5 + [1.0] * 5 + [1.2] * 5)  # warm-ups, then by side
+    monkeypatch.setattr(sys.modules["cupy"].cuda, "get_elapsed_time", lambda start, end: next(times))
+    x = timing.bench("naive", 16)
+    assert x.rounds_pct == pytest.approx([90.0, 110.0, 100.0, 120.0])
+    assert x.time_ms == 1.0 and x.cublas_time_ms == pytest.approx(1.05)  # medians over all of each side's launches
 
 
 def test_a_timing_lasts_at_least_sustain_ms_of_gpu_time(log, monkeypatch):
-    """Each launch takes 0.5 / 3 ms in the stand-in (a 0.5 ms warm-up of 3): 10 ms need 60 launches, kernel and
-    cuBLAS alike, and the record says how many were timed."""
+    """Each launch takes 0.5 / 3 ms in the stand-in (a 0.5 ms warm-up of 3): 10 ms need 60 launches (4 turns of 15),
+    kernel and cuBLAS alike, and the record says how many were timed."""
     monkeypatch.setattr(run, "launcher", launching(log))
     monkeypatch.setattr(timing, "SUSTAIN_MS", 10.0)
     x = timing.bench("naive", 16)
-    assert x.runs == 60 and log.count("kernel") == 1 + timing.WARMUP + 60 and log.count("cublas") == timing.WARMUP + 60
+    assert x.runs == 60 and log.count("kernel") == 1 + timing.WARMUP + 15 + 60  # + an untimed turn
+    assert log.count("cublas") == timing.WARMUP + 15 + 60
     monkeypatch.setattr(timing, "SUSTAIN_MS", 1.0)  # never fewer than MIN_RUNS
     assert timing.bench("naive", 16).runs == timing.MIN_RUNS
 
 
 class FakeNVML:
-    """pynvml's calls that `device.telemetry_while` makes, answering from a GPU that idles at 1980 MHz and 70 W
+    """pynvml's calls that `device.telemetry` makes, answering from a GPU that idles at 1980 MHz and 70 W
     until its launches start, then runs at 1755 MHz and 690 W."""
 
     NVML_CLOCK_SM, NVML_TEMPERATURE_GPU, NVML_SUCCESS, NVML_FI_DEV_POWER_INSTANT = 1, 0, 0, 186
@@ -189,17 +232,49 @@ def test_telemetry_is_sampled_only_while_the_timed_launches_run(monkeypatch):
         return done
 
     nvml.calls = 0
-    seen = device.telemetry_while(started, finished, interval_s=0)
-    assert seen == {"sm_clock_mhz": 1755.0, "power_w": 690.0, "temperature_c": 64.0, "samples": 6.0}
+    telemetry = device.Telemetry(interval_s=0)
+    telemetry.phase("kernel", started, finished)
+    seen = telemetry.finish()
+    assert seen == {"kernel": {"sm_clock_mhz": 1755.0, "power_w": 690.0, "temperature_c": 64.0, "samples": 6.0}}
+
+
+def test_each_sample_goes_to_the_side_whose_turn_is_running(monkeypatch):
+    """Three turns (kernel, cuBLAS, kernel), each finished after two polls: the GPU runs at 1700 MHz in the kernel's
+    turns and 1900 MHz in cuBLAS's."""
+    nvml = FakeNVML()
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    monkeypatch.setattr(device, "_device_index", lambda: 0)
+    running = []
+    nvml.nvmlDeviceGetClockInfo = lambda handle, clock: {"kernel": 1700, "cublas": 1900}[running[-1]]
+
+    def turn(kind):
+        polls = iter([False, False, True])
+
+        def finished():
+            running.append(kind)
+            return next(polls)
+        return kind, lambda: True, finished
+
+    telemetry = device.Telemetry(interval_s=0)
+    for kind in ("kernel", "cublas", "kernel"):
+        telemetry.phase(*turn(kind))
+    seen = telemetry.finish()
+    assert (seen["kernel"]["sm_clock_mhz"], seen["kernel"]["samples"]) == (1700.0, 4.0)
+    assert (seen["cublas"]["sm_clock_mhz"], seen["cublas"]["samples"]) == (1900.0, 2.0)
 
 
 def test_launches_too_short_to_sample_carry_no_telemetry(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNVML())
     monkeypatch.setattr(device, "_device_index", lambda: 0)
-    assert device.telemetry_while(lambda: True, lambda: True) == {}  # ended before a first sample: no idle reading
+    def seen(finished, interval_s=device.TELEMETRY_INTERVAL_S):
+        telemetry = device.Telemetry(interval_s)
+        telemetry.phase("kernel", lambda: True, finished)
+        return telemetry.finish()
+
+    assert seen(lambda: True) == {"kernel": {}}  # ended before a first sample: no idle reading
     monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML at all: the measurement goes on without telemetry
     calls = iter([False, True])
-    assert device.telemetry_while(lambda: True, lambda: next(calls), interval_s=0) == {}
+    assert seen(lambda: next(calls), interval_s=0) == {"kernel": {}}
 
 
 def test_relative_error_of_a_cancelling_result_is_measured_against_its_terms():
@@ -217,7 +292,7 @@ def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch,
     x = timing.bench(kernel, 16)
     assert x.precision == catalog.get(kernel).precision and timing.BASELINE[x.precision] in ("fp32", "tf32")
     assert {e for e in log if e.startswith("cublas")} == {math}
-    assert log.count(math) == timing.WARMUP + timing.MIN_RUNS
+    assert log.count(math) == timing.WARMUP + timing.MIN_RUNS // timing.ROUNDS + timing.MIN_RUNS
     linalg = sys.modules["cupy._core._routines_linalg"]
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT  # restored for everyone else
 
@@ -225,7 +300,8 @@ def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch,
 def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
     fp32, tf32 = timing.cublas(16), timing.cublas(16, "tf32")
     assert (fp32.kernel, fp32.precision, tf32.kernel, tf32.precision) == ("cublas", "fp32", "cublas_tf32", "tf32")
-    assert log.count("cublas") == log.count("cublas tf32") == 1 + timing.WARMUP + timing.MIN_RUNS
+    untimed = timing.MIN_RUNS // timing.ROUNDS
+    assert log.count("cublas") == log.count("cublas tf32") == 1 + timing.WARMUP + untimed + timing.MIN_RUNS
     with pytest.raises(ValueError, match="cuBLAS computes in fp32 or tf32, not '3xtf32'; 3xtf32 kernels race cuBLAS "
                                          "in fp32"):
         timing.cublas(16, "3xtf32")
@@ -233,13 +309,13 @@ def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
 
 def test_the_tf32_math_is_restored_even_when_timing_fails(log, monkeypatch):
     linalg = sys.modules["cupy._core._routines_linalg"]
-    monkeypatch.setattr(timing, "median_ms", lambda *args: 1 / 0)
+    monkeypatch.setattr(timing, "_race", lambda *args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
-        timing.cublas_median_ms([(None, None, None)], precision="tf32")
+        timing.cublas(16, "tf32")
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT
     monkeypatch.setenv("CUPY_TF32", "1")
     with pytest.raises(RuntimeError, match="CUPY_TF32 is set"):  # FP32 SGEMM refuses a TF32 environment
-        timing.cublas_median_ms([(None, None, None)])
+        timing.cublas(16)
 
 
 @pytest.fixture
@@ -296,7 +372,8 @@ def test_a_kernel_name_is_validated_once_on_its_way_to_the_gpu(nvrtc, monkeypatc
     params = {"BM": 16, "BN": 16, "BK": 8}
     x = timing.bench("smem_tiled", (40, 24, 16), params)
     assert made == [(params, (40, 24, 16))] and x.max_rel_err < 1e-6
-    assert len(nvrtc[1]) == 1 + timing.WARMUP + timing.MIN_RUNS  # every launch of the verification and the timing
+    untimed = timing.MIN_RUNS // timing.ROUNDS  # every launch of the verification and the timing:
+    assert len(nvrtc[1]) == 1 + timing.WARMUP + untimed + timing.MIN_RUNS
     made.clear()
     assert run.verify("smem_tiled", 40, 24, 16, params).ok and len(made) == 1
     made.clear()
