@@ -41,6 +41,7 @@ class SourceFile:
     """What is compiled from a file of kernels/ (`source`: its path from the repository root), and its hashes."""
 
     source: str
+    ptxas_options: tuple[str, ...] = ()  # passed to ptxas (through NVRTC's -Xptxas) when this file is compiled
 
     @property
     def path(self) -> Path:
@@ -59,8 +60,10 @@ class SourceFile:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
     def build_sha256(self) -> str:
-        """sha256 of what is compiled: the .cu file with its headers, so header edits are seen too."""
-        return hashlib.sha256(self.source_text().encode()).hexdigest()
+        """sha256 of what is compiled: the .cu file with its headers, so header edits are seen too, and the ptxas
+        options, if any."""
+        options = "".join(f"\n// ptxas {o}" for o in self.ptxas_options)
+        return hashlib.sha256((self.source_text() + options).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class KernelSpec(SourceFile):
     persistent: Callable[[Params], bool] = lambda p: False
     # static __shared__ bytes of a dynamic_smem kernel (as ptxas lays them out): they count against the same limit
     static_smem: Callable[[Params], int] = lambda p: 0
+    ptxas_options: tuple[str, ...] = ()  # see SourceFile
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -431,6 +435,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
         chapter="ch07b_pipelined_warp_tiling", min_cc=(8, 0), dynamic_smem=True,
         persistent=lambda p: p["STREAM"] == 1,
         static_smem=static_smem,
+        ptxas_options=("--register-usage-level=10",),  # keeps the fragments loaded a k ahead live (see the .cu file)
         notes="warp tiling with tiles copied by cp.async STAGES deep, A transposed by 4-byte copies (ALONG_K 0) or "
               "read along k as float4s (ALONG_K 1), grouped tile order, stream-K (STREAM 1) over the tiles left after "
               "whole waves",

@@ -193,16 +193,16 @@ def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasR
     binary, log, lowered, ptx = _nvrtc(catalog.get(kernel), name, arch)
     report = _parse_ptxas(log, name, arch)
     if report is None and shutil.which("ptxas"):
-        report = _parse_ptxas(_ptxas_log(ptx, arch), name, arch)
+        report = _parse_ptxas(_ptxas_log(ptx, arch, catalog.get(kernel).ptxas_options), name, arch)
     return binary, report, lowered
 
 
-def _ptxas_log(ptx: bytes, arch: str) -> str:
+def _ptxas_log(ptx: bytes, arch: str, options: tuple[str, ...] = ()) -> str:
     """ptxas -v's report on a PTX module, from the CUDA toolkit's ptxas."""
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.ptx"
         src.write_bytes(ptx.rstrip(b"\x00"))
-        out = subprocess.run(["ptxas", f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "kernel.cubin")],
+        out = subprocess.run(["ptxas", f"-arch={arch}", "-v", *options, str(src), "-o", str(Path(tmp) / "kernel.cubin")],
                              capture_output=True, text=True, check=False)
     return out.stdout + out.stderr
 
@@ -214,7 +214,8 @@ def _nvrtc(spec: KernelSpec, name: str, arch: str) -> tuple[bytes, str, str, byt
     _, prog = _check(nvrtc.nvrtcCreateProgram(spec.source_text().encode(), spec.path.name.encode(), 0, [], []))
     try:
         _check(nvrtc.nvrtcAddNameExpression(prog, name.encode()))
-        opts = [o.encode() for o in (*NVRTC_OPTIONS, f"-arch={arch}", "-Xptxas=-v")]
+        opts = [o.encode() for o in (*NVRTC_OPTIONS, f"-arch={arch}", "-Xptxas=-v",
+                                     *(f"-Xptxas={o}" for o in spec.ptxas_options))]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, size = _check(nvrtc.nvrtcGetProgramLogSize(prog))
         log = b" " * size

@@ -11,8 +11,17 @@
 //   lane reads each of its TM rows as one float4, four k-steps of that row; its rows are LANES_M apart, so
 //   a quarter-warp reads eight consecutive rows, whose float4s cover all 32 banks. The same number of
 //   shared loads per k, but each float4 of A stays live for four k-steps: more registers.
-// The lane grid, thread tiles and fragment double buffering are kernel 10's. One barrier per BK step, at
-// its last k; the steps come in unrolled rounds of STAGES, so every buffer offset is a constant.
+// The thread tiles and fragment double buffering are kernel 10's. One barrier per BK step, at its last k;
+// the steps come in unrolled rounds of STAGES, so every buffer offset is a constant.
+// Lanes: a 128-bit shared load is served a quarter-warp at a time, but the two quarter-warps of a half-warp
+// share one wavefront when each reads at most two distinct float4s (what Nsight Compute counts on the H100:
+// kernel 10's lane grid, every quarter-warp reading all 8 x all 4, takes 4 wavefronts per load). Here a
+// quarter-warp is 4 lanes along the wide side of the lane grid by 2 along the narrow side, so each load of the
+// narrow side's operand takes 2 wavefronts and each of the wide side's 4: 16 per k instead of 24 for 8 x 16
+// thread tiles. Both reads stay free of bank conflicts (contiguous float4s).
+// Fragment loads are volatile: ptxas keeps them where the source puts them, a whole k ahead of their FFMAs,
+// rather than moving them close to their first use, where two warps per scheduler cannot hide their latency.
+// The catalog compiles this file with ptxas' --register-usage-level=10, which lets those fragments stay live.
 // Tile order: consecutive tile indices walk down GROUP block rows before moving right, so the blocks in
 // flight share rows of A and columns of B in L2.
 // STREAM = 1 (stream-K): with one block per tile, the last wave of tiles leaves SMs idle (512 tiles of
@@ -32,6 +41,15 @@ constexpr unsigned LOCKED = 1u << 31;
 // block that completes a tile puts 0 back, so the next launch finds every word zero (launches of one instance on
 // one stream run one after another; concurrent launches of the same instance would share these words).
 __device__ unsigned shared_tile_progress[MAX_BLOCKS];
+
+// A float4 of shared memory, read where the source reads it (see the top of the file).
+__device__ __forceinline__ float4 load_shared4(const float* p) {
+  float4 v;
+  asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(smem_address(p)));
+  return v;
+}
 
 template <bool IF, class Then, class Else>
 struct Pick {
@@ -103,8 +121,8 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
   const int row0 = (first_row + id % per_group % rows_here) * BM, col0 = id % per_group / rows_here * BN;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int along = lane % 8, diagonal = (lane / 8 + lane % 8) % 4;  // each quarter-warp: all 8 x all 4
-  const int lane_m = LANES_M == 8 ? along : diagonal, lane_n = LANES_M == 8 ? diagonal : along;
+  const int wide = lane / 8 % 2 * 4 + lane % 4, narrow = lane / 16 * 2 + lane / 4 % 2;  // see the top of the file
+  const int lane_m = LANES_M == 8 ? wide : narrow, lane_n = LANES_M == 8 ? narrow : wide;
   // this lane's first row: its TM rows are LANES_M apart along k, in groups of four STRIDE_M apart transposed
   const int row = warp / (BN / WN) * WM + (ALONG_K ? lane_m : lane_m * 4);
   const int col = warp % (BN / WN) * WN + lane_n * 4;
@@ -135,19 +153,19 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
   float a[2][TM];
   float b[2][TN];  // row kk of the B tile at this lane's columns, and row kk + 1
   auto load_a4 = [&](int i, const float* as, int k4) {
-    a4[i] = *reinterpret_cast<const float4*>(as + row_of(i) * LDA + k4);
+    a4[i] = load_shared4(as + row_of(i) * LDA + k4);
   };
   auto load_column = [&](float (&to)[TM], const float* as_row) {
 #pragma unroll
     for (int g = 0; g < TM / 4; ++g) {
-      const float4 v = *reinterpret_cast<const float4*>(as_row + row + g * STRIDE_M);
+      const float4 v = load_shared4(as_row + row + g * STRIDE_M);
       to[4 * g] = v.x, to[4 * g + 1] = v.y, to[4 * g + 2] = v.z, to[4 * g + 3] = v.w;
     }
   };
   auto load_b = [&](float (&to)[TN], const float* bs_row) {
 #pragma unroll
     for (int h = 0; h < TN / 4; ++h) {
-      const float4 v = *reinterpret_cast<const float4*>(bs_row + col + h * STRIDE_N);
+      const float4 v = load_shared4(bs_row + col + h * STRIDE_N);
       to[4 * h] = v.x, to[4 * h + 1] = v.y, to[4 * h + 2] = v.z, to[4 * h + 3] = v.w;
     }
   };
