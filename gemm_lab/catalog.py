@@ -22,7 +22,8 @@ Shape = tuple[int, int, int]  # (M, N, K)
 MAX_THREADS_PER_BLOCK = 1024
 STATIC_SMEM_LIMIT = 48 * 1024  # bytes of statically declared __shared__ memory per block
 DYNAMIC_SMEM_LIMIT = 232448  # bytes of dynamic shared memory per block with the opt-in: 227 KiB, the H100's maximum
-PRECISIONS = ("fp32", "tf32", "3xtf32")  # FFMA; tensor cores on TF32 operands; three TF32 products per FP32 product
+# FFMA; tensor cores on TF32 operands; three TF32 products per FP32 product; FP32 emulated on INT8 tensor cores
+PRECISIONS = ("fp32", "tf32", "3xtf32", "ozaki")
 # Arch-specific targets: code compiled for one runs only on GPUs of exactly its compute capability.
 ARCH_SPECIFIC = {"sm_90a": ((9, 0), "Hopper", "H100/H200")}  # target -> compute capability, family, GPUs
 MAX_GRID_Y = 65535
@@ -68,17 +69,28 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class Probe(SourceFile):
-    """A kernel file that measures the hardware instead of multiplying matrices (`hardware.peak_launches`): not a
-    catalogued GEMM, but compiled, run and sanitizer-checked like one."""
+    """A kernel file that is not a catalogued SGEMM but is compiled, run and sanitizer-checked like one: kernels
+    that measure the hardware (`hardware.peak_launches`, whose ceilings land in device.json), or a product of
+    another precision timed beside its own cuBLAS (`precision` set: measurements in `<name>.json`)."""
 
     name: str
     source: str
     functions: tuple[str, ...]  # its kernels' names, which compute-sanitizer is told to check
     min_cc: tuple[int, int]
+    arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for
+    precision: str = ""  # the precision of the product it times, if it is one
 
+    @property
+    def measured_in(self) -> str:
+        """The record file (stem) of what it measured: a sanitizer verdict is due once that exists."""
+        return self.name if self.precision else "device"
+
+
+INT8_PRODUCT = "int8_wgmma_ws"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
 
 PROBES = {p.name: p for p in (
     Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0)),
+    Probe(INT8_PRODUCT, "kernels/15_int8_wgmma_ws.cu", ("igemm_s8_wgmma_ws",), (9, 0), "sm_90a", "int8"),
 )}
 
 
@@ -110,6 +122,9 @@ class KernelSpec(SourceFile):
     # static __shared__ bytes of a dynamic_smem kernel (as ptxas lays them out): they count against the same limit
     static_smem: Callable[[Params], int] = lambda p: 0
     ptxas_options: tuple[str, ...] = ()  # see SourceFile
+    # name expressions of the other kernels of its source that a launch runs around it (compiled into the same cubin)
+    companions: Callable[[Params], tuple[str, ...]] = lambda p: ()
+    max_k: int = INT32_MAX  # the largest K its arithmetic stays exact for
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -617,6 +632,52 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
     )
 
 
+OZAKI_CHAPTER = "ch10_ozaki"
+OZAKI_MAX_K = 2**17 - 1  # K products of int8 residues (|r| <= 128) and their sum stay below 2^31: exact in int32
+COL_NORM_ROWS = 64  # rows of B per block of kernel 16's column norms
+
+
+def _ozaki() -> KernelSpec:
+    """SGEMM by the Ozaki scheme II (16_ozaki.cu): MODULI INT8 products on kernel 15's pipeline, run in one
+    persistent launch between the kernels that scale and split the operands and the one that puts C together."""
+    threads = lambda p: 128 * (p["CONSUMERS"] + 1)  # noqa: E731
+    smem = lambda p: p["STAGES"] * ((64 * p["CONSUMERS"] + p["BN"]) * 128 + 16) + 1024  # noqa: E731 - +align
+    rules = (
+        _positive("MODULI", "BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
+        Rule("MODULI must be 6 to 9: fewer leave the integers too few bits for FP32's accuracy, and with more the scaled "
+             "integers outgrow the 35 bits the residue kernels split exactly in FP32",
+             lambda p: 6 <= p["MODULI"] <= 9),
+        Rule("BN must be 128 or 256 (the wgmma's N: kernels/wgmma_s8.cuh instantiates these)",
+             lambda p: p["BN"] in (128, 256)),
+        Rule("CONSUMERS must be 1 or 2 (warpgroups of 64 rows: tiles of 64 or 128 rows)",
+             lambda p: p["CONSUMERS"] in (1, 2)),
+        Rule("STAGES must be at least 2 (one stage is read while the next arrives)", lambda p: p["STAGES"] >= 2),
+        Rule("CLUSTER must be 1 or 2 (blocks stacked along M that share B's box by multicast)",
+             lambda p: p["CLUSTER"] in (1, 2)),
+        Rule("the BN / 2 int32 accumulators and about 40 other registers must fit in what a consumer thread gets "
+             f"after setmaxnreg (the SM's 65536 less the producer warpgroup's {PRODUCER_REGISTERS} per thread, shared "
+             "by the consumers, at most 240)",
+             lambda p: p["BN"] // 2 + 40 <= consumer_registers(p["CONSUMERS"])),
+        *_common_rules(threads, smem, dynamic=True),
+    )
+    return KernelSpec(
+        name="ozaki", source="kernels/16_ozaki.cu", function="ozaki_products",
+        title="Ozaki scheme II: SGEMM on INT8 tensor cores",
+        choices={"MODULI": (7, 8, 9), "BN": (128, 256), "CONSUMERS": (1, 2), "STAGES": (3, 4), "CLUSTER": (1, 2),
+                 "GROUP": (8,)},
+        defaults={"MODULI": 8, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "GROUP": 8},
+        tile=lambda p: (64 * p["CONSUMERS"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
+        chapter=OZAKI_CHAPTER, precision="ozaki", min_cc=(9, 0), dynamic_smem=True, arch="sm_90a",
+        cluster=lambda p: p["CLUSTER"], persistent=lambda p: True,
+        companions=lambda p: (f"ozaki_row_exponents<{p['MODULI']}>", f"ozaki_col_norms<{COL_NORM_ROWS}>",
+                              f"ozaki_residues_a<{p['MODULI']}>", f"ozaki_residues_b<{p['MODULI']}>",
+                              f"ozaki_reconstruct<{p['MODULI']}>"),
+        max_k=OZAKI_MAX_K,
+        notes="FP32 products emulated with MODULI exact INT8 tensor-core products of the operands' residues (rows of A "
+              "and columns of B scaled to integers by powers of two) and the Chinese remainder theorem",
+    )
+
+
 KERNELS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
@@ -699,6 +760,7 @@ KERNELS: dict[str, KernelSpec] = {
             "small TF32 parts as they land, three products per k8, summed SUM 32-deep steps at a time before an FP32 add: "
             "FP32-level accuracy",
         ),
+        _ozaki(),
     )
 }
 
@@ -760,6 +822,12 @@ def instance(
     return Instance(spec, p, shape)
 
 
+def waits_on_tma(spec: KernelSpec) -> bool:
+    """Whether the kernel's warps wait on mbarriers that TMA copies fill: kernels 13 and 14, and the Ozaki scheme's
+    INT8 products (which read their residues through tensor maps of their own, so the spec is not `tma`)."""
+    return spec.tma or spec.precision == "ozaki"
+
+
 def check_smem(spec: KernelSpec, params: dict[str, int], smem_limit: int) -> None:
     """Refuse full `params` that need more shared memory per block than a GPU allows (`smem_limit` bytes); for an
     instance validated before the GPU was known."""
@@ -781,18 +849,19 @@ def validate(
     return instance(kernel, params, shape, smem_limit=smem_limit, cc=cc).params
 
 
-def unsupported(kernel: str | KernelSpec, cc: tuple[int, int]) -> str | None:
-    """Why a GPU of compute capability `cc` cannot run the kernel's instructions, or None when it can."""
-    spec = get(kernel)
+def unsupported(kernel: str | KernelSpec | Probe, cc: tuple[int, int]) -> str | None:
+    """Why a GPU of compute capability `cc` cannot run the kernel's (or probe's) instructions, or None when it can."""
+    spec = kernel if isinstance(kernel, Probe) else get(kernel)
+    what = f" ({spec.notes})" if isinstance(spec, KernelSpec) else ""
     if spec.arch:
         exact, family, gpus = ARCH_SPECIFIC[spec.arch]
         if tuple(cc) != exact:
-            return (f"{spec.name} uses {family}-only instructions ({spec.notes}) compiled for {spec.arch}: it runs "
+            return (f"{spec.name} uses {family}-only instructions{what} compiled for {spec.arch}: it runs "
                     f"only on compute capability {exact[0]}.{exact[1]} GPUs such as {gpus}; "
                     f"this one is {cc[0]}.{cc[1]}")
     if tuple(cc) < spec.min_cc:
-        return (f"{spec.name} needs a GPU of compute capability {spec.min_cc[0]}.{spec.min_cc[1]} or newer "
-                f"({spec.notes}); this one is {cc[0]}.{cc[1]}")
+        return (f"{spec.name} needs a GPU of compute capability {spec.min_cc[0]}.{spec.min_cc[1]} or newer"
+                f"{what}; this one is {cc[0]}.{cc[1]}")
     return None
 
 
@@ -813,6 +882,8 @@ def _validate_shape(spec: KernelSpec, p: dict[str, int], shape: Shape) -> None:
             f"shape M={m}, N={n}, K={k}: the kernels index with 32-bit integers, "
             f"so each matrix must have fewer than 2**31 elements"
         )
+    if k > spec.max_k:
+        raise ValueError(f"shape M={m}, N={n}, K={k}: {spec.name}'s integer sums stay exact only up to K = {spec.max_k}")
     if spec.tma and (n % 4 or k % 4):
         raise ValueError(
             f"shape M={m}, N={n}, K={k}: {spec.name} reads A and B through TMA tensor maps, whose rows must be "

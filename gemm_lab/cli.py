@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import baselines, catalog, device, folders, hardware, plan, records, sanitize, sweeps, tables, timing
+from . import (baselines, catalog, device, emulation, folders, hardware, int8, plan, records, sanitize, sweeps, tables,
+               timing)
 
 # What `record` measures, in order.
-PARTS = ("device", "headline", "sweeps", "autotune", "claims", "tensor_cores", "counters")
+PARTS = ("device", "headline", "sweeps", "autotune", "claims", "tensor_cores", "ozaki", "counters")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +114,13 @@ def _record(args: argparse.Namespace) -> int:
         records.save(timing.cublas(shape, math) for shape in plan.ERROR_VS_K for math in plan.CUBLAS_PRECISIONS)
         todo = [c for c in _runnable(plan.error_vs_k_cases()) if args.fresh or not _recorded(*c, gpu)]
         timing.bench_all(todo, desc="error vs K", save=True)
+    if "ozaki" in parts and catalog.unsupported("ozaki", device.gpu().cc) is None:
+        for size in plan.INT8_SIZES:
+            x = records.lookup_or_none(int8.PROBE.name, int8.full_params(), *timing.shape_of(size), gpu=gpu)
+            if args.fresh or x is None or x.build_sha256 != int8.PROBE.build_sha256():
+                records.save([int8.bench(size)])
+        emulation.record_accuracy()
+        emulation.record_stages()
     if "counters" in parts:
         size = (plan.COUNTER_SIZE,) * 3
         for name, p in plan.COUNTERS:

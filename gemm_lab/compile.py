@@ -77,6 +77,18 @@ def load(kernel: str | KernelSpec | Instance, params: Params | None = None) -> A
     return _live_cache[key]
 
 
+def companions(inst: Instance) -> dict[str, Any]:
+    """The launchable kernels a validated instance runs beside its own (`KernelSpec.companions`), by name
+    expression; they are compiled into the same cubin as the instance."""
+    import cupy
+
+    arch = inst.spec.arch or device.gpu().arch
+    path, _ = cubin_file(inst, arch)
+    module = cupy.RawModule(path=str(path))
+    lowered = path.with_suffix(".name").read_text().splitlines()[1:]
+    return {name: module.get_function(low) for name, low in zip(inst.spec.companions(inst.params), lowered)}
+
+
 def cubin_file(inst: Instance, arch: str) -> tuple[Path, str]:
     """The cubin of a validated instance for `arch` on disk, and its kernel's mangled name; compiled only when
     missing.
@@ -84,15 +96,20 @@ def cubin_file(inst: Instance, arch: str) -> tuple[Path, str]:
     Needs no GPU, so worker processes can fill the cache while the GPU works. Files are written through a
     rename, so a reader never sees half of one, and two processes compiling the same instance do no harm.
     """
-    spec, name = inst.spec, inst.spec.instance(inst.params)
-    stem = hashlib.sha256(f"{spec.build_sha256()} {name} {arch} {NVRTC_OPTIONS} {_nvrtc_version()}".encode())
+    spec, names = inst.spec, _names(inst.spec, inst.params)
+    stem = hashlib.sha256(f"{spec.build_sha256()} {' '.join(names)} {arch} {NVRTC_OPTIONS} {_nvrtc_version()}".encode())
     path = _cache_dir() / f"{stem.hexdigest()[:40]}.cubin"
-    mangled = path.with_suffix(".name")
+    mangled = path.with_suffix(".name")  # the mangled names, the instance's first
     if not (path.exists() and mangled.exists()):
-        binary, _, lowered, _ = _nvrtc(spec, name, arch)
+        binary, _, lowered, _ = _nvrtc(spec, names, arch)
         _write_atomic(path, binary)
-        _write_atomic(mangled, lowered.encode())
-    return path, mangled.read_text()
+        _write_atomic(mangled, "\n".join(lowered).encode())
+    return path, mangled.read_text().splitlines()[0]
+
+
+def _names(spec: KernelSpec, params: Params) -> tuple[str, ...]:
+    """The name expressions compiled for an instance: its own, then its companions'."""
+    return (spec.instance(params), *spec.companions(params))
 
 
 def _cache_dir() -> Path:
@@ -161,40 +178,42 @@ def resources(kernel: str | KernelSpec, params: Params | None = None) -> Resourc
 def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None) -> PtxasReport:
     """Registers, spills, shared memory and performance warnings of an instance, compiled offline (no GPU
     needed) for `arch` (default: the kernel's arch-specific target, else sm_90)."""
-    spec, name, arch = _offline_target(kernel, params, arch)
-    report = _offline(spec.name, spec.build_sha256(), name, arch)[1]
+    spec, names, arch = _offline_target(kernel, params, arch)
+    report = _offline(spec.name, spec.build_sha256(), names, arch)[1]
     if report is None:
-        raise CompileError(f"NVRTC compiled {name} for {arch}, but its log holds no ptxas report (-Xptxas=-v) "
+        raise CompileError(f"NVRTC compiled {names[0]} for {arch}, but its log holds no ptxas report (-Xptxas=-v) "
                            "and no ptxas is on PATH to ask instead")
     return report
 
 
 def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None) -> bytes:
     """The offline-compiled cubin of an instance (for disassembly without a GPU); `arch` as in `ptxas_report`."""
-    spec, name, arch = _offline_target(kernel, params, arch)
-    return _offline(spec.name, spec.build_sha256(), name, arch)[0]
+    spec, names, arch = _offline_target(kernel, params, arch)
+    return _offline(spec.name, spec.build_sha256(), names, arch)[0]
 
 
-def _offline_target(kernel: str | KernelSpec, params: Params | None, arch: str | None) -> tuple[KernelSpec, str, str]:
-    """The spec, instance name and architecture of an offline compile; refuses another arch for arch-specific code."""
+def _offline_target(kernel: str | KernelSpec, params: Params | None,
+                    arch: str | None) -> tuple[KernelSpec, tuple[str, ...], str]:
+    """The spec, name expressions and architecture of an offline compile; refuses another arch for arch-specific
+    code."""
     spec = catalog.get(kernel)
     p = catalog.validate(spec, params)
     if spec.arch and arch not in (None, spec.arch):
         raise ValueError(f"{spec.name} uses arch-specific instructions: compile it for {spec.arch}, not {arch}")
-    return spec, spec.instance(p), arch or spec.arch or OFFLINE_ARCH
+    return spec, _names(spec, p), arch or spec.arch or OFFLINE_ARCH
 
 
 @functools.cache
-def _offline(kernel: str, sha: str, name: str, arch: str) -> tuple[bytes, PtxasReport | None, str]:
-    """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report and the instance's mangled name. `sha` is part
-    of the cache key so edits recompile. The GPU machine's NVRTC (CUDA 13.0) now and then returns a log without
+def _offline(kernel: str, sha: str, names: tuple[str, ...], arch: str) -> tuple[bytes, PtxasReport | None, str]:
+    """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report on the instance (its companions compile beside
+    it) and its mangled name. `sha` is part of the cache key so edits recompile. The GPU machine's NVRTC (CUDA 13.0) now and then returns a log without
     the report that -Xptxas=-v asks for (in pytest, and in pool workers during `record`); the toolkit's own
     ptxas, where there is one, then reports on the same PTX (else the report is None)."""
-    binary, log, lowered, ptx = _nvrtc(catalog.get(kernel), name, arch)
-    report = _parse_ptxas(log, name, arch)
+    binary, log, lowered, ptx = _nvrtc(catalog.get(kernel), names, arch)
+    report = _parse_ptxas(log, names[0], lowered[0], arch)
     if report is None and shutil.which("ptxas"):
-        report = _parse_ptxas(_ptxas_log(ptx, arch, catalog.get(kernel).ptxas_options), name, arch)
-    return binary, report, lowered
+        report = _parse_ptxas(_ptxas_log(ptx, arch, catalog.get(kernel).ptxas_options), names[0], lowered[0], arch)
+    return binary, report, lowered[0]
 
 
 def _ptxas_log(ptx: bytes, arch: str, options: tuple[str, ...] = ()) -> str:
@@ -207,13 +226,15 @@ def _ptxas_log(ptx: bytes, arch: str, options: tuple[str, ...] = ()) -> str:
     return out.stdout + out.stderr
 
 
-def _nvrtc(spec: KernelSpec, name: str, arch: str) -> tuple[bytes, str, str, bytes]:
-    """One NVRTC compile of an instance: its cubin, the compile log, the mangled name and the PTX."""
+def _nvrtc(spec: KernelSpec, names: tuple[str, ...], arch: str) -> tuple[bytes, str, tuple[str, ...], bytes]:
+    """One NVRTC compile of name expressions from a spec's source: the cubin, the compile log, their mangled names
+    and the PTX."""
     from cuda.bindings import nvrtc
 
     _, prog = _check(nvrtc.nvrtcCreateProgram(spec.source_text().encode(), spec.path.name.encode(), 0, [], []))
     try:
-        _check(nvrtc.nvrtcAddNameExpression(prog, name.encode()))
+        for name in names:
+            _check(nvrtc.nvrtcAddNameExpression(prog, name.encode()))
         opts = [o.encode() for o in (*NVRTC_OPTIONS, f"-arch={arch}", "-Xptxas=-v",
                                      *(f"-Xptxas={o}" for o in spec.ptxas_options))]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
@@ -222,17 +243,17 @@ def _nvrtc(spec: KernelSpec, name: str, arch: str) -> tuple[bytes, str, str, byt
         _check(nvrtc.nvrtcGetProgramLog(prog, log))
         log_text = log.decode(errors="replace").rstrip("\x00 \n")
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(f"{name} failed to compile for {arch}:\n{explain_log(log_text, spec)}")
+            raise CompileError(f"{names[0]} failed to compile for {arch}:\n{explain_log(log_text, spec)}")
         _, size = _check(nvrtc.nvrtcGetCUBINSize(prog))
         binary = b" " * size
         _check(nvrtc.nvrtcGetCUBIN(prog, binary))
-        _, lowered = _check(nvrtc.nvrtcGetLoweredName(prog, name.encode()))
+        lowered = tuple(_check(nvrtc.nvrtcGetLoweredName(prog, name.encode()))[1].decode() for name in names)
         _, size = _check(nvrtc.nvrtcGetPTXSize(prog))
         ptx = b" " * size
         _check(nvrtc.nvrtcGetPTX(prog, ptx))
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return binary, log_text, lowered.decode(), ptx
+    return binary, log_text, lowered, ptx
 
 
 def _check(result: tuple) -> tuple:
@@ -243,7 +264,13 @@ def _check(result: tuple) -> tuple:
     return result
 
 
-def _parse_ptxas(log: str, name: str, arch: str) -> PtxasReport | None:
+def _parse_ptxas(log: str, name: str, mangled: str, arch: str) -> PtxasReport | None:
+    """ptxas' report on the entry function `mangled`: where the log reports on several (an instance and its
+    companions), the part about that one."""
+    parts = re.split(r"(?=ptxas info\s*: Compiling entry function)", log)
+    if len(parts) > 2:
+        log = next((part for part in parts if f"'{mangled}'" in part), log)
+
     def number(pattern: str) -> int:
         match = re.search(pattern, log)
         return int(match.group(1)) if match else 0

@@ -25,13 +25,19 @@ HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2
 TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32", "wgmma_3xtf32", "wgmma_ws_tf32",
                 "wgmma_ws_3xtf32")
 CUBLAS_PRECISIONS = ("fp32", "tf32")
+# Chapter 10's FP32 emulation on INT8 tensor cores, recorded with the headline against cuBLAS SGEMM.
+EMULATION = ("ozaki",)
+OZAKI_MODULI = (6, 7, 9)  # besides the default 8, at OZAKI_SIZES
+OZAKI_SIZES = (4096, 8192)
+INT8_SIZES = (2048, 4096, 8192)  # kernel 15 alone beside cuBLAS's INT8 GEMM (`gemm-lab record --only ozaki`)
 # The kernels that take ODD_SHAPE: the TMA kernels need N and K multiples of 4 and refuse it.
-ODD_SHAPE_KERNELS = tuple(k for k in (*HEADLINE, *TENSOR_CORES) if not catalog.get(k).tma)
+ODD_SHAPE_KERNELS = tuple(k for k in (*HEADLINE, *TENSOR_CORES, *EMULATION) if not catalog.get(k).tma)
 
 
 def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
-    """Every headline and tensor-core kernel at its defaults at every size, and those that take it on the odd shape."""
-    return [(name, None, size) for size in SIZES for name in (*HEADLINE, *TENSOR_CORES)] + \
+    """Every headline, tensor-core and emulation kernel at its defaults at every size, and those that take it on the
+    odd shape."""
+    return [(name, None, size) for size in SIZES for name in (*HEADLINE, *TENSOR_CORES, *EMULATION)] + \
         [(name, None, ODD_SHAPE) for name in ODD_SHAPE_KERNELS]
 
 
@@ -75,6 +81,7 @@ EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *(("pipelined_warp_tiling", PIPELINED_SMALL, size) for size in (1024, 2048)),
     *(("wgmma_ws_tf32", rung, size) for rung in HOPPER_LADDER for size in LADDER_SIZES),
     *((name, p, size) for name, p in HOPPER_OPTIONS for size in LADDER_SIZES),
+    *(("ozaki", {"MODULI": moduli}, size) for moduli in OZAKI_MODULI for size in OZAKI_SIZES),
     *published.seed_table_cases(),
 )
 

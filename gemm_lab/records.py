@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import statistics
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -61,7 +62,17 @@ class Measurement:
 
     @property
     def pct_cublas(self) -> float:
+        """The kernel's share of cuBLAS's speed, in %. For a tensor-core kernel (any precision but FP32), whose clock
+        follows the power cap from one round of turns to the next, the median of the rounds' shares where they were
+        recorded, so that the headline lies within them; otherwise the ratio of the two sides' medians."""
+        if self.precision != "fp32" and self.rounds_pct:
+            return statistics.median(self.rounds_pct)
         return 100 * self.gflops / self.cublas_gflops
+
+    @property
+    def pct_range(self) -> tuple[float, float] | None:
+        """The lowest and highest share of cuBLAS in the rounds of turns, or None where none were recorded."""
+        return (min(self.rounds_pct), max(self.rounds_pct)) if self.rounds_pct else None
 
     @property
     def pct_peak(self) -> float:
@@ -236,10 +247,12 @@ BENCH_KEY = ("kernel", "params", "m", "n", "k", "precision")
 
 
 def precision_of(kernel: str) -> str | None:
-    """The precision a measurement of this kernel carries: the catalog's, or the cuBLAS pseudo-kernel's math;
-    None for a kernel that is neither (no longer catalogued)."""
+    """The precision a measurement of this kernel carries: the catalog's (or a timed probe's), or the cuBLAS
+    pseudo-kernel's math; None for a kernel that is none of these (no longer catalogued)."""
     if kernel in catalog.KERNELS:
         return catalog.get(kernel).precision
+    if kernel in catalog.PROBES and catalog.PROBES[kernel].precision:
+        return catalog.PROBES[kernel].precision
     return next((math for math, name in CUBLAS_KERNELS.items() if name == kernel), None)
 
 
@@ -276,6 +289,14 @@ def lookup(kernel: str, params: dict[str, int], m: int, n: int, k: int, gpu: str
         f"{gpu or device.replay_gpu()}; recorded shapes for these parameters: {have or 'none'}. "
         "Run live on a GPU, or record it with `gemm-lab record`."
     )
+
+
+def lookup_or_none(kernel: str, params: dict[str, int], m: int, n: int, k: int, gpu: str | None = None) -> Measurement | None:
+    """`lookup`, or None where nothing of this instance and shape was recorded."""
+    try:
+        return lookup(kernel, params, m, n, k, gpu)
+    except LookupError:
+        return None
 
 
 def read_kind(kind: str, gpu: str | None = None) -> list[dict[str, Any]]:
@@ -345,19 +366,19 @@ def _stale(path: Path, rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         if not r.get("source"):
             continue  # no kernel source behind it (cuBLAS, device ceilings)
-        src = ROOT / r["source"]
-        if not src.exists() or r.get("kernel") not in catalog.KERNELS:
-            problems.append(f"{path}: {r.get('kernel')} from {r['source']} is no longer in the catalog")
+        src, name = ROOT / r["source"], r.get("kernel") or r.get("method")  # accuracy rows name a method
+        spec = catalog.KERNELS.get(name) or catalog.PROBES.get(name)
+        if not src.exists() or spec is None:
+            problems.append(f"{path}: {name} from {r['source']} is no longer in the catalog")
             continue
-        spec = catalog.get(r["kernel"])
         if spec.source_sha256() != r.get("source_sha256"):
             problems.append(
-                f"{path}: {r['kernel']} {r.get('params')} was recorded from an older {r['source']} "
+                f"{path}: {name} {r.get('params')} was recorded from an older {r['source']} "
                 "(sha256 differs): re-record it on a GPU with `gemm-lab record`"
             )
         elif r.get("build_sha256", spec.build_sha256()) != spec.build_sha256():
             problems.append(
-                f"{path}: {r['kernel']} {r.get('params')} was recorded before a header it includes changed "
+                f"{path}: {name} {r.get('params')} was recorded before a header it includes changed "
                 "(build_sha256 differs): re-record it on a GPU with `gemm-lab record`"
             )
     return problems
@@ -373,7 +394,7 @@ def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
     found = {(r.kernel, r.tool): r for r in runs}
     for spec in (*catalog.KERNELS.values(), *catalog.PROBES.values()):
         build, redo = spec.build_sha256(), f"run `gemm-lab sanitize {spec.name}` on that GPU"
-        used = "device" if spec.name in catalog.PROBES else spec.name  # the ceilings in device.json ran the probe
+        used = spec.measured_in if spec.name in catalog.PROBES else spec.name  # where what it measured lies
         measured = (path.parent / f"{used}.json").exists()
         for tool in SANITIZER_TOOLS:
             run = found.get((spec.name, tool))
@@ -389,7 +410,7 @@ def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
 
 
 def _is_bench(path: Path) -> bool:
-    return path.stem in catalog.KERNELS or path.stem in CUBLAS_KERNELS.values()
+    return precision_of(path.stem) is not None
 
 
 def _short(row: dict[str, Any]) -> str:

@@ -8,12 +8,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import catalog, compile, device, model, records, tma
+from . import catalog, compile, device, model, ozaki, records, tma
 from .catalog import Instance, KernelSpec, Params, Shape
 
-# per precision; 3xTF32 is FP32's: it is meant to be as accurate as FP32 (on the H100 at 8192: max relative error
-# 8.5e-7, cuBLAS SGEMM 4.0e-6)
-UNIT_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-11, "3xtf32": 2.0**-24}
+# per precision; 3xTF32 and the Ozaki scheme are FP32's: they are meant to be as accurate as FP32 (on the H100 at
+# 8192, 3xTF32's max relative error is 8.5e-7, cuBLAS SGEMM's 4.0e-6)
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-11, "3xtf32": 2.0**-24, "ozaki": 2.0**-24}
 
 
 def gemm(
@@ -88,8 +88,10 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     if a.shape != (m, k) or b.shape != (k, n) or out.shape != (m, n):
         raise ValueError(f"A is {a.shape[0]}x{a.shape[1]}, B {b.shape[0]}x{b.shape[1]} and C {out.shape[0]}x"
                          f"{out.shape[1]}: not the M={m}, N={n}, K={k} that {inst.describe()} was validated for")
+    if spec.precision == "ozaki":  # a pipeline of kernels around the INT8 products
+        return ozaki.launcher(inst, a, b, alpha=alpha, beta=beta, out=out, slots=slots(spec, p))
     fn = compile.load(inst)
-    grid, block, smem = spec.grid(p, m, n, slots=_slots(spec, p)), (spec.threads(p),), spec.launch_smem(p)
+    grid, block, smem = spec.grid(p, m, n, slots=slots(spec, p)), (spec.threads(p),), spec.launch_smem(p)
     args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out)
     if spec.tma:  # the kernel reads A and B through these (kept alive by the closure)
         args += (tma.tensor_map(a, spec.tile(p)[0]), tma.tensor_map(b, tma.STEP))
@@ -103,7 +105,7 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     return launch
 
 
-def _slots(spec: KernelSpec, p: Params) -> int:
+def slots(spec: KernelSpec, p: Params) -> int:
     """Blocks of a persistent kernel the GPU holds at once (SMs times resident blocks per SM); 0 for the others."""
     return device.gpu().sms * max(1, model.resident(spec, p)["blocks"]) if spec.persistent(p) else 0
 

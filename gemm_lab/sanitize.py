@@ -8,7 +8,7 @@ memcheck knows its true bounds. The error count comes from the tool's summary. E
 records/<gpu>/sanitizer.json as soon as it ends, and a later call skips the clean runs recorded from
 the current kernel build with the same cases, so an interrupted `gemm-lab sanitize` resumes.
 
-Racecheck of the TMA kernels runs one child per case instead, each retried when it runs past RACECHECK_CASE_S:
+Racecheck of the kernels that wait on TMA copies runs one child per case instead, each retried when it runs past RACECHECK_CASE_S:
 their warps spin on mbarriers, and under racecheck's instrumentation the same one-block launch of kernel 14 took
 2, 21, 2 and over 45 s on an H100 (plain, 1-2 s every time), so one slow case must not sink the whole run.
 """
@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from tqdm.auto import tqdm
 
-from . import catalog, device, plan, records
+from . import catalog, device, int8, plan, records
 from .catalog import KernelSpec, Params, Probe, Shape
 from .records import SanitizerRun
 from .tables import Table
@@ -35,6 +35,9 @@ TIMEOUT_S = 900  # one tool over one kernel's cases (racecheck is the slowest): 
 RACECHECK_CASE_S, RACECHECK_TRIES = 60, 3  # racecheck of one case of a TMA kernel: its limit, and how often it is tried
 DONE = "gemm-lab sanitize: every case launched"  # the child's last line
 PROBE_CASE = {"iters": 4, "blocks_per_sm": 1}  # a probe's launches under the tools: a few rounds, one block per SM
+# Kernel 15 (the INT8 product alone): its default tile, unclustered, and the smallest one, on tails of each
+INT8_PARAMS = ({}, {"CLUSTER": 1}, {"BN": 128, "CONSUMERS": 1, "STAGES": 3})
+INT8_SHAPES = ((1, 4, 16), (129, 260, 144), (255, 516, 272), (256, 512, 256))
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: [^(\n]*\((\d+) errors?")
 
 
@@ -53,7 +56,10 @@ def cases(kernel: str | KernelSpec | Probe) -> list[dict[str, Any]]:
     and the fewest and most threads per block of the whole legal grid, and any of plan.SANITIZE_EXTRA (options a chapter
     measures beyond the offered values), each with its tail shapes. A probe's kernels
     run a few rounds, one block per SM (`PROBE_CASE`)."""
-    if isinstance(_target(kernel), Probe):
+    target = _target(kernel)
+    if isinstance(target, Probe) and target.name == catalog.INT8_PRODUCT:
+        return [{"params": int8.full_params(p), "shapes": [list(s) for s in INT8_SHAPES]} for p in INT8_PARAMS]
+    if isinstance(target, Probe):
         return [dict(PROBE_CASE)]
     spec = catalog.get(kernel)
     grid, everything = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
@@ -69,10 +75,25 @@ def mangled_prefix(spec: KernelSpec) -> str:
     return f"_Z{len(spec.function)}{spec.function}I"
 
 
+def functions(spec: KernelSpec | Probe) -> tuple[str, ...]:
+    """The names of the kernels the tools check: a probe's, or a spec's and its companions' (without template
+    arguments)."""
+    if isinstance(spec, Probe):
+        return spec.functions
+    return (spec.function, *(c.split("<")[0] for c in spec.companions(spec.defaults)))
+
+
+def kernel_filter(spec: KernelSpec | Probe) -> str:
+    """`--kernel-name`'s value: the mangled prefix of a single template's instances, else a regex of the names."""
+    if isinstance(spec, KernelSpec) and len(functions(spec)) == 1:
+        return f"kns={mangled_prefix(spec)}"
+    return f"regex={'|'.join(functions(spec))}"
+
+
 def command(spec: KernelSpec | Probe, tool: str, kernel_cases: list[dict[str, Any]], exe: str) -> list[str]:
     """The compute-sanitizer command line of one tool over one kernel's cases."""
     memcheck = ("--padding", "64", "--report-api-errors", "no") if tool == "memcheck" else ()
-    only = f"regex={'|'.join(spec.functions)}" if isinstance(spec, Probe) else f"kns={mangled_prefix(spec)}"
+    only = kernel_filter(spec)
     return [exe, "--tool", tool, "--kernel-name", only,
             "--error-exitcode", str(ERROR_EXITCODE), "--check-exit-code", "no", *memcheck,
             sys.executable, "-m", "gemm_lab.sanitize", spec.name, json.dumps(kernel_cases)]
@@ -91,7 +112,8 @@ def run_tool(spec: KernelSpec | Probe, tool: str, kernel_cases: list[dict[str, A
     A child that fails without the tool having found anything (a Python error, a timeout) raises, so that a
     harness failure is never recorded as a clean kernel; a child killed by a kernel fault still counts.
     """
-    if tool == "racecheck" and isinstance(spec, KernelSpec) and spec.tma:  # one child per case (see the module)
+    if tool == "racecheck" and (isinstance(spec, KernelSpec) and catalog.waits_on_tma(spec) or  # one child per case
+                                isinstance(spec, Probe) and spec.name == catalog.INT8_PRODUCT):  # (see the module)
         found = [_run_child(spec, tool, [{"params": c["params"], "shapes": [s]}], exe, RACECHECK_CASE_S,
                             RACECHECK_TRIES) for c in kernel_cases for s in c["shapes"]]
         return sum(errors for errors, _ in found), "".join(text for _, text in found)
@@ -137,7 +159,7 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
     if unknown:
         raise ValueError(f"unknown tool {', '.join(sorted(unknown))}; the tools are {', '.join(TOOLS)}")
     gpu = device.gpu()
-    why_not = {spec.name: _unsupported(spec, gpu.cc) for spec in specs}
+    why_not = {spec.name: catalog.unsupported(spec, gpu.cc) for spec in specs}
     for name, why in why_not.items():
         if why:
             tqdm.write(f"skipping {name}: {why}")
@@ -171,13 +193,6 @@ def _target(kernel: str | KernelSpec | Probe) -> KernelSpec | Probe:
     if isinstance(kernel, (KernelSpec, Probe)):
         return kernel
     return catalog.PROBES[kernel] if kernel in catalog.PROBES else catalog.get(kernel)
-
-
-def _unsupported(target: KernelSpec | Probe, cc: tuple[int, int]) -> str | None:
-    if isinstance(target, KernelSpec):
-        return catalog.unsupported(target, cc)
-    return None if tuple(cc) >= target.min_cc else \
-        f"{target.name} needs compute capability {target.min_cc[0]}.{target.min_cc[1]} or newer (tensor cores)"
 
 
 def summary(runs: Iterable[SanitizerRun]) -> Table:
@@ -216,6 +231,9 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
     from . import compile, run
 
     cupy.cuda.set_allocator(None)  # one cudaMalloc per array: a pool's slack would hide overruns from memcheck
+    if kernel == catalog.INT8_PRODUCT:
+        _launch_int8(kernel_cases)
+        return
     if kernel in catalog.PROBES:
         _launch_probe(kernel_cases)
         return
@@ -230,6 +248,21 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
             run.gemm(spec, a, b, case["params"])
             c = cupy.asarray(rng.uniform(-1, 1, (m, n)).astype(numpy.float32))
             run.gemm(spec, a, b, case["params"], beta=0.5, out=c)
+    cupy.cuda.Device().synchronize()
+    print(DONE)
+
+
+def _launch_int8(kernel_cases: list[dict[str, Any]]) -> None:
+    """Child process of `run_tool` for kernel 15: each case on int8 operands copied from the host (see
+    `_launch_cases`); C is written by TMA stores and not read back."""
+    import cupy
+    import numpy
+
+    rng = numpy.random.default_rng(0)
+    for case in kernel_cases:
+        for m, n, k in case["shapes"]:
+            a, bt = (cupy.asarray(rng.integers(-128, 128, shape, dtype=numpy.int8)) for shape in ((m, k), (n, k)))
+            int8.launcher(case["params"], a, bt, cupy.empty((m, n), cupy.int32))()
     cupy.cuda.Device().synchronize()
     print(DONE)
 

@@ -8,7 +8,8 @@ instead of giving one a cooler GPU (one long run of the kernel and then one of c
 from run to run at 8192 on TF32, chapter 9).
 Each side's number is the median of all its launches: at least 20, and enough to keep the GPU busy SUSTAIN_MS
 (the clock settles within tens of milliseconds of a change of load, so each turn lasts SUSTAIN_MS / ROUNDS).
-The record keeps the kernel's share of cuBLAS in each round, so its spread shows. NVML's SM clock and power are
+The record keeps the kernel's share of cuBLAS in each round, so its spread shows; tensor-core kernels take
+TENSOR_ROUNDS turns, and their headline share is the median of the rounds'. NVML's SM clock and power are
 sampled for each side while its launches run on the GPU, so a throttled run shows in its record and the two
 sides' clocks can be compared. The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`):
 TF32 kernels race cuBLAS on TF32 tensor cores, FP32 and 3xTF32 kernels race FP32 SGEMM.
@@ -29,16 +30,19 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from tqdm.auto import tqdm
 
 from . import device, records, run
-from .catalog import KernelSpec, Params, Shape
+from .catalog import KernelSpec, Params, Probe, Shape
 from .records import Measurement
 
 MIN_RUNS = 20
 WARMUP = 3
 SUSTAIN_MS = 200.0  # a benchmark's launches of the kernel, and of cuBLAS, each keep the GPU busy at least this long
 ROUNDS = 4  # turns each side takes (a turn lasts SUSTAIN_MS / ROUNDS)
+# Tensor-core kernels (every precision but FP32) take more turns: their clock follows the power cap from turn to turn,
+# and their headline is the median of the rounds' shares (`records.Measurement.pct_cublas`).
+TENSOR_ROUNDS = 8
 MAX_RUNS = 5000
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
-BASELINE = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "fp32"}
+BASELINE = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "fp32", "ozaki": "fp32"}
 _COMPUTE_TYPES = {"fp32": "COMPUTE_TYPE_DEFAULT", "tf32": "COMPUTE_TYPE_TF32"}  # cupy.matmul's, per cuBLAS math
 
 
@@ -76,12 +80,12 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
             )
         sets = _input_sets(m, n, k)
         with cublas_math(BASELINE[spec.precision]):
-            mine, theirs = _race([[run.launcher(inst, a, b, out=c) for a, b, c in sets], _cublas_launches(sets)],
-                                 runs)
-    return _measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err)
+            mine, theirs = race([[run.launcher(inst, a, b, out=c) for a, b, c in sets], _cublas_launches(sets)],
+                                 runs, rounds_for(spec.precision))
+    return measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err)
 
 
-def _measurement(spec: KernelSpec | None, precision: str, params: dict[str, int], shape: Shape, mine: Timed,
+def measurement(spec: KernelSpec | Probe | None, precision: str, params: dict[str, int], shape: Shape, mine: Timed,
                  theirs: Timed, err: float) -> Measurement:
     """A live measurement of a kernel beside cuBLAS, or of cuBLAS alone in `precision`'s math (`spec` None,
     `theirs` is `mine`)."""
@@ -115,8 +119,8 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MI
     with cublas_math(precision):
         cupy.matmul(a, b, out=out)
         err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
-        (alone,) = _race([_cublas_launches(_input_sets(m, n, k))], runs)
-    return _measurement(None, precision, {}, (m, n, k), alone, alone, err)
+        (alone,) = race([_cublas_launches(_input_sets(m, n, k))], runs)
+    return measurement(None, precision, {}, (m, n, k), alone, alone, err)
 
 
 @contextlib.contextmanager
@@ -178,20 +182,26 @@ class Timed:
     telemetry: dict[str, float]
 
 
-def _race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int) -> list[Timed]:
-    """Time each side's launches (one side, or a kernel and cuBLAS) in ROUNDS turns each, in mirrored order (A B,
-    B A, ...), each turn at least `runs` / ROUNDS launches and SUSTAIN_MS / ROUNDS of GPU time (MAX_RUNS in all),
-    after an untimed turn of each (B A) that brings the GPU to its loaded clock and temperature."""
+def rounds_for(precision: str) -> int:
+    """Rounds of turns a kernel of this precision takes beside cuBLAS."""
+    return ROUNDS if precision == "fp32" else TENSOR_ROUNDS
+
+
+def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, rounds: int | None = None) -> list[Timed]:
+    """Time each side's launches (one side, or a kernel and cuBLAS) in `rounds` (default ROUNDS) turns each, in
+    mirrored order (A B, B A, ...), each turn at least `runs` / rounds launches and SUSTAIN_MS / rounds of GPU time
+    (MAX_RUNS in all), after an untimed turn of each (B A) that brings the GPU to its loaded clock and temperature."""
     import cupy
 
+    rounds = rounds or ROUNDS
     each_ms = [_warm_up_ms(launches) for launches in sides]
-    per_turn = [max(math.ceil(runs / ROUNDS),
-                    min(MAX_RUNS // ROUNDS, math.ceil(SUSTAIN_MS / ROUNDS / max(ms, 1e-3)))) for ms in each_ms]
+    per_turn = [max(math.ceil(runs / rounds),
+                    min(MAX_RUNS // rounds, math.ceil(SUSTAIN_MS / rounds / max(ms, 1e-3)))) for ms in each_ms]
     seen = device.Telemetry()
     for side in reversed(range(len(sides))):  # a turn each, untimed, so that no timed turn meets a cool, idle GPU
         _queue(sides[side], per_turn[side], seen.poll)
     turns: list[tuple[int, list[tuple[Any, Any]]]] = []
-    for r in range(ROUNDS):
+    for r in range(rounds):
         for side in range(len(sides)) if r % 2 == 0 else reversed(range(len(sides))):
             # the turn is a phase of the telemetry while it is queued (an event never recorded reads as done)
             events, queued = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(per_turn[side])], []

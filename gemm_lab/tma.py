@@ -9,17 +9,18 @@ STEP = 32  # K per step of the TMA kernels: the depth of B's boxes (A's are BM r
 
 
 def tensor_map(x: Any, box_rows: int) -> Any:
-    """A device copy of the tensor map of row-major float32 matrix `x`, read in boxes of box_rows x 32 floats
-    with the 128-byte swizzle; TMA fills what lies outside the matrix with zeros. The row stride must be a
-    multiple of 16 bytes (`catalog` refuses other shapes before this is reached)."""
+    """A device copy of the tensor map of row-major matrix `x` of float32 (or int32: kernel 15's C), read in boxes of
+    box_rows x 32 elements with the 128-byte swizzle; TMA fills what lies outside the matrix with zeros. The row
+    stride must be a multiple of 16 bytes (`catalog` refuses other shapes before this is reached)."""
     import cupy
     import numpy as np
     from cuda.bindings import driver
 
     rows, cols = x.shape
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    kind = {"float32": "FLOAT32", "int32": "INT32"}[str(x.dtype)]
     err, tmap = driver.cuTensorMapEncodeTiled(
-        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, x.data.ptr,
+        getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{kind}"), 2, x.data.ptr,
         [u64(cols), u64(rows)], [u64(cols * 4)], [u32(BOX_COLS), u32(box_rows)], [u32(1), u32(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -27,4 +28,28 @@ def tensor_map(x: Any, box_rows: int) -> Any:
     )
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"the CUDA driver could not encode a tensor map of a {rows}x{cols} matrix: {err}")
+    return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))
+
+
+def planes_map(x: Any, box_rows: int) -> Any:
+    """A device copy of the tensor map of a batch of int8 matrices `x` (planes, rows, row bytes: K-major, each row a
+    multiple of 16 bytes), read in boxes of box_rows x 128 bytes of one plane with the 128-byte swizzle; rows past a
+    plane's end read as zeros (kernels 15 and 16)."""
+    import cupy
+    import numpy as np
+    from cuda.bindings import driver
+
+    planes, rows, cols = x.shape
+    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, x.data.ptr,
+        [u64(cols), u64(rows), u64(planes)], [u64(cols), u64(rows * cols)], [u32(128), u32(box_rows), u32(1)],
+        [u32(1), u32(1), u32(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"the CUDA driver could not encode a tensor map of {planes} int8 matrices of {rows}x{cols}: "
+                           f"{err}")
     return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))

@@ -145,7 +145,7 @@ def test_wgmma_runs_only_on_compute_capability_9_0(cc):
 
 def test_a_spec_states_a_known_precision_and_arch():
     spec = catalog.get("naive")
-    with pytest.raises(ValueError, match="precision must be one of fp32, tf32, 3xtf32, not 'fp16'"):
+    with pytest.raises(ValueError, match="precision must be one of fp32, tf32, 3xtf32, ozaki, not 'fp16'"):
         catalog.KernelSpec(**{**vars(spec), "precision": "fp16"})
     with pytest.raises(ValueError, match="arch must be one of sm_90a"):
         catalog.KernelSpec(**{**vars(spec), "arch": "sm_100a"})

@@ -292,7 +292,10 @@ def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch,
     x = timing.bench(kernel, 16)
     assert x.precision == catalog.get(kernel).precision and timing.BASELINE[x.precision] in ("fp32", "tf32")
     assert {e for e in log if e.startswith("cublas")} == {math}
-    assert log.count(math) == timing.WARMUP + timing.MIN_RUNS // timing.ROUNDS + timing.MIN_RUNS
+    rounds = timing.rounds_for(x.precision)  # tensor-core kernels take more turns
+    per_turn = -(-timing.MIN_RUNS // rounds)
+    assert rounds == (timing.ROUNDS if x.precision == "fp32" else timing.TENSOR_ROUNDS)
+    assert log.count(math) == timing.WARMUP + per_turn + rounds * per_turn and len(x.rounds_pct) == rounds
     linalg = sys.modules["cupy._core._routines_linalg"]
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT  # restored for everyone else
 
@@ -309,7 +312,7 @@ def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
 
 def test_the_tf32_math_is_restored_even_when_timing_fails(log, monkeypatch):
     linalg = sys.modules["cupy._core._routines_linalg"]
-    monkeypatch.setattr(timing, "_race", lambda *args: 1 / 0)
+    monkeypatch.setattr(timing, "race", lambda *args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         timing.cublas(16, "tf32")
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT

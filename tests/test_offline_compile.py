@@ -63,7 +63,7 @@ def test_ptxas_reports_serialized_wgmmas():
     spec = catalog.get("wgmma_tf32")
     with pytest.raises(ValueError, match="registers each thread can have"):
         compile.ptxas_report(spec, {"BM": 256, "BN": 192, "STAGES": 3})
-    r = compile._offline(spec.name, spec.build_sha256(), "sgemm_tf32_wgmma<256, 192, 3>", "sm_90a")[1]
+    r = compile._offline(spec.name, spec.build_sha256(), ("sgemm_tf32_wgmma<256, 192, 3>",), "sm_90a")[1]
     assert r.spills and len(r.performance_warnings) == 1
     assert "(C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized" in \
         r.performance_warnings[0]

@@ -265,3 +265,16 @@ def test_latency_rows_need_their_seconds(tmp_path):
     assert len(problems) == 2 and "'open_s' must be float" in problems[0] and "'cold_s' must list seconds" in problems[1]
     with pytest.raises(records.RecordError, match="open_s"):
         records.save_latency([{**good, "open_s": "3 s", "gpu": "Some GPU"}])
+
+
+def test_a_tensor_core_headline_is_the_median_of_its_rounds():
+    """The share of cuBLAS that a tensor-core row reports lies within its rounds (the pooled medians of the two sides
+    could lie outside every round); an FP32 row keeps the ratio of its medians."""
+    common = dict(source="", source_sha256="", params={}, m=8, n=8, k=8, gflops=100.0, cublas_gflops=80.0,
+                  max_rel_err=0.0, gpu="G", recorded_at="2026-11-25T00:00:00+00:00",
+                  rounds_pct=[98.0, 103.0, 99.0, 120.0])
+    tc = records.Measurement(kernel="wgmma_ws_tf32", precision="tf32", **common)
+    assert tc.pct_cublas == 101.0 and tc.pct_range == (98.0, 120.0)
+    fp32 = records.Measurement(kernel="naive", precision="fp32", **common)
+    assert fp32.pct_cublas == 125.0
+    assert records.Measurement(kernel="ozaki", precision="ozaki", **{**common, "rounds_pct": []}).pct_cublas == 125.0

@@ -44,10 +44,17 @@ def test_the_kernel_filter_matches_every_instance_and_only_its_kernel():
     """The prefix that `--kernel-name kns=` gets is how NVRTC mangles each kernel's instances, and no other's: the
     mangled name is the kernel's section in the offline cubin (the compile the other offline tests share)."""
     pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
-    mangled = {name: re.search(rb"\.text\.(_Z\w+)", compile.cubin(name)).group(1).decode() for name in catalog.KERNELS}
+    sections = {name: [s.decode() for s in re.findall(rb"\.text\.(_Z\w+)", compile.cubin(name))]
+                for name in catalog.KERNELS}
+
+    def caught(spec, symbol: str) -> bool:
+        kind, pattern = sanitize.kernel_filter(spec).split("=")
+        return symbol.startswith(pattern) if kind == "kns" else bool(re.search(pattern, symbol))
+
     for name, spec in catalog.KERNELS.items():
-        matches = [k for k, symbol in mangled.items() if symbol.startswith(sanitize.mangled_prefix(spec))]
-        assert matches == [name], (sanitize.mangled_prefix(spec), mangled[name])
+        assert all(caught(spec, symbol) for symbol in sections[name]), (sanitize.kernel_filter(spec), sections[name])
+        others = [k for k, symbols in sections.items() if k != name and any(caught(spec, s) for s in symbols)]
+        assert others == [], (sanitize.kernel_filter(spec), others)
 
 
 def test_the_command_checks_one_kernel_in_one_child():

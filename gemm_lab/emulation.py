@@ -1,0 +1,165 @@
+"""Chapter 10's measurements beyond the race with cuBLAS: how accurate each way to an FP32 product is against float64,
+as K grows and as the inputs' exponents spread, and what each stage of the Ozaki scheme costs.
+
+Accuracy compares cuBLAS SGEMM, cuBLAS on TF32 tensor cores, kernel 14's 3xTF32 and the Ozaki scheme with 6 to 9
+moduli on the same inputs: standard normal ones (where the scheme must match SGEMM's accuracy), or Ozaki, Uchino and
+Imamura's (rand - 0.5) exp(phi randn), whose exponents spread wider as phi grows. Rows are recorded in
+`records/<gpu>/accuracy.json` and `ozaki_stages.json`, and replayed like every other measurement.
+"""
+from __future__ import annotations
+
+import datetime
+import statistics
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from . import catalog, device, ozaki, records, run, timing
+
+ACCURACY = "accuracy"  # records/<gpu>/accuracy.json
+STAGES = "ozaki_stages"  # records/<gpu>/ozaki_stages.json
+# (name, params): cuBLAS in both maths, the FP32-accurate tensor-core kernels.
+METHODS: tuple[tuple[str, dict[str, int]], ...] = (
+    ("cublas", {}), ("cublas_tf32", {}), ("wgmma_ws_3xtf32", {}),
+    *(("ozaki", {"MODULI": m}) for m in (6, 7, 8, 9)),
+)
+ERROR_VS_K = tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))  # standard normal inputs
+PHIS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0)
+PHI_SHAPE = (4096, 4096, 4096)
+HEADLINE_SHAPE = (8192, 8192, 8192)  # standard normal inputs, where the scheme must be at least as accurate as SGEMM
+STAGE_SIZES = (2048, 4096, 8192)
+SEED = 5
+
+
+@dataclass(frozen=True)
+class Errors:
+    """One method's errors against float64 on one set of inputs."""
+
+    method: str
+    params: dict[str, int]
+    m: int
+    n: int
+    k: int
+    phi: float | None  # None: standard normal inputs
+    max_rel_err: float  # max |C - ref| / max |ref|
+    median_rel_err: float  # median over the elements of |C - ref| / |ref|
+    gpu: str
+    recorded_at: str
+
+    def row(self) -> dict[str, Any]:
+        spec = catalog.KERNELS.get(self.method)
+        return {**self.__dict__, "source": spec.source if spec else "",
+                "source_sha256": spec.source_sha256() if spec else "",
+                "build_sha256": spec.build_sha256() if spec else ""}
+
+
+def inputs(m: int, n: int, k: int, phi: float | None, seed: int = SEED) -> tuple[Any, Any]:
+    """A (m x k) and B (k x n), float32 on the GPU: standard normal (phi None) or (rand - 0.5) exp(phi randn)."""
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+
+    def draw(shape: tuple[int, int]) -> Any:
+        if phi is None:
+            return rng.standard_normal(shape, dtype=cupy.float32)
+        return ((rng.random(shape, dtype=cupy.float32) - 0.5) * cupy.exp(phi * rng.standard_normal(shape, dtype=cupy.float32))).astype(cupy.float32)
+
+    return draw((m, k)), draw((k, n))
+
+
+def product(method: str, params: dict[str, int], a: Any, b: Any) -> Any:
+    """C = A B by one method."""
+    import cupy
+
+    if method in records.CUBLAS_KERNELS.values():
+        with timing.cublas_math(records.precision_of(method)):
+            return cupy.matmul(a, b)
+    return run.gemm(method, a, b, params)
+
+
+def measure(shape: tuple[int, int, int], phi: float | None, methods: Sequence[tuple[str, dict[str, int]]] = METHODS) -> list[Errors]:
+    """Every method this GPU runs on one set of inputs, against their float64 product."""
+    import cupy
+
+    m, n, k = shape
+    a, b = inputs(m, n, k, phi)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    scale, magnitude = float(cupy.abs(ref).max()) or 1.0, cupy.maximum(cupy.abs(ref), 1e-300)
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    out = []
+    for name, params in methods:
+        if name in catalog.KERNELS and catalog.unsupported(name, device.gpu().cc):
+            continue
+        with run.faults(name, params, shape):
+            diff = cupy.abs(product(name, params, a, b).astype(cupy.float64) - ref)
+            out.append(Errors(name, catalog.get(name).full_params(params) if name in catalog.KERNELS else {}, m, n, k,
+                              phi, float(diff.max()) / scale, float(cupy.median(diff / magnitude)), device.gpu().name, now))
+    return out
+
+
+def cases() -> list[tuple[tuple[int, int, int], float | None]]:
+    """Every (shape, phi) the chapter shows: standard normal inputs as K grows and at 8192, and the spreads of phi."""
+    return [(s, None) for s in (*ERROR_VS_K, HEADLINE_SHAPE)] + [(PHI_SHAPE, phi) for phi in PHIS]
+
+
+def record_accuracy() -> None:
+    """Measure every case of `cases` and store the rows (live only)."""
+    for shape, phi in cases():
+        rows = [e.row() for e in measure(shape, phi)]
+        records.upsert(records.gpu_dir(device.gpu().name) / f"{ACCURACY}.json", rows, ACCURACY_KEY)
+
+
+ACCURACY_KEY = ("method", "params", "m", "n", "k", "phi")
+
+
+def errors(shape: tuple[int, int, int], phi: float | None, gpu: str | None = None) -> list[Errors]:
+    """The recorded errors of every method on one case (the replay GPU's, or `gpu`'s), in METHODS' order."""
+    rows = [r for r in records.read_kind(ACCURACY, gpu) if (r["m"], r["n"], r["k"]) == tuple(shape) and r["phi"] == phi]
+    if not rows:
+        raise LookupError(f"no recorded accuracy for M, N, K = {shape}, phi = {phi} on {gpu or device.replay_gpu()}: "
+                          "record it on a GPU with `gemm-lab record --only ozaki`")
+    order = [(name, params) for name, params in METHODS]
+    fields = set(Errors.__dataclass_fields__)
+    found = [Errors(**{f: r[f] for f in fields}) for r in rows]
+    return sorted(found, key=lambda e: next((i for i, (n, p) in enumerate(order)
+                                             if n == e.method and all(e.params.get(x) == v for x, v in p.items())), 99))
+
+
+def stage_ms(size: int, params: dict[str, int] | None = None, runs: int = 20) -> dict[str, float]:
+    """Milliseconds of each stage of the Ozaki pipeline (`ozaki.STAGES`) at M = N = K = size, each the median of
+    `runs` launches timed alone with CUDA events (live), or as recorded."""
+    inst = catalog.instance("ozaki", params, (size, size, size))
+    if not device.runs_here(inst.spec):
+        rows = [r for r in records.read_kind(STAGES) if r["params"] == inst.params and r["m"] == size]
+        if not rows:
+            raise LookupError(f"no recorded stage times of {inst.describe()} at {size} on {device.replay_gpu()}")
+        return rows[0]["stages_ms"]
+    import cupy
+
+    a, b = run.random_inputs(size, size, size, run.CHECK_SEED)
+    c = cupy.empty((size, size), cupy.float32)
+    parts = ozaki.stages(inst, a, b, alpha=1.0, beta=0.0, out=c, slots=run.slots(inst.spec, inst.params))
+    for _ in range(timing.WARMUP):
+        for _, part in parts:
+            part()
+    out = {}
+    for name, part in parts:
+        events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
+        for start, end in events:
+            start.record()
+            part()
+            end.record()
+        events[-1][1].synchronize()
+        out[name] = statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
+    return out
+
+
+def record_stages(params: dict[str, int] | None = None) -> None:
+    """Record `stage_ms` at each of STAGE_SIZES (live only)."""
+    spec = catalog.get("ozaki")
+    p, gpu = spec.full_params(params), device.gpu()
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    rows = [{"kernel": spec.name, "source": spec.source, "source_sha256": spec.source_sha256(),
+             "build_sha256": spec.build_sha256(), "params": p, "m": s, "n": s, "k": s, "stages_ms": stage_ms(s, p),
+             "gpu": gpu.name, "recorded_at": now} for s in STAGE_SIZES]
+    records.upsert(records.gpu_dir(gpu.name) / f"{STAGES}.json", rows, ("params", "m"))
+
