@@ -33,12 +33,13 @@ def test_bench_verify_and_cublas_replay_records():
 
 def test_every_headline_case_is_recorded():
     ms = gl.bench_all(plan.headline_cases())
-    assert len(ms) == len(plan.HEADLINE + plan.TENSOR_CORES) * len(plan.SIZES) + len(plan.ODD_SHAPE_KERNELS)
+    kernels = plan.HEADLINE + plan.TENSOR_CORES + plan.EMULATION
+    assert len(ms) == len(kernels) * len(plan.SIZES) + len(plan.ODD_SHAPE_KERNELS)
     assert {(x.m, x.n, x.k) for x in ms if x.kernel == "naive"} >= {plan.ODD_SHAPE}
     assert "recorded on NVIDIA H100" in str(gl.measurements_table(ms))
     square = [x for x in ms if x.m == x.n == x.k]
     pivot = by_size(square)
-    assert [r[0] for r in pivot.rows] == list(plan.HEADLINE + plan.TENSOR_CORES)
+    assert [r[0] for r in pivot.rows] == list(kernels)
     assert len(pivot.columns) == 1 + len(plan.SIZES)
     assert all(c.endswith("%)") for r in pivot.rows for c in r[1:])
     assert all(cli._recorded(name, params, size, device.DEFAULT_REPLAY_GPU) for name, params, size in plan.headline_cases())
