@@ -122,13 +122,15 @@ def _record(args: argparse.Namespace) -> int:
         emulation.record_accuracy()
         emulation.record_stages()
     if "counters" in parts:
-        size = (plan.COUNTER_SIZE,) * 3
-        for name, p in plan.COUNTERS:
-            spec = catalog.get(name) if name not in records.CUBLAS_KERNELS.values() else None
-            row = hardware.recorded_counters(name, spec.full_params(p) if spec else {}, size, gpu)
-            if args.fresh or row is None or row.get("build_sha256") != (spec.build_sha256() if spec else "") \
-                    or not set(hardware.metrics_for(name)) <= set(row["metrics"]):
-                hardware.save_counters([hardware.counters(name, size, p, fallback=False)])
+        for size, cases in ((plan.COUNTER_SIZE, plan.COUNTERS), (plan.ENERGY_SIZE, plan.ENERGY_COUNTERS)):
+            for name, p in cases:
+                spec = catalog.get(name) if name not in records.CUBLAS_KERNELS.values() else None
+                if spec and catalog.unsupported(spec, device.gpu().cc):
+                    continue
+                row = hardware.recorded_counters(name, spec.full_params(p) if spec else {}, (size,) * 3, gpu)
+                if args.fresh or row is None or row.get("build_sha256") != (spec.build_sha256() if spec else "") \
+                        or not set(hardware.metrics_for(name)) <= set(row["metrics"]):
+                    hardware.save_counters([hardware.counters(name, (size,) * 3, p, fallback=False)])
     if not args.only:
         dropped = records.drop_stale(gpu)
         print(f"dropped {dropped} measurement(s) of older kernel sources that the plan no longer asks for")

@@ -63,6 +63,9 @@ HOPPER_OPTIONS = (
     ("wgmma_ws_3xtf32", {"STORE": 1}),
 )
 LADDER_SIZES = (4096, 8192)
+# Chapter 9's energy: kernel 14's band of tile rows (GROUP) against what DRAM and L2 move at 8192, beside cuBLAS TF32
+ENERGY_SIZE = 8192
+ENERGY_GROUPS = (2, 4, 16)  # besides the default 8
 # Options the explorers do not offer but chapter 9 measures: `gemm-lab sanitize` runs these too, so every code path
 # of kernel 14 is checked (the other choice of each of its flags).
 SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
@@ -82,6 +85,7 @@ EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *(("wgmma_ws_tf32", rung, size) for rung in HOPPER_LADDER for size in LADDER_SIZES),
     *((name, p, size) for name, p in HOPPER_OPTIONS for size in LADDER_SIZES),
     *(("ozaki", {"MODULI": moduli}, size) for moduli in OZAKI_MODULI for size in OZAKI_SIZES),
+    *(("wgmma_ws_tf32", {"GROUP": group}, ENERGY_SIZE) for group in ENERGY_GROUPS),
     *published.seed_table_cases(),
 )
 
@@ -169,5 +173,10 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("wgmma_ws_tf32", {}),
     ("wgmma_ws_tf32", BOTH_SMEM),  # both operands from shared memory: its traffic beside the above
     ("wgmma_ws_3xtf32", {}),
+    ("cublas_tf32", {}),
+)
+# The same counters at ENERGY_SIZE: kernel 14 with each band of tile rows, and cuBLAS TF32.
+ENERGY_COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
+    *(("wgmma_ws_tf32", {"GROUP": group}) for group in sorted((*ENERGY_GROUPS, 8))),
     ("cublas_tf32", {}),
 )
