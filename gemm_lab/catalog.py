@@ -68,17 +68,22 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class Probe(SourceFile):
-    """A kernel file that measures the hardware instead of multiplying matrices (`hardware.peak_launches`): not a
-    catalogued GEMM, but compiled, run and sanitizer-checked like one."""
+    """A kernel file that measures the hardware instead of multiplying matrices (`hardware.peak_launches`,
+    `memory.measure`): not a catalogued GEMM, but compiled offline by the tests, run and sanitizer-checked like one."""
 
     name: str
     source: str
     functions: tuple[str, ...]  # its kernels' names, which compute-sanitizer is told to check
     min_cc: tuple[int, int]
+    record: str  # the record kind (records/<gpu>/<record>.json) holding what it measured
+    instances: tuple[tuple[str, str], ...]  # (name expression, arch) of each kernel, as the tests compile it offline
 
 
 PROBES = {p.name: p for p in (
-    Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0)),
+    Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0), "device",
+          (("mma_peak<16>", "sm_80"), ("wgmma_peak<256>", "sm_90a"))),
+    Probe("memory_probes", "kernels/memory_probes.cu", ("chase_global", "chase_shared", "copy_cg"), (7, 5), "memory",
+          (("chase_global", "sm_75"), ("chase_shared", "sm_75"), ("copy_cg", "sm_75"))),
 )}
 
 

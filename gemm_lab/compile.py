@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import catalog, device
-from .catalog import Instance, KernelSpec, Params
+from .catalog import Instance, KernelSpec, Params, Probe, SourceFile
 
 NVRTC_OPTIONS = ("-std=c++17",)
 CACHE_ENV = "GEMM_LAB_CACHE"  # where compiled cubins are kept (default: ~/.cache/gemm_lab)
@@ -36,7 +36,7 @@ class CompileError(RuntimeError):
     """NVRTC refused a kernel; the message quotes the offending source lines."""
 
 
-def explain_log(log: str, spec: KernelSpec) -> str:
+def explain_log(log: str, spec: SourceFile) -> str:
     """Put the source line next to every error or warning that NVRTC reports (file(line): ...)."""
     out = []
     for entry in log.splitlines():
@@ -175,6 +175,17 @@ def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str | No
     return _offline(spec.name, spec.build_sha256(), name, arch)[0]
 
 
+def probe_report(probe: Probe, name: str, arch: str) -> PtxasReport:
+    """ptxas' report on one kernel of a probe file (`catalog.PROBES`: a name expression of its `instances`), compiled
+    offline for `arch`: what the tests check before a GPU ever runs it."""
+    _, log, lowered, _ = _nvrtc(probe, name, arch)
+    entry = re.search(rf"Compiling entry function '{re.escape(lowered)}'.*?(?=Compiling entry function|\Z)", log, re.S)
+    report = _parse_ptxas(entry.group(0) if entry else "", name, arch)
+    if report is None:
+        raise CompileError(f"NVRTC compiled {name} of {probe.source} for {arch}, but its log holds no ptxas report")
+    return report
+
+
 def _offline_target(kernel: str | KernelSpec, params: Params | None, arch: str | None) -> tuple[KernelSpec, str, str]:
     """The spec, instance name and architecture of an offline compile; refuses another arch for arch-specific code."""
     spec = catalog.get(kernel)
@@ -207,7 +218,7 @@ def _ptxas_log(ptx: bytes, arch: str, options: tuple[str, ...] = ()) -> str:
     return out.stdout + out.stderr
 
 
-def _nvrtc(spec: KernelSpec, name: str, arch: str) -> tuple[bytes, str, str, bytes]:
+def _nvrtc(spec: SourceFile, name: str, arch: str) -> tuple[bytes, str, str, bytes]:
     """One NVRTC compile of an instance: its cubin, the compile log, the mangled name and the PTX."""
     from cuda.bindings import nvrtc
 

@@ -34,7 +34,7 @@ ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found error
 TIMEOUT_S = 900  # one tool over one kernel's cases (racecheck is the slowest): a hang becomes an error
 RACECHECK_CASE_S, RACECHECK_TRIES = 60, 3  # racecheck of one case of a TMA kernel: its limit, and how often it is tried
 DONE = "gemm-lab sanitize: every case launched"  # the child's last line
-PROBE_CASE = {"iters": 4, "blocks_per_sm": 1}  # a probe's launches under the tools: a few rounds, one block per SM
+PROBE_CASE = {"iters": 4, "blocks_per_sm": 1}  # a probe's launches under the tools: a few rounds, a block per SM
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: [^(\n]*\((\d+) errors?")
 
 
@@ -177,7 +177,7 @@ def _unsupported(target: KernelSpec | Probe, cc: tuple[int, int]) -> str | None:
     if isinstance(target, KernelSpec):
         return catalog.unsupported(target, cc)
     return None if tuple(cc) >= target.min_cc else \
-        f"{target.name} needs compute capability {target.min_cc[0]}.{target.min_cc[1]} or newer (tensor cores)"
+        f"{target.name} needs compute capability {target.min_cc[0]}.{target.min_cc[1]} or newer"
 
 
 def summary(runs: Iterable[SanitizerRun]) -> Table:
@@ -217,7 +217,7 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
 
     cupy.cuda.set_allocator(None)  # one cudaMalloc per array: a pool's slack would hide overruns from memcheck
     if kernel in catalog.PROBES:
-        _launch_probe(kernel_cases)
+        _launch_probe(kernel, kernel_cases)
         return
     spec = catalog.get(kernel)
     rng = numpy.random.default_rng(0)
@@ -234,14 +234,18 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
     print(DONE)
 
 
-def _launch_probe(kernel_cases: list[dict[str, Any]]) -> None:
-    """Child process of `run_tool` for the tensor-core probes: each of the GPU's probe kernels, launched per case."""
+def _launch_probe(probe: str, kernel_cases: list[dict[str, Any]]) -> None:
+    """Child process of `run_tool` for a probe: each of its kernels this GPU runs, launched small, per case."""
     import cupy
 
-    from . import hardware
+    from . import hardware, memory
 
     for case in kernel_cases:
-        for _, launch, _ in hardware.peak_launches(case["iters"], case["blocks_per_sm"]):
+        if probe == "tensor_core_peak":
+            launches = [launch for _, launch, _ in hardware.peak_launches(case["iters"], case["blocks_per_sm"])]
+        else:
+            launches = [launch for _, launch in memory.launches(case["iters"], case["blocks_per_sm"])]
+        for launch in launches:
             launch()
     cupy.cuda.Device().synchronize()
     print(DONE)
