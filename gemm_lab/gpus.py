@@ -40,6 +40,7 @@ class Card:
     """One GPU as its datasheet gives it."""
 
     name: str
+    short: str  # for table columns
     cc: tuple[int, int]
     sms: int
     boost_mhz: int
@@ -58,12 +59,12 @@ class Card:
 
 
 CARDS = (
-    Card("Tesla T4 (Colab)", (7, 5), 40, 1590, 4, 16, 320),
-    Card("A100 SXM4 40GB", (8, 0), 108, 1410, 40, 40, 1555),
-    Card("RTX 3090", (8, 6), 82, 1695, 6, 24, 936),
-    Card("RTX 4090", (8, 9), 128, 2520, 72, 24, 1008),
-    Card("H100 SXM5 80GB", (9, 0), 132, 1980, 50, 80, 3350),
-    Card("H200 SXM 141GB", (9, 0), 132, 1980, 60, 141, 4800),  # L2: as the device reports it (datasheets omit it)
+    Card("Tesla T4 (Colab)", "T4", (7, 5), 40, 1590, 4, 16, 320),
+    Card("A100 SXM4 40GB", "A100", (8, 0), 108, 1410, 40, 40, 1555),
+    Card("GeForce RTX 3090", "RTX 3090", (8, 6), 82, 1695, 6, 24, 936),
+    Card("GeForce RTX 4090", "RTX 4090", (8, 9), 128, 2520, 72, 24, 1008),
+    Card("H100 SXM5 80GB", "H100", (9, 0), 132, 1980, 50, 80, 3350),
+    Card("H200 SXM 141GB", "H200", (9, 0), 132, 1980, 60, 141, 4800),  # L2 as the device reports it: datasheets omit it
 )
 
 
@@ -89,31 +90,42 @@ def how_it_runs(kernel: str, card: Card) -> str:
 
 
 def chapters_table(cards: tuple[Card, ...] = CARDS) -> Table:
-    """Per chapter and GPU (one column per compute capability): whether its kernels run live there at their defaults,
-    which replay, and which need smaller tiles."""
-    columns: dict[tuple[int, int], Card] = {}
+    """Per chapter and GPU: live (every kernel of the chapter runs there at its defaults), replay (none does) or how
+    many of its kernels run live, the caption naming the others. GPUs with the same outcome share a column."""
+    outcome = {c: {ch: {k: how_it_runs(k, c) for k in ks} for ch, ks in chapters().items()} for c in cards}
+    columns: list[list[Card]] = []
     for card in cards:
-        columns.setdefault(card.cc, card)
-    names = {cc: ", ".join(c.name.split(" (")[0] for c in cards if c.cc == cc) for cc in columns}
+        same = next((col for col in columns if outcome[col[0]] == outcome[card]), None)
+        if same:
+            same.append(card)
+        else:
+            columns.append([card])
 
-    def cell(kernels: list[str], card: Card) -> str:
-        how = {k: how_it_runs(k, card) for k in kernels}
-        if kernels and all(h == "replay" for h in how.values()):
-            return "replay"
-        parts = ["live"] + [f"{label}: {', '.join(k for k, h in how.items() if h == kind)}"
-                            for kind, label in (("replay", "replay"), ("too big", "needs smaller tiles"))
-                            if kind in how.values()]
-        return "; ".join(parts)
+    def number(chapter: str) -> str:
+        return chapter.split("_")[0].removeprefix("ch").lstrip("0") or "0"
 
-    rows = tuple((chapter.split("_")[0].removeprefix("ch").lstrip("0") or "0", ", ".join(kernels) or "cuBLAS",
-                  *(cell(kernels, card) for card in columns.values())) for chapter, kernels in chapters().items())
-    return Table(("chapter", "kernels", *(f"{names[cc]} (sm_{cc[0]}{cc[1]})" for cc in columns)), rows,
-                 "live: the chapter's kernels run on that GPU at their default parameters; replay: the GPU lacks "
-                 "their instructions, so their results are read back from the H100's records, with a warning; needs "
-                 "smaller tiles: the defaults ask for more shared memory per block than the GPU has (an error says "
-                 "so; smaller tiles run live). Hardware counters also need Nsight Compute's permission, which cloud "
-                 "GPUs often withhold: where it is missing they are read back too.",
-                 wrap=tuple(range(1, 2 + len(columns))))
+    def cell(how: dict[str, str]) -> str:
+        live = sum(h == "live" for h in how.values())
+        return "live" if live == len(how) else "replay" if live == 0 else f"{live} of {len(how)} live"
+
+    notes = []
+    for col in columns:
+        for chapter, how in outcome[col[0]].items():
+            if cell(how) not in ("live", "replay"):
+                out = []
+                for kind, one, many in (("replay", "replays", "replay"), ("too big", "needs", "need")):
+                    names = [k for k, h in how.items() if h == kind]
+                    verb = (one if len(names) == 1 else many) + (" smaller tiles" if kind == "too big" else "")
+                    out += [f"{', '.join(names)} {verb}"] if names else []
+                notes.append(f"{', '.join(c.short for c in col)}, chapter {number(chapter)}: {'; '.join(out)}")
+    return Table(("chapter", *(", ".join(c.short for c in col) for col in columns)),
+                 tuple((number(ch), *(cell(outcome[col[0]][ch]) for col in columns)) for ch in chapters()),
+                 "live: the chapter's kernels run on that GPU at their default parameters (chapter 0: cuBLAS alone); "
+                 "replay: the GPU lacks their instructions, so their results are read back from the H100's records, "
+                 "with a warning. " + ". ".join(notes) + ". Smaller tiles: the defaults ask for more shared memory "
+                 "per block than the GPU has, which an error says; smaller tiles run live. Hardware counters also "
+                 "need Nsight Compute's permission, which cloud GPUs often withhold: without it they are read back "
+                 "too.")
 
 
 def facts_table(cards: tuple[Card, ...] = CARDS) -> Table:
@@ -141,6 +153,7 @@ def facts_table(cards: tuple[Card, ...] = CARDS) -> Table:
         ("TF32 tensor cores, mma.sync (8)", *(yes(c.cc >= mma) for c in cards)),
         ("TMA, wgmma, clusters (8, 9)", *(yes(c.cc == hopper) for c in cards)),
     )
-    return Table(("", *(c.name for c in cards)), rows,
-                 "from NVIDIA's datasheets (SMs, boost clock, L2, DRAM and its bandwidth) and the CUDA C++ "
-                 "Programming Guide (per compute capability); FP32 peak computed as in chapter 0", wrap=(0,))
+    return Table(("", *(c.short for c in cards)), rows,
+                 f"{'; '.join(c.name for c in cards)}: from NVIDIA's datasheets (SMs, boost clock, L2, DRAM and its "
+                 "bandwidth) and the CUDA C++ Programming Guide (per compute capability); FP32 peak computed as in "
+                 "chapter 0", wrap=(0,))

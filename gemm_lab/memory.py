@@ -225,8 +225,8 @@ def missing_note(gpus: Sequence[str]) -> Banner | None:
     if not missing:
         return None
     return Banner(f"The memory probes are not yet recorded on {' or '.join(missing)}, so the numbers that need them "
-                  f"read {MISSING}. On that GPU, `gemm-lab record --only memory` records them (under a minute), and "
-                  "this page then shows them.")
+                  f"read {MISSING}. On that GPU, the command gemm-lab record --only memory records them (under a "
+                  "minute), and this page then shows them.")
 
 
 def provenance(rec: MemoryRecord) -> str:
@@ -282,26 +282,19 @@ def in_flight(rec: MemoryRecord, level: str) -> float:
     return rec.bandwidth_of(level)["gbs"] * rec.latency_of(level)["ns"]
 
 
-class Text(str):
-    """A string that IPython shows without quotes, as myst-nb's {glue:text} role prints it."""
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
 OCCUPANCY_KERNEL = "vectorized"  # the primer's worked example: chapter 4's kernel at its defaults
 WARP_FLOAT4 = 32 * 16  # bytes one warp-wide float4 load brings
 
 
-def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPANCY_KERNEL) -> dict[str, Text]:
-    """Every number the GPU primer's prose quotes, formatted, by glue name: the GPU's parameters (its device record),
-    what the memory probes measured (MISSING without `rec`), Little's law from them, and `kernel`'s occupancy
-    worked through on that GPU."""
+def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPANCY_KERNEL) -> dict[str, str]:
+    """Every number the GPU primer's prose quotes, as text, by glue name (myst-nb's {glue:text} prints a glued
+    string without its quotes): the GPU's parameters (its device record), what the memory probes measured (MISSING
+    without `rec`), Little's law from them, and `kernel`'s occupancy worked through on that GPU."""
     out: dict[str, Any] = {
         "gpu": ceilings["gpu"], "sms": ceilings["sms"], "lanes": ceilings["fp32_lanes_per_sm"],
         "lanes_per_scheduler": ceilings["fp32_lanes_per_sm"] // catalog.SCHEDULERS_PER_SM,
         "clock": f"{ceilings['clock_mhz']:,.0f} MHz", "peak": f"{ceilings['peak_gflops'] / 1e3:.1f} TFLOP/s",
-        "issue_rate": f"{ceilings['sms'] * catalog.SCHEDULERS_PER_SM * ceilings['clock_mhz'] / 1e6:.2f}",
+        "issue_rate": f"{ceilings['sms'] * catalog.SCHEDULERS_PER_SM * ceilings['clock_mhz'] / 1e6:.2f} trillion",
         "l2": _size(ceilings["l2_bytes"]),
     }
     out.update({f"{what}_{level}": MISSING for level in records.MEMORY_LEVELS for what in ("lat", "ws")})
@@ -323,7 +316,7 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
                         f"inflight_{level}": f"{bytes_ / 1e6:.1f} MB", f"inflight_sm_{level}": _size(per_sm),
                         f"loads_sm_{level}": f"{per_sm / WARP_FLOAT4:.0f}"})
     out.update(_occupancy(kernel, rec))
-    return {k: Text(v if isinstance(v, str) else f"{v:,}") for k, v in out.items()}
+    return {k: v if isinstance(v, str) else f"{v:,}" for k, v in out.items()}
 
 
 def _occupancy(kernel: str, rec: MemoryRecord | None) -> dict[str, Any]:

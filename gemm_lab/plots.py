@@ -694,9 +694,15 @@ def gpu_diagram(params: dict[str, Any]) -> Figure:
 def memory_latency(recs: Sequence[Any]) -> Figure:
     """Nanoseconds per load of one thread's pointer chase against its working set, a line per GPU
     (`records.MemoryRecord`s): flat while the chain fits in L1, in L2, then only in DRAM, with each GPU's L2 size
-    marked."""
+    marked. Without records, the empty chart says how to record them."""
     from .memory import provenance as memory_provenance
 
+    if not recs:
+        fig, ax = plt.subplots(figsize=(7, 0.9))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "not yet recorded: run gemm-lab record --only memory on the GPU", ha="center",
+                va="center", fontsize=12, transform=ax.transAxes)
+        return fig
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, rec in enumerate(recs):
         xs = [x["bytes"] for x in rec.sweep]

@@ -7,22 +7,32 @@ __device__ __forceinline__ void now(long long& cycles, unsigned long long& ns) {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
 }
 
-// One thread follows a chain of addresses: each load reads the address of the next, so no two loads overlap and
-// each step takes the latency of the level that holds the chain (no arithmetic between them). The loads are cached
-// in L1 (ld.global.ca). `warm` untimed steps first bring the chain into the caches of this SM, then `steps` are
-// timed. out[0]: SM cycles, out[1]: nanoseconds, out[2]: where the chain ended (so that the loads are not optimised
-// away). The clocks need not wait for the last load: one step in thousands.
-extern "C" __global__ void chase_global(const unsigned long long* start, int warm, int steps, unsigned long long* out) {
+using Link = unsigned long long;  // a word of the chase's chain: the address of the next word to load
+
+// One load, cached in L1 (ld.global.ca), that returns the next address.
+__device__ __forceinline__ const Link* next(const Link* p) {
+  return reinterpret_cast<const Link*>(__ldca(p));
+}
+
+// One thread follows a chain of addresses: each load reads the address of
+// the next, so no two loads overlap and each step takes the latency of the
+// level that holds the chain. `warm` untimed steps first bring the chain
+// into this SM's caches, then `steps` are timed. out[0]: SM cycles,
+// out[1]: nanoseconds, out[2]: where the chain ended (so that the loads are
+// not optimised away). The clocks need not wait for the last load: one
+// step in thousands.
+extern "C" __global__ void chase_global(const Link* start, int warm,
+                                        int steps, Link* out) {
   long long c0, c1;
   unsigned long long t0, t1;
-  const unsigned long long* p = start;
-  for (int i = 0; i < warm; ++i) p = reinterpret_cast<const unsigned long long*>(__ldca(p));
+  const Link* p = start;
+  for (int i = 0; i < warm; ++i) p = next(p);
   now(c0, t0);
-  for (int i = 0; i < steps; ++i) p = reinterpret_cast<const unsigned long long*>(__ldca(p));
+  for (int i = 0; i < steps; ++i) p = next(p);
   now(c1, t1);
   out[0] = c1 - c0;
   out[1] = t1 - t0;
-  out[2] = reinterpret_cast<unsigned long long>(p);
+  out[2] = reinterpret_cast<Link>(p);
 }
 
 constexpr int SHARED_CHAIN = 1024;  // words of the shared-memory chain (4 KiB)
