@@ -297,7 +297,7 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
         "issue_rate": f"{ceilings['sms'] * catalog.SCHEDULERS_PER_SM * ceilings['clock_mhz'] / 1e6:.2f} trillion",
         "l2": _size(ceilings["l2_bytes"]),
     }
-    out.update({f"{what}_{level}": MISSING for level in records.MEMORY_LEVELS for what in ("lat", "ws")})
+    out.update({f"{what}_{level}": MISSING for level in records.MEMORY_LEVELS for what in ("lat", "lat_ns", "ws")})
     out.update({f"{what}_{level}": MISSING for level in records.MEMORY_BANDWIDTH_LEVELS
                 for what in ("bw", "inflight", "inflight_sm", "loads_sm")})
     out.update({k: MISSING for k in ("smem_per_sm", "registers_per_sm", "dram", "dram_vs_l1", "tile_vs_dram")})
@@ -307,6 +307,7 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
                    dram=_size(p["dram_bytes"]))
         for x in rec.latency:
             out[f"lat_{x['level']}"] = f"{x['cycles']:.0f} clock cycles ({x['ns']:.0f} ns)"
+            out[f"lat_ns_{x['level']}"] = f"{x['ns']:.0f} ns"
             out[f"ws_{x['level']}"] = _size(x["bytes"])
         out["dram_vs_l1"] = f"{rec.latency_of('DRAM')['ns'] / rec.latency_of('L1')['ns']:.0f}"
         for level in records.MEMORY_BANDWIDTH_LEVELS:
