@@ -352,8 +352,9 @@ def _occupancy(kernel: str, rec: MemoryRecord | None) -> dict[str, Any]:
 def parameters(gpu: str | None = None) -> dict[str, Any]:
     """What the primer's diagram draws of a GPU (default: the reader's): its device record's SMs, clock, lanes and
     L2 (live: the device now), and, where the memory probes ran, the device's own report (registers, shared memory,
-    DRAM) and the latency and bandwidth they measured at each level; `provenance` says where each came from."""
-    from . import hardware
+    DRAM), the size of shared memory and L1 together for its compute capability (`gpus.ARCHS`) and the latency and
+    bandwidth measured at each level; `provenance` says where each came from."""
+    from . import gpus, hardware
 
     ceil = hardware.ceilings() if gpu is None else records.read_kind("device", gpu)[0]
     out: dict[str, Any] = {k: ceil[k] for k in ("gpu", "sms", "clock_mhz", "fp32_lanes_per_sm", "l2_bytes")}
@@ -364,6 +365,9 @@ def parameters(gpu: str | None = None) -> dict[str, Any]:
         out["provenance"] = f"{where}; ?: the memory probes are {MISSING[1:-1]}"
         return out
     out.update(rec.properties)
+    arch = gpus.ARCHS.get(tuple(rec.properties["cc"]))
+    if arch:  # the on-chip memory that shared memory and L1 split: not reported by the device, a datasheet constant
+        out["l1_smem_bytes"] = arch.l1_smem_bytes
     out["latency"] = {x["level"]: x for x in rec.latency}
     out["bandwidth"] = {x["level"]: x for x in rec.bandwidth}
     out["provenance"] = where if live else f"{where}, memory probes of {rec.date}"

@@ -675,8 +675,8 @@ def gpu_diagram(params: dict[str, Any]) -> Figure:
         box(0.3 + (i % 2) * 3.15, 6.85 - (i // 2) * 1.9, 3.0, 1.75, "#c9daf2",
             f"warp scheduler\n1 instruction/clock\n{params['fp32_lanes_per_sm'] // schedulers} FP32 lanes\n"
             f"{regs} registers", 11.5)
-    box(0.3, 3.75, 6.15, 1.0, "#b6d7a8", f"shared memory (up to {size('smem_per_sm', 'KiB', 1024)}) + L1\n"
-        f"shared: {latency('shared')}; L1 hit: {latency('L1')}", 11.5)
+    box(0.3, 3.75, 6.15, 1.0, "#b6d7a8", f"{size('l1_smem_bytes', 'KiB', 1024)}: shared memory "
+        f"(≤ {size('smem_per_sm', 'KiB', 1024)}) + L1\nshared: {latency('shared')}; L1 hit: {latency('L1')}", 11.5)
     cols = math.ceil(math.sqrt(sms * 0.8))
     cell = min(2.9 / cols, 4.6 / math.ceil(sms / cols))
     for i in range(sms):

@@ -195,6 +195,7 @@ def test_the_diagram_and_the_latency_chart_draw_with_and_without_records(sandbox
     assert full["provenance"].endswith("memory probes of 2026-12-01")
     texts = " ".join(t.get_text() for t in plots.gpu_diagram(full).axes[0].texts)
     assert "16,384 registers" in texts and "hit: 260 clocks; copy: 9.0 TB/s" in texts and "?" not in texts
+    assert "256 KiB: shared memory (≤ 228 KiB) + L1" in texts
     plots.memory_latency([memory.find()])
     plots.memory_latency([])
     plt.close("all")
