@@ -293,6 +293,7 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
     out: dict[str, Any] = {
         "gpu": ceilings["gpu"], "sms": ceilings["sms"], "lanes": ceilings["fp32_lanes_per_sm"],
         "lanes_per_scheduler": ceilings["fp32_lanes_per_sm"] // catalog.SCHEDULERS_PER_SM,
+        "ffma_slots": _ffma_slots(ceilings["fp32_lanes_per_sm"] // catalog.SCHEDULERS_PER_SM),
         "clock": f"{ceilings['clock_mhz']:,.0f} MHz", "peak": f"{ceilings['peak_gflops'] / 1e3:.1f} TFLOP/s",
         "issue_rate": f"{ceilings['sms'] * catalog.SCHEDULERS_PER_SM * ceilings['clock_mhz'] / 1e6:.2f} trillion",
         "l2": _size(ceilings["l2_bytes"]),
@@ -318,6 +319,12 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
                         f"loads_sm_{level}": f"{per_sm / WARP_FLOAT4:.0f}"})
     out.update(_occupancy(kernel, rec))
     return {k: v if isinstance(v, str) else f"{v:,}" for k, v in out.items()}
+
+
+def _ffma_slots(lanes_per_scheduler: int) -> str:
+    """How many of a scheduler's issue slots must hold an FFMA for the FP32 peak: each fills its 32 lanes' worth."""
+    clocks = 32 // lanes_per_scheduler  # clocks one warp's FFMA keeps the scheduler's lanes busy
+    return "almost every issue slot of every scheduler" if clocks == 1 else f"one issue slot in {clocks}"
 
 
 def _occupancy(kernel: str, rec: MemoryRecord | None) -> dict[str, Any]:

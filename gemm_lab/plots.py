@@ -686,7 +686,7 @@ def gpu_diagram(params: dict[str, Any]) -> Figure:
     box(0.1, 2.2, 9.8, 1.15, "#f6e3c6",
         f"L2 cache: {size('l2_bytes', 'MiB', 2**20)}, shared by all SMs\nhit: {latency('L2')}; copy: {copy('L2')}")
     box(0.1, 0.35, 9.8, 1.5, "#d9ead3",
-        f"DRAM (HBM): {size('dram_bytes', 'GiB', 2**30)}\nload: {latency('DRAM')}; copy: {copy('DRAM')}")
+        f"DRAM: {size('dram_bytes', 'GiB', 2**30)}\nload: {latency('DRAM')}; copy: {copy('DRAM')}")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return stamp(fig, params["provenance"])
 
