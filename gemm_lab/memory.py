@@ -14,6 +14,7 @@ import functools
 from typing import Any, Sequence
 
 from . import catalog, device, model, records
+from .compile import NVRTC_OPTIONS
 from .records import MemoryRecord
 from .tables import Banner, Table
 
@@ -75,12 +76,9 @@ def _measured() -> MemoryRecord:
 
 def measure() -> MemoryRecord:
     """Run the probes on the live GPU (a few seconds on an H100)."""
-    import cupy
-
     gpu = device.gpu()
     props = properties()
-    module = cupy.RawModule(code=PROBE.source_text(), options=(*_nvrtc_options(), f"-arch={gpu.arch}"))
-    chase, shared, copy = (module.get_function(f) for f in PROBE.functions)
+    chase, shared, copy = _kernels()
     sets = working_sets(props["l2_bytes"])
     sweep = [{"bytes": size, **_chase(chase, size, props["l2_bytes"])} for size in sweep_sizes(props["l2_bytes"])]
     by_size = {x["bytes"]: x for x in sweep}
@@ -112,10 +110,12 @@ def properties() -> dict[str, Any]:
             **{key: cupy.cuda.runtime.deviceGetAttribute(attr, index) for key, attr in _ATTRIBUTES.items()}}
 
 
-def _nvrtc_options() -> tuple[str, ...]:
-    from .compile import NVRTC_OPTIONS
+def _kernels() -> tuple[Any, Any, Any]:
+    """The probe's kernels (chase_global, chase_shared, copy_cg), compiled for the live GPU."""
+    import cupy
 
-    return NVRTC_OPTIONS
+    module = cupy.RawModule(code=PROBE.source_text(), options=(*NVRTC_OPTIONS, f"-arch={device.gpu().arch}"))
+    return tuple(module.get_function(f) for f in PROBE.functions)
 
 
 def ring(nbytes: int) -> Any:
@@ -190,16 +190,14 @@ def launches(iters: int, blocks_per_sm: int) -> list[tuple[str, Any]]:
     import cupy
     import numpy as np
 
-    gpu = device.gpu()
-    module = cupy.RawModule(code=PROBE.source_text(), options=(*_nvrtc_options(), f"-arch={gpu.arch}"))
-    chase, shared, copy = (module.get_function(f) for f in PROBE.functions)
+    chase, shared, copy = _kernels()
     links, out = chain(L1_BYTES), cupy.asarray(np.zeros(3, dtype=np.uint64))
     a = cupy.asarray(np.ones(4096 * 4, dtype=np.float32))
     b = cupy.asarray(np.zeros(4096 * 4, dtype=np.float32))
     return [
         ("chase_global", functools.partial(chase, (1,), (1,), (links, np.int32(iters), np.int32(iters), out))),
         ("chase_shared", functools.partial(shared, (1,), (COPY_THREADS,), (np.int32(1), np.int32(iters), out))),
-        ("copy_cg", functools.partial(copy, (gpu.sms * blocks_per_sm,), (COPY_THREADS,),
+        ("copy_cg", functools.partial(copy, (device.gpu().sms * blocks_per_sm,), (COPY_THREADS,),
                                       (a, b, np.int64(a.size // 4), np.int32(iters)))),
     ]
 
