@@ -69,28 +69,29 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class Probe(SourceFile):
-    """A kernel file that is not a catalogued SGEMM but is compiled, run and sanitizer-checked like one: kernels
-    that measure the hardware (`hardware.peak_launches`, whose ceilings land in device.json), or a product of
-    another precision timed beside its own cuBLAS (`precision` set: measurements in `<name>.json`)."""
+    """A kernel file that is not a catalogued SGEMM but is compiled offline by the tests, run and sanitizer-checked like
+    one: kernels that measure the hardware (`hardware.peak_launches`, `memory.measure`), or a product of another
+    precision timed beside its own cuBLAS (`precision` set: its measurements are rows of the record format)."""
 
     name: str
     source: str
     functions: tuple[str, ...]  # its kernels' names, which compute-sanitizer is told to check
     min_cc: tuple[int, int]
+    record: str  # the record kind (records/<gpu>/<record>.json) holding what it measured
+    instances: tuple[tuple[str, str], ...]  # (name expression, arch) of each kernel, as the tests compile it offline
     arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for
     precision: str = ""  # the precision of the product it times, if it is one
-
-    @property
-    def measured_in(self) -> str:
-        """The record file (stem) of what it measured: a sanitizer verdict is due once that exists."""
-        return self.name if self.precision else "device"
 
 
 INT8_PRODUCT = "int8_wgmma_ws"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
 
 PROBES = {p.name: p for p in (
-    Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0)),
-    Probe(INT8_PRODUCT, "kernels/15_int8_wgmma_ws.cu", ("igemm_s8_wgmma_ws",), (9, 0), "sm_90a", "int8"),
+    Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0), "device",
+          (("mma_peak<16>", "sm_80"), ("wgmma_peak<256>", "sm_90a"))),
+    Probe("memory_probes", "kernels/memory_probes.cu", ("chase_global", "chase_shared", "copy_cg"), (7, 5), "memory",
+          (("chase_global", "sm_75"), ("chase_shared", "sm_75"), ("copy_cg", "sm_75"))),
+    Probe(INT8_PRODUCT, "kernels/15_int8_wgmma_ws.cu", ("igemm_s8_wgmma_ws",), (9, 0), INT8_PRODUCT,
+          (("igemm_s8_wgmma_ws<256, 2, 4, 2, 8>", "sm_90a"),), "sm_90a", "int8"),
 )}
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import (baselines, catalog, device, emulation, folders, hardware, int8, plan, records, sanitize, sweeps, tables,
-               timing)
+from . import (baselines, catalog, device, emulation, folders, hardware, int8, memory, plan, records, sanitize, sweeps,
+               tables, timing)
 
 # What `record` measures, in order.
-PARTS = ("device", "headline", "sweeps", "autotune", "claims", "tensor_cores", "ozaki", "counters")
+PARTS = ("device", "memory", "headline", "sweeps", "autotune", "claims", "tensor_cores", "ozaki", "counters")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,6 +90,8 @@ def _record(args: argparse.Namespace) -> int:
         records.save(timing.cublas(size, math) for size in (*plan.SIZES, plan.ODD_SHAPE)
                      for math in plan.CUBLAS_PRECISIONS)
     gpu = device.gpu().name
+    if "memory" in parts:
+        memory.save(memory.measure())
     if "headline" in parts:
         cases = _runnable(plan.headline_cases() + list(plan.EXTRA))
         todo = [c for c in cases if args.fresh or not _recorded(*c, gpu)]

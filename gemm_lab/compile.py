@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import catalog, device
-from .catalog import Instance, KernelSpec, Params
+from .catalog import Instance, KernelSpec, Params, Probe, SourceFile
 
 NVRTC_OPTIONS = ("-std=c++17",)
 CACHE_ENV = "GEMM_LAB_CACHE"  # where compiled cubins are kept (default: ~/.cache/gemm_lab)
@@ -36,7 +36,7 @@ class CompileError(RuntimeError):
     """NVRTC refused a kernel; the message quotes the offending source lines."""
 
 
-def explain_log(log: str, spec: KernelSpec) -> str:
+def explain_log(log: str, spec: SourceFile) -> str:
     """Put the source line next to every error or warning that NVRTC reports (file(line): ...)."""
     out = []
     for entry in log.splitlines():
@@ -192,6 +192,16 @@ def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str | No
     return _offline(spec.name, spec.build_sha256(), names, arch)[0]
 
 
+def probe_report(probe: Probe, name: str, arch: str) -> PtxasReport:
+    """ptxas' report on one kernel of a probe file (`catalog.PROBES`: a name expression of its `instances`), compiled
+    offline for `arch`: what the tests check before a GPU ever runs it."""
+    _, log, lowered, _ = _nvrtc(probe, (name,), arch)
+    report = _parse_ptxas(log, name, lowered[0], arch)
+    if report is None:
+        raise CompileError(f"NVRTC compiled {name} of {probe.source} for {arch}, but its log holds no ptxas report")
+    return report
+
+
 def _offline_target(kernel: str | KernelSpec, params: Params | None,
                     arch: str | None) -> tuple[KernelSpec, tuple[str, ...], str]:
     """The spec, name expressions and architecture of an offline compile; refuses another arch for arch-specific
@@ -206,8 +216,8 @@ def _offline_target(kernel: str | KernelSpec, params: Params | None,
 @functools.cache
 def _offline(kernel: str, sha: str, names: tuple[str, ...], arch: str) -> tuple[bytes, PtxasReport | None, str]:
     """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report on the instance (its companions compile beside
-    it) and its mangled name. `sha` is part of the cache key so edits recompile. The GPU machine's NVRTC (CUDA 13.0) now and then returns a log without
-    the report that -Xptxas=-v asks for (in pytest, and in pool workers during `record`); the toolkit's own
+    it) and its mangled name. `sha` is part of the cache key so edits recompile. The GPU machine's NVRTC (CUDA 13.0)
+    now and then returns a log without the report that -Xptxas=-v asks for (in pytest, and in pool workers during `record`); the toolkit's own
     ptxas, where there is one, then reports on the same PTX (else the report is None)."""
     binary, log, lowered, ptx = _nvrtc(catalog.get(kernel), names, arch)
     report = _parse_ptxas(log, names[0], lowered[0], arch)
@@ -226,9 +236,9 @@ def _ptxas_log(ptx: bytes, arch: str, options: tuple[str, ...] = ()) -> str:
     return out.stdout + out.stderr
 
 
-def _nvrtc(spec: KernelSpec, names: tuple[str, ...], arch: str) -> tuple[bytes, str, tuple[str, ...], bytes]:
-    """One NVRTC compile of name expressions from a spec's source: the cubin, the compile log, their mangled names
-    and the PTX."""
+def _nvrtc(spec: SourceFile, names: tuple[str, ...], arch: str) -> tuple[bytes, str, tuple[str, ...], bytes]:
+    """One NVRTC compile of name expressions from a kernel file: the cubin, the compile log, their mangled names and
+    the PTX."""
     from cuda.bindings import nvrtc
 
     _, prog = _check(nvrtc.nvrtcCreateProgram(spec.source_text().encode(), spec.path.name.encode(), 0, [], []))

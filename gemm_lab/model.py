@@ -108,8 +108,9 @@ SM_90 = SMLimits()
 SM_70 = SMLimits(smem_bytes=98304, smem_reserved_per_block=0)  # V100: 96 KiB of shared memory
 
 
-def occupancy(threads: int, registers: int, smem_bytes: int, sm: SMLimits = SM_90) -> dict[str, int]:
-    """Resident blocks per SM and what limits them: registers, shared memory, threads or the block cap."""
+def occupancy(threads: int, registers: int, smem_bytes: int, sm: SMLimits = SM_90) -> dict:
+    """Resident blocks per SM, the warps they hold and what limits them: registers, shared memory, threads or the
+    block cap (`limits`: the blocks each would allow)."""
     regs = -(-registers // sm.register_unit) * sm.register_unit
     warps = -(-threads // 32)
     limits = {
@@ -119,7 +120,7 @@ def occupancy(threads: int, registers: int, smem_bytes: int, sm: SMLimits = SM_9
         "blocks": sm.blocks,
     }
     blocks = min(limits.values())
-    return {"blocks": blocks, "warps": blocks * warps, "limited_by": min(limits, key=limits.get)}
+    return {"blocks": blocks, "warps": blocks * warps, "limited_by": min(limits, key=limits.get), "limits": limits}
 
 
 def resident(kernel: str | KernelSpec, params: Params | None = None, sm: SMLimits = SM_90) -> dict:

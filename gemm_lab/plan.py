@@ -16,6 +16,9 @@ EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure
 TILE_EXPLORERS = ("smem_tiled", "thread_tile_2d", "vectorized", "multistage", "warp_tiling", "mma_tf32",
                   "mma_tf32_tma", "wgmma_ws_tf32")
 
+# The GPU primer's memory probes (`gemm-lab record --only memory`: records/<gpu>/memory.json) need no cases here: their
+# working sets follow the GPU's own L2 size (memory.working_sets).
+
 # Every FP32 kernel at its default parameters at every size (the scoreboard and the chapters' charts), against
 # cuBLAS SGEMM.
 HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2d", "vectorized", "bank_conflicts",

@@ -1,12 +1,13 @@
 """Recorded GPU results: compact JSON files in `records/<gpu>/`, written atomically, replayed anywhere.
 
-Four kinds of file per GPU, each `{"format": 1, "rows": [...]}` with one row per line:
+Five kinds of file per GPU, each `{"format": 1, "rows": [...]}` with one row per line:
   `<kernel>.json`  benchmark measurements (the record format below), one file per kernel and one per cuBLAS
                    math (`cublas.json`: FP32 SGEMM, `cublas_tf32.json`: TF32 tensor cores);
   `ncu.json`       hardware counters read by Nsight Compute for some kernel instances;
   `device.json`    the GPU's measured ceilings (FP32 peak, DRAM bandwidth) for rooflines;
+  `memory.json`    the memory hierarchy's latencies and bandwidths, measured by the GPU primer's probes;
   `sanitizer.json` compute-sanitizer's verdict on every kernel, one row per (kernel, tool).
-A row that names a kernel source carries its sha256, so `check()` notices edited kernels.
+A row that names a kernel source carries its sha256, so `check()` notices edited kernels and probes.
 """
 from __future__ import annotations
 
@@ -137,6 +138,69 @@ class SanitizerRun:
         if values["errors"] < 0:
             raise RecordError(f"{where}: field 'errors' must be a count (0 or more): {_short(row)}")
         return cls(**values)
+
+
+MEMORY = "memory"  # records/<gpu>/memory.json: what kernels/memory_probes.cu measured (`memory.measure`)
+MEMORY_LEVELS = ("shared", "L1", "L2", "DRAM")  # where a load may find its data, nearest first
+MEMORY_BANDWIDTH_LEVELS = ("L2", "DRAM")  # where the copy's working set may sit
+# what the device reports about itself (cudaGetDeviceProperties), in a memory record's `properties`
+DEVICE_PROPERTIES = ("cc", "sms", "clock_mhz", "registers_per_sm", "smem_per_sm", "smem_per_block",
+                     "smem_reserved_per_block", "max_threads_per_sm", "max_blocks_per_sm", "l2_bytes", "dram_bytes")
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """The GPU primer's microbenchmarks on one GPU: the device's own parameters, the latency of one load at each
+    level of the memory hierarchy (a pointer chase), the bandwidth of a copy whose data sit in L2 or in DRAM, and the
+    chase's latency against its working set."""
+
+    kernel: str  # the probe (`catalog.PROBES`)
+    source: str
+    source_sha256: str
+    build_sha256: str
+    gpu: str
+    recorded_at: str
+    versions: dict[str, str]  # driver, CUDA runtime, CuPy
+    properties: dict[str, Any]  # DEVICE_PROPERTIES; cc as [major, minor]
+    latency: list[dict[str, Any]]  # {"level", "bytes": the chase's working set, "cycles", "ns"}, one per level
+    bandwidth: list[dict[str, Any]]  # {"level", "bytes": the copy's working set, "gbs"}, for L2 and DRAM
+    sweep: list[dict[str, Any]]  # {"bytes", "cycles", "ns"}: the chase's latency against its working set
+    replayed: bool = field(default=False, compare=False)  # set on load, never stored
+
+    @property
+    def date(self) -> str:
+        return self.recorded_at[:10]
+
+    def latency_of(self, level: str) -> dict[str, Any]:
+        return next(x for x in self.latency if x["level"] == level)
+
+    def bandwidth_of(self, level: str) -> dict[str, Any]:
+        return next(x for x in self.bandwidth if x["level"] == level)
+
+    def to_row(self) -> dict[str, Any]:
+        row = asdict(self)
+        row.pop("replayed")
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], where: str = "") -> "MemoryRecord":
+        values = _typed_fields(cls, row, tuple(f.name for f in fields(cls) if f.name != "replayed"), where)
+        values.pop("replayed", None)
+        problems = [f"properties lack {k!r}" for k in DEVICE_PROPERTIES if k not in values["properties"]]
+        for name, levels, numbers in (("latency", MEMORY_LEVELS, ("bytes", "cycles", "ns")),
+                                      ("bandwidth", MEMORY_BANDWIDTH_LEVELS, ("bytes", "gbs")),
+                                      ("sweep", (), ("bytes", "cycles", "ns"))):
+            for x in values[name]:
+                if not isinstance(x, dict) or (levels and x.get("level") not in levels) or not all(
+                        isinstance(x.get(k), (int, float)) and not isinstance(x.get(k), bool) and x[k] > 0
+                        for k in numbers):
+                    problems.append(f"each {name} entry needs " + (f"a level of {', '.join(levels)} and " if levels
+                                    else "") + f"positive {', '.join(numbers)}, not {x!r}")
+            seen = [x.get("level") for x in values[name] if isinstance(x, dict)]
+            problems += [f"{name} lacks the level {level!r}" for level in levels if level not in seen]
+        if problems:
+            raise RecordError(f"{where}: {problems[0]}: {_short(row)}")
+        return cls(**values, replayed=True)
 
 
 _JSON_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,), "list": (list,)}
@@ -300,7 +364,7 @@ def lookup_or_none(kernel: str, params: dict[str, int], m: int, n: int, k: int, 
 
 
 def read_kind(kind: str, gpu: str | None = None) -> list[dict[str, Any]]:
-    """Rows of `ncu.json` or `device.json` for a GPU (empty when none were recorded)."""
+    """Rows of `ncu.json`, `device.json` or `memory.json` for a GPU (empty when none were recorded)."""
     path = gpu_dir(gpu) / f"{kind}.json"
     return read_rows(path) if path.exists() else []
 
@@ -352,6 +416,9 @@ def check(root: Path | None = None) -> list[str]:
                 for r in rows:
                     Measurement.from_row(r, str(path))
             runs = [SanitizerRun.from_row(r, str(path)) for r in rows] if path.stem == SANITIZER else []
+            if path.stem == MEMORY:
+                for r in rows:
+                    MemoryRecord.from_row(r, str(path))
         except RecordError as err:
             problems.append(str(err))
             continue
@@ -371,30 +438,32 @@ def _stale(path: Path, rows: list[dict[str, Any]]) -> list[str]:
         if not src.exists() or spec is None:
             problems.append(f"{path}: {name} from {r['source']} is no longer in the catalog")
             continue
+        what = f"{name} {r['params']}" if "params" in r else name
+        redo = f"gemm-lab record --only {spec.record}" if isinstance(spec, catalog.Probe) else "gemm-lab record"
         if spec.source_sha256() != r.get("source_sha256"):
             problems.append(
-                f"{path}: {name} {r.get('params')} was recorded from an older {r['source']} "
-                "(sha256 differs): re-record it on a GPU with `gemm-lab record`"
+                f"{path}: {what} was recorded from an older {r['source']} "
+                f"(sha256 differs): re-record it on a GPU with `{redo}`"
             )
         elif r.get("build_sha256", spec.build_sha256()) != spec.build_sha256():
             problems.append(
-                f"{path}: {name} {r.get('params')} was recorded before a header it includes changed "
-                "(build_sha256 differs): re-record it on a GPU with `gemm-lab record`"
+                f"{path}: {what} was recorded before a header it includes changed "
+                f"(build_sha256 differs): re-record it on a GPU with `{redo}`"
             )
     return problems
 
 
 def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
     """Every recorded run must be of a catalogued kernel's (or probe's) current build and find no errors, and every
-    catalogued kernel with measurements in this GPU's folder needs a run of each tool, as does each probe where the
-    device ceilings were measured with it. A kernel never measured on that GPU (added since, or one it cannot run)
-    needs no run until it is."""
+    catalogued kernel with measurements in this GPU's folder needs a run of each tool, as does each probe whose record
+    (`Probe.record`) is there. A kernel never measured on that GPU (added since, or one it cannot run) needs no run
+    until it is."""
     problems = [f"{path}: {r.kernel} is no longer in the catalog" for r in runs
                 if r.kernel not in catalog.KERNELS and r.kernel not in catalog.PROBES]
     found = {(r.kernel, r.tool): r for r in runs}
     for spec in (*catalog.KERNELS.values(), *catalog.PROBES.values()):
         build, redo = spec.build_sha256(), f"run `gemm-lab sanitize {spec.name}` on that GPU"
-        used = spec.measured_in if spec.name in catalog.PROBES else spec.name  # where what it measured lies
+        used = spec.record if isinstance(spec, catalog.Probe) else spec.name  # the record the probe's runs made
         measured = (path.parent / f"{used}.json").exists()
         for tool in SANITIZER_TOOLS:
             run = found.get((spec.name, tool))

@@ -34,7 +34,7 @@ ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found error
 TIMEOUT_S = 900  # one tool over one kernel's cases (racecheck is the slowest): a hang becomes an error
 RACECHECK_CASE_S, RACECHECK_TRIES = 60, 3  # racecheck of one case of a TMA kernel: its limit, and how often it is tried
 DONE = "gemm-lab sanitize: every case launched"  # the child's last line
-PROBE_CASE = {"iters": 4, "blocks_per_sm": 1}  # a probe's launches under the tools: a few rounds, one block per SM
+PROBE_CASE = {"iters": 4, "blocks_per_sm": 1}  # a probe's launches under the tools: a few rounds, a block per SM
 # Kernel 15 (the INT8 product alone): its default tile, unclustered, and the smallest one, on tails of each
 INT8_PARAMS = ({}, {"CLUSTER": 1}, {"BN": 128, "CONSUMERS": 1, "STAGES": 3})
 INT8_SHAPES = ((1, 4, 16), (129, 260, 144), (255, 516, 272), (256, 512, 256))
@@ -235,7 +235,7 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
         _launch_int8(kernel_cases)
         return
     if kernel in catalog.PROBES:
-        _launch_probe(kernel_cases)
+        _launch_probe(kernel, kernel_cases)
         return
     spec = catalog.get(kernel)
     rng = numpy.random.default_rng(0)
@@ -267,14 +267,18 @@ def _launch_int8(kernel_cases: list[dict[str, Any]]) -> None:
     print(DONE)
 
 
-def _launch_probe(kernel_cases: list[dict[str, Any]]) -> None:
-    """Child process of `run_tool` for the tensor-core probes: each of the GPU's probe kernels, launched per case."""
+def _launch_probe(probe: str, kernel_cases: list[dict[str, Any]]) -> None:
+    """Child process of `run_tool` for a probe: each of its kernels this GPU runs, launched small, per case."""
     import cupy
 
-    from . import hardware
+    from . import hardware, memory
 
     for case in kernel_cases:
-        for _, launch, _ in hardware.peak_launches(case["iters"], case["blocks_per_sm"]):
+        if probe == "tensor_core_peak":
+            launches = [launch for _, launch, _ in hardware.peak_launches(case["iters"], case["blocks_per_sm"])]
+        else:
+            launches = [launch for _, launch in memory.launches(case["iters"], case["blocks_per_sm"])]
+        for launch in launches:
             launch()
     cupy.cuda.Device().synchronize()
     print(DONE)
