@@ -15,9 +15,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from . import catalog, compile, device, plan, plots, records, timing, warmup
+from . import catalog, compile, device, diagrams, plan, plots, records, style, timing, warmup
 from .records import Measurement
-from .tables import params_text, replay_reason
+from .tables import params_text, provenance, replay_reason
 
 
 def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
@@ -124,7 +124,7 @@ def _chart(history: list[Measurement], current: Measurement):
     ax.legend(fontsize=8, loc="lower right")
     ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    return plots.stamp(fig, plots.provenance(history))
+    return style.stamp(fig, provenance(history))
 
 
 def bank_explorer(size: int = plan.COUNTER_SIZE) -> w.VBox:
@@ -143,7 +143,7 @@ def bank_explorer(size: int = plan.COUNTER_SIZE) -> w.VBox:
         params = catalog.get("bank_conflicts").full_params({"LAYOUT": layout.value})
         with out:
             out.clear_output(wait=True)
-            display(plots.bank_grid(banks.sites("bank_conflicts", params)[site.value]))
+            display(diagrams.bank_grid(banks.sites("bank_conflicts", params)[site.value]))
             plt.close("all")
         counters.value = "counting with Nsight Compute..." if device.live() else ""
         try:

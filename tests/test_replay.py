@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 import pytest
 
 import gemm_lab as gl
-from gemm_lab import catalog, cli, device, model, plan, plots, widgets
+from gemm_lab import catalog, cli, device, diagrams, model, plan, plots, widgets
 from gemm_lab.tables import by_size
 
 
@@ -91,8 +91,8 @@ def test_ceilings_and_plots_carry_provenance():
     assert "ceilings recorded" in texts(plots.roofline(ceil, ms))
     grid = gl.sweep("smem_tiled", plan.EXPLORER_SIZE, plan.SWEEPS["smem_tiled"])
     assert "recorded on" in texts(plots.tile_heatmaps(grid, "BN", "BM", "BK"))
-    plots.tiling(32, 32, 8)
-    plots.warp_access()
+    diagrams.tiling(32, 32, 8)
+    diagrams.warp_access()
 
 
 def test_tile_explorer_moves_over_the_recorded_grid():
