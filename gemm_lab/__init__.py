@@ -11,9 +11,9 @@ from .hardware import ceilings, counters
 from .records import measurements
 from .run import gemm, verify
 from .sweeps import sweep
-from .tables import banner, measurements_table
+from .tables import banner, budget, measurements_table
 
 __all__ = [
-    "KERNELS", "banner", "bench", "bench_all", "ceilings", "counters", "cublas", "gemm", "live", "measurements",
+    "KERNELS", "banner", "bench", "budget", "bench_all", "ceilings", "counters", "cublas", "gemm", "live", "measurements",
     "measurements_table", "mode", "ptxas_report", "resources", "sweep", "validate", "verify",
 ]

@@ -5,9 +5,12 @@ import dataclasses
 import html
 import os
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .records import Measurement
+
+if TYPE_CHECKING:
+    from . import model
 
 
 @dataclass(frozen=True)
@@ -306,3 +309,68 @@ def gpu_comparison(kernels: Sequence[str], sizes: Sequence[int], gpus: Sequence[
             rows.append((kernel, str(size), *cells))
     return Table(("kernel", "M = N = K", *(f"{g}: GFLOP/s (% cuBLAS)" for g in gpus)), tuple(rows),
                  "recorded: " + "; ".join(sorted(dates)) + ". Each % is against cuBLAS SGEMM timed in the same run on that GPU.")
+
+
+@dataclass(frozen=True)
+class BudgetView:
+    """A speed-of-light budget (`model.speed_of_light`) beside the measured result: one line per ceiling, the
+    binding one in bold, bars to scale up to the peak (longer ceilings cannot bind and are cut, marked »)."""
+
+    budget: model.Budget
+    measured: Measurement
+
+    def _lines(self) -> list[tuple[str, float | None, str]]:
+        b, x = self.budget, self.measured
+        return [*((c.level, c.tflops, c.how) for c in b.ceilings),
+                ("measured", x.gflops / 1e3, f"{x.gflops / 1e3 / b.bound.tflops:.0%} of the {b.bound.level} ceiling; "
+                 + provenance([x]))]
+
+    def caption(self) -> str:
+        b = self.budget
+        m, n, k = b.shape
+        return (f"Speed of light of {b.kernel} ({params_text(b.params)}) at {shape_text(m, n, k)}, TFLOP/s: the lowest "
+                f"ceiling binds ({b.bound.level}); ceilings from the {b.gpu} device record and the offline SASS")
+
+    def __str__(self) -> str:
+        rows = [(level, "-" if t is None else f"{t:,.1f}", how) for level, t, how in self._lines()]
+        width = max(len(r[0]) for r in rows)
+        return "\n".join([self.caption()] + [f"{a:<{width}}  {t:>8}  {how}" for a, t, how in rows])
+
+    def _repr_html_(self) -> str:
+        top = self.budget.ceilings[0].tflops  # the peak: FFMA or tensor
+        bound = self.budget.bound.level
+        cells = []
+        for level, t, how in self._lines():
+            weight = "font-weight:bold;" if level in (bound, "measured") else ""
+            colour = "#c33" if level == "measured" else "#36c" if level == bound else "#9ab"
+            bar = "" if t is None else (
+                f"<div style='background:{colour};height:0.8em;width:{min(t / top, 1) * 100:.1f}%'></div>"
+                + ("<span style='font-size:0.8em'>»</span>" if t > 1.001 * top else ""))
+            cells.append(f"<tr style='{weight}'><td style='padding:0.1em 0.5em;white-space:nowrap'>"
+                         f"{html.escape(level)}</td><td style='padding:0.1em 0.5em;text-align:right'>"
+                         f"{'-' if t is None else f'{t:,.1f}'}</td><td style='width:30%;padding:0.1em 0.5em'><div style='display:"
+                         f"flex;align-items:center;gap:2px'>{bar}</div></td><td style='padding:0.1em 0.5em;"
+                         f"font-size:0.9em;{'' if weight else 'color:#555'}'>{html.escape(how)}</td></tr>")
+        return (f"<div style='overflow-x:auto'><table style='font-size:0.85em;line-height:1.35;margin:0;width:100%'>"
+                f"<caption style='caption-side:bottom;text-align:left;font-size:0.92em'>{html.escape(self.caption())}"
+                f"</caption><thead><tr><th style='text-align:left'>ceiling</th><th style='text-align:right'>TFLOP/s"
+                f"</th><th></th><th style='text-align:left'>from</th></tr></thead><tbody>{''.join(cells)}</tbody>"
+                "</table></div>")
+
+
+def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, *, ceilings: dict | None = None,
+           measured: Measurement | None = None, l2_gbs: float | None = None) -> BudgetView:
+    """A kernel instance's speed-of-light budget at M = N = K = `size`, with its result beside it: the one call a
+    chapter makes to show where the ceiling is and how close the kernel came. `ceilings` defaults to
+    `hardware.ceilings()` (pass the page's own to save measuring them again live), `measured` to `timing.bench`;
+    `l2_gbs` adds the L2 ceiling (see `model.speed_of_light`).
+
+        gl.budget("warp_tiling")                       # the default tile at 4096
+        gl.budget("smem_tiled", {"BK": 8}, 2048, ceilings=ceil)
+    """
+    from . import catalog, hardware, model, timing
+
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    b = model.speed_of_light(spec, p, size, ceilings or hardware.ceilings(), l2_gbs)
+    return BudgetView(b, measured or timing.bench(spec, size, p))
