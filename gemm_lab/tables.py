@@ -131,7 +131,8 @@ def _baselines(ms: Sequence[Measurement]) -> str:
 
 
 def measurements_table(ms: Sequence[Measurement]) -> Table:
-    """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak. What every row shares
+    """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak (FP32 rows only: the
+    tensor cores have their own peak). What every row shares
     (the shape; the kernel and its parameters, when there are several rows) goes to the caption, leaving the
     columns to what differs."""
     instances = {(x.kernel, params_text(x.params)) for x in ms}
@@ -141,15 +142,17 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
     def row(x: Measurement) -> tuple[str, ...]:
         return (*((x.kernel, params_text(x.params)) if show_instance else ()),
                 *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
-                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%", f"{x.pct_peak:.1f}%",
-                f"{x.max_rel_err:.1e}")
+                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%",
+                f"{x.pct_peak:.1f}%" if x.precision == "fp32" else "-", f"{x.max_rel_err:.1e}")
 
     shared = ([] if show_instance else ["{} ({})".format(*instances.pop())]) + \
         ([] if show_shape else [f"M×N×K = {shapes.pop()}"])
     return Table((*(("kernel", "parameters") if show_instance else ()), *(("M×N×K",) if show_shape else ()),
                   "GFLOP/s", "cuBLAS", "% cuBLAS", "% FP32 peak", "error"), tuple(map(row, ms)),
                  "".join(f"{s}; " for s in shared) + f"cuBLAS: GFLOP/s of {_baselines(ms)}, timed in the same run; "
-                 f"error: max relative error against float64; {provenance(ms)}", wrap=(1,) if show_instance else ())
+                 + ("% FP32 peak: none for tensor-core rows, whose peak is their own (gl.budget); "
+                    if any(x.precision != "fp32" for x in ms) else "")
+                 + f"error: max relative error against float64; {provenance(ms)}", wrap=(1,) if show_instance else ())
 
 
 def by_size(ms: Sequence[Measurement]) -> Table:
