@@ -52,7 +52,7 @@ class Table:
 
         def td(text: str, i: int) -> str:
             # a value and its unit or bracket ("48,657 (94%)", "0.82 ms") stay on one line; anything longer may wrap
-            width = "min-width:9em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
+            width = "min-width:14em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
             return f"<td style='{pad};text-align:{align[i]};{width}'>{html.escape(text)}</td>"
 
         body = "".join("<tr>" + "".join(td(c, i) for i, c in enumerate(r)) + "</tr>" for r in self.rows)
@@ -111,6 +111,16 @@ def provenance(measurements: Iterable[Measurement]) -> str:
     return f"measured live on {', '.join(gpus)}"
 
 
+def counters_provenance(rows: Iterable[dict]) -> str:
+    """'Nsight Compute on <GPU>, <date>' for counter rows (`hardware.counters`): every counter table names whose
+    counters it shows and when they were read (live ones are today's)."""
+    rows = list(rows)
+    gpus = sorted({r["gpu"] for r in rows})
+    dates = sorted({r["recorded_at"][:10] for r in rows})
+    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    return f"Nsight Compute on {', '.join(gpus)}, {span}"
+
+
 def shape_text(m: int, n: int, k: int) -> str:
     """'4096³' for a cube, else '2999×4001×3001': short enough for a table column."""
     return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
@@ -132,27 +142,35 @@ def _baselines(ms: Sequence[Measurement]) -> str:
 
 def measurements_table(ms: Sequence[Measurement]) -> Table:
     """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak (FP32 rows only: the
-    tensor cores have their own peak). What every row shares
-    (the shape; the kernel and its parameters, when there are several rows) goes to the caption, leaving the
-    columns to what differs."""
-    instances = {(x.kernel, params_text(x.params)) for x in ms}
+    tensor cores have their own peak). What every row shares (the shape; the kernel and the parameters its rows
+    share) goes to the caption, leaving the columns to what differs, so parameter cells stay short."""
+    kernels = list(dict.fromkeys(x.kernel for x in ms))
     shapes = {shape_text(x.m, x.n, x.k) for x in ms}
-    show_instance, show_shape = len(instances) != 1 or len(ms) == 1, len(shapes) != 1
+    show_shape = len(shapes) != 1
+    if len(kernels) == 1:  # the parameters that differ between rows; the rest go to the caption
+        varying = [p for p in ms[0].params if len({x.params.get(p) for x in ms}) > 1]
+        fixed = params_text({p: v for p, v in ms[0].params.items() if p not in varying})
+        shared = [kernels[0] if len(varying) == len(ms[0].params) else f"{kernels[0]} ({fixed})" if not varying
+                  else f"{kernels[0]} ({fixed} in every row)"]
+        instance_columns: tuple[str, ...] = ("parameters",) if varying else ()
+    else:
+        varying, shared, instance_columns = [], [], ("kernel", "parameters")
 
     def row(x: Measurement) -> tuple[str, ...]:
-        return (*((x.kernel, params_text(x.params)) if show_instance else ()),
-                *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
+        instance = ((params_text({p: x.params[p] for p in varying}),) if varying else
+                    (x.kernel, params_text(x.params)) if instance_columns else ())
+        return (*instance, *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
                 f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%",
                 f"{x.pct_peak:.1f}%" if x.precision == "fp32" else "-", f"{x.max_rel_err:.1e}")
 
-    shared = ([] if show_instance else ["{} ({})".format(*instances.pop())]) + \
-        ([] if show_shape else [f"M×N×K = {shapes.pop()}"])
-    return Table((*(("kernel", "parameters") if show_instance else ()), *(("M×N×K",) if show_shape else ()),
+    shared += [] if show_shape else [f"M×N×K = {shapes.pop()}"]
+    return Table((*instance_columns, *(("M×N×K",) if show_shape else ()),
                   "GFLOP/s", "cuBLAS", "% cuBLAS", "% FP32 peak", "error"), tuple(map(row, ms)),
                  "".join(f"{s}; " for s in shared) + f"cuBLAS: GFLOP/s of {_baselines(ms)}, timed in the same run; "
                  + ("% FP32 peak: none for tensor-core rows, whose peak is their own (gl.budget); "
                     if any(x.precision != "fp32" for x in ms) else "")
-                 + f"error: max relative error against float64; {provenance(ms)}", wrap=(1,) if show_instance else ())
+                 + f"error: max relative error against float64; {provenance(ms)}",
+                 wrap=(instance_columns.index("parameters"),) if instance_columns else ())
 
 
 def by_size(ms: Sequence[Measurement]) -> Table:
