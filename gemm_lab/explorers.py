@@ -36,7 +36,8 @@ def sweep_explorer(kernel: str, size: int = plan.EXPLORER_SIZE, x: str = "BN", y
             bind=alt.binding_select(options=values, name=f"{p} ")))
         chart = chart.transform_filter(f"datum.{p} == {name}")
     top = max(r["GFLOP/s"] for r in rows)
-    base = chart.encode(x=alt.X(f"{x}:O", title=x), y=alt.Y(f"{y}:O", title=y, sort="descending"))
+    base = chart.encode(x=alt.X(f"{x}:O", title=x, axis=alt.Axis(labelAngle=0)),
+                        y=alt.Y(f"{y}:O", title=y, sort="descending"))
     cells = base.mark_rect().encode(
         color=alt.Color("GFLOP/s:Q", scale=alt.Scale(domain=[0, top], scheme="viridis")),
         tooltip=["configuration:N", "GFLOP/s:Q", "% of cuBLAS:Q"])

@@ -286,19 +286,34 @@ def _highlighted(path: Path) -> list[str]:
     """The file as HTML, one string per line, tokens in spans with Pygments' short class names."""
     from pygments.lexers import CudaLexer
 
-    out, current = [], []
+    out: list[str] = []
+    current: list[tuple[str, str]] = []  # (class, text) runs of the line so far, neighbours of one class merged
+
+    def close_line() -> None:
+        out.append("".join(f"<span class='{c}'>{html.escape(t)}</span>" if c else html.escape(t) for c, t in current))
+        current.clear()
+
     for ttype, value in CudaLexer(stripnl=False, ensurenl=False).get_tokens(path.read_text()):
-        css = _token_class(ttype)
+        css = "" if ttype in _PLAIN else _token_class(ttype)
         for i, part in enumerate(value.split("\n")):
             if i:
-                out.append("".join(current))
-                current = []
-            if part:
-                text = html.escape(part)
-                current.append(f"<span class='{css}'>{text}</span>" if css else text)
-    out.append("".join(current))
+                close_line()
+            if part and current and current[-1][0] == css:
+                current[-1] = (css, current[-1][1] + part)
+            elif part:
+                current.append((css, part))
+    close_line()
     lines = _lines(path)
     return out[:len(lines)] + [""] * (len(lines) - len(out))
+
+
+def _plain() -> frozenset:
+    from pygments.token import Punctuation, Text, Whitespace
+
+    return frozenset((Text, Whitespace, Text.Whitespace, Punctuation))
+
+
+_PLAIN = _plain()  # tokens shown in the text's own colour: no span needed
 
 
 def _token_class(ttype) -> str:
