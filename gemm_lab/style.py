@@ -1,10 +1,10 @@
 """One look for every figure of the book (`plots` draws measurements, `diagrams` draws ideas).
 
 The rule it keeps: figure text is at least as large as the page's body text when the page is 800 or 1280 px wide.
-The book's body text is 16 px and its content column is 736 px wide at 800 px (measured in headless-Chromium
-screenshots of the built book; the column is wider at 1280 px). A PNG is shown at its own size, or shrunk to the
-column: so a figure at most `WIDTH` inches wide at `DPI` is never shrunk, and `TEXT` points at `DPI` are
-`TEXT * DPI / 72` = 16.7 px. Importing this module sets matplotlib's defaults; `fits()` checks a figure.
+The book's body text is 16 px; its content column is 728 px wide at 800 px and 680 px at 1280 px, where the two
+sidebars take their room (measured in headless-Chromium screenshots of the built book). A PNG is shown at its own
+size, or shrunk to the column: so a figure at most `WIDTH` inches wide at `DPI` is never shrunk, and `TEXT` points
+at `DPI` are `TEXT * DPI / 72` = 16.7 px. Importing this module sets matplotlib's defaults; `fits()` checks a figure.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import matplotlib as mpl
 from matplotlib.figure import Figure
 
 BODY_PX = 16  # the book's body text
-COLUMN_PX = 736  # the content column at a page width of 800 px (the narrower of the two)
+COLUMN_PX = 680  # the content column at a page width of 1280 px (728 px at 800: the narrower is 1280)
 DPI = 100
-WIDTH = 7.0  # inches: 700 px, inside the column at 800 and 1280 px (with room for labels that stick out)
+WIDTH = 6.6  # inches: 660 px, inside the column at 800 and 1280 px (with room for labels that stick out)
 TEXT = 12.0  # points: every text of a figure, ticks and legends too (16.7 px at DPI)
 TITLE = 13.0
 

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import banks, catalog, diagrams, plan, plots, records, style  # noqa: E402
+from gemm_lab import banks, catalog, diagrams, model, plan, plots, records, style, tables  # noqa: E402
 
 
 def _figures():
@@ -22,6 +22,9 @@ def _figures():
     n = plan.COUNTER_SIZE
     stall_rows = [hardware.counters(k, (n, n, n)) for k in ("warp_tiling", "cublas")]
     tt2 = catalog.get("thread_tile_2d").full_params()
+    traffic_cases = [(k, p) for k, p in plan.COUNTERS if k == "smem_tiled"][:2]
+    traffic_rows = [hardware.counters(k, (n, n, n), p) for k, p in traffic_cases]
+    by_k = [x for k in ("mma_tf32", "mma_3xtf32") for x in records.measurements(k) if x.m == 1024 and x.n == 1024]
     return {
         "tiling": lambda: diagrams.tiling(32, 32, 32),
         "warp_access": lambda: diagrams.warp_access(),
@@ -37,6 +40,12 @@ def _figures():
         "roofline": lambda: plots.roofline(ceil, board[:6]),
         "tile_heatmaps": lambda: plots.tile_heatmaps(grid, "BN", "BM", "BK"),
         "stalls": lambda: plots.stalls(stall_rows, ["warp tiling", "cuBLAS"]),
+        "traffic": lambda: plots.traffic(traffic_rows, [model.global_load_bytes("smem_tiled", n, n, n, p)
+                                                        for _, p in traffic_cases], ["8x8", "16x16"]),
+        "paired": lambda: plots.paired(list(zip(grid, grid[1:])), "one", "the next"),
+        "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, 4096, tables.recorded_gpus()),
+        "error_vs_k": lambda: plots.error_vs_k(by_k),
+        "accuracy_vs_speed": lambda: plots.accuracy_vs_speed(board[-6:]),
     }
 
 
