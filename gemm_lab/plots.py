@@ -104,14 +104,18 @@ def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size") ->
     return stamp(fig, provenance(ms))
 
 
-def scoreboard(ms: Sequence[Measurement], title: str = "") -> Figure:
+def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str] | None = None) -> Figure:
     """The book's map: each kernel's share of cuBLAS at one shape, in chapter order, with its TFLOP/s.
 
     Each bar is against cuBLAS timed in the same run in the math the kernel promises (timing.BASELINE), so the
-    TF32 kernels (hatched) race cuBLAS on TF32 tensor cores and the FP32 and 3xTF32 ones race SGEMM.
+    TF32 kernels (hatched) race cuBLAS on TF32 tensor cores and the FP32 and 3xTF32 ones race SGEMM. `labels`
+    names the bars instead of "chapter kernel", in the order of `ms` (which then keeps its order).
     """
     order = list(catalog.KERNELS)
-    ms = sorted(ms, key=lambda x: order.index(x.kernel))
+    if labels is not None and len(labels) != len(ms):
+        raise ValueError(f"{len(labels)} labels for {len(ms)} measurements")
+    if labels is None:
+        ms = sorted(ms, key=lambda x: order.index(x.kernel))
     fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(ms) + 1.6))
     y = list(range(len(ms)))
     bars_ = ax.barh(y, [x.pct_cublas for x in ms], color=[color(x.kernel) for x in ms], height=0.7)
@@ -124,12 +128,14 @@ def scoreboard(ms: Sequence[Measurement], title: str = "") -> Figure:
     for i in range(1, len(ms)):
         if chapters[i] != chapters[i - 1]:
             ax.axhline(i - 0.5, color="lightgray", linewidth=0.8)
-    ax.set_yticks(y, [f"{catalog.get(x.kernel).chapter[2:].split('_')[0].lstrip('0')} {x.kernel}" for x in ms])
+    ax.set_yticks(y, [wrap(t, TEXT, 2.4) for t in labels] if labels is not None else
+                  [f"{catalog.get(x.kernel).chapter[2:].split('_')[0].lstrip('0')} {x.kernel}" for x in ms])
     ax.set_ylim(len(ms) - 0.5, -0.5)
     ax.axvline(100, **CUBLAS_STYLE)
     ax.set_xlim(0, max(110, max(x.pct_cublas for x in ms) * 1.05))
     ax.set_xlabel(wrap("% of cuBLAS timed in the same run, in the kernel's math (higher is better)", TEXT, 4.5))
-    ax.set_ylabel("chapter, kernel")
+    if labels is None:
+        ax.set_ylabel("chapter, kernel")
     shapes = sorted({f"M = N = K = {x.m}" if x.m == x.n == x.k else f"{x.m}x{x.n}x{x.k}" for x in ms})
     _title(ax, title or f"Every kernel of the book vs cuBLAS, chapter by chapter ({', '.join(shapes)})")
     fig.tight_layout()
