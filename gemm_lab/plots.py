@@ -186,8 +186,8 @@ def tile_heatmaps(ms: Sequence[Measurement], x: str, y: str, facet: str, title: 
 
     facets = sorted({m.params[facet] for m in ms})
     xs, ys = sorted({m.params[x] for m in ms}), sorted({m.params[y] for m in ms})
-    cell, label = 0.5, 0.75  # inches: one cell's width (a number like 31.2), a panel's axis labels
-    per_row = max(1, min(len(facets), int((WIDTH - 1.2) // (len(xs) * cell + label))))
+    cell, label = 0.45, 0.7  # inches: one cell's width (a number like 31.2), a panel's axis labels
+    per_row = max(1, min(len(facets), int((WIDTH - 1.0) // (len(xs) * cell + label))))
     rows = -(-len(facets) // per_row)
     fig, axes = plt.subplots(rows, per_row, squeeze=False, layout="constrained",
                              figsize=(WIDTH, rows * (len(ys) * 0.42 + 1.3) + 0.6))
