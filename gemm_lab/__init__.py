@@ -8,12 +8,14 @@ from .catalog import KERNELS, validate
 from .compile import ptxas_report, resources
 from .device import live, mode
 from .hardware import ceilings, counters
+from .listings import changes, excerpt
+from .prose import publish
 from .records import measurements
 from .run import gemm, verify
 from .sweeps import sweep
-from .tables import banner, measurements_table
+from .tables import banner, budget, measurements_table
 
 __all__ = [
-    "KERNELS", "banner", "bench", "bench_all", "ceilings", "counters", "cublas", "gemm", "live", "measurements",
-    "measurements_table", "mode", "ptxas_report", "resources", "sweep", "validate", "verify",
+    "KERNELS", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas", "excerpt", "gemm",
+    "live", "measurements", "measurements_table", "mode", "ptxas_report", "publish", "resources", "sweep", "validate", "verify",
 ]

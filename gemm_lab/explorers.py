@@ -2,13 +2,14 @@
 
 The reader picks values from drop-downs bound to Vega-Lite parameters; filter transforms keep the
 matching configurations and the heatmap redraws in the browser, with no Python kernel and no
-hand-written JavaScript. The data are the records of the replay GPU, and the title says so.
+hand-written JavaScript. The data are the records of the replay GPU, and the title says so. Text is set in CSS
+pixels at least the page's body size (`style.BODY_PX`); the book's stylesheet lays the drop-downs out in a grid.
 """
 from __future__ import annotations
 
 import altair as alt
 
-from . import catalog, plan, records
+from . import catalog, plan, records, style
 from .tables import params_text, provenance
 
 
@@ -35,15 +36,18 @@ def sweep_explorer(kernel: str, size: int = plan.EXPLORER_SIZE, x: str = "BN", y
             bind=alt.binding_select(options=values, name=f"{p} ")))
         chart = chart.transform_filter(f"datum.{p} == {name}")
     top = max(r["GFLOP/s"] for r in rows)
-    base = chart.encode(x=alt.X(f"{x}:O", title=x), y=alt.Y(f"{y}:O", title=y, sort="descending"))
+    base = chart.encode(x=alt.X(f"{x}:O", title=x, axis=alt.Axis(labelAngle=0)),
+                        y=alt.Y(f"{y}:O", title=y, sort="descending"))
     cells = base.mark_rect().encode(
         color=alt.Color("GFLOP/s:Q", scale=alt.Scale(domain=[0, top], scheme="viridis")),
         tooltip=["configuration:N", "GFLOP/s:Q", "% of cuBLAS:Q"])
-    labels = base.mark_text(fontSize=11).encode(
+    labels = base.mark_text(fontSize=style.BODY_PX).encode(
         text=alt.Text("GFLOP/s:Q", format=","),
         color=alt.condition(f"datum['GFLOP/s'] < {0.6 * top}", alt.value("white"), alt.value("black")))
+    text = style.BODY_PX
     return (cells + labels).properties(
-        width=60 * len({r[x] for r in rows}), height=40 * len({r[y] for r in rows}),
+        width=72 * len({r[x] for r in rows}), height=40 * len({r[y] for r in rows}),
         title={"text": f"{spec.name} at {size}x{size}x{size}: GFLOP/s (hover for details)",
                "subtitle": provenance(ms).split(" (")[0]},  # the page is static: why it replays does not apply
-    )
+    ).configure_axis(labelFontSize=text, titleFontSize=text).configure_legend(
+        labelFontSize=text, titleFontSize=text).configure_title(fontSize=text + 1, subtitleFontSize=text)

@@ -132,3 +132,143 @@ def resident(kernel: str | KernelSpec, params: Params | None = None, sm: SMLimit
     p = spec.full_params(params)
     r = compile.resources(spec, p)
     return {**occupancy(spec.threads(p), r.registers, r.smem_bytes, sm), "registers": r.registers, "origin": r.origin}
+
+
+# The speed-of-light budget: what each level of the GPU allows an instance, in TFLOP/s.
+
+SCHEDULERS_PER_SM = 4  # warp schedulers (SM sub-partitions), each issuing one warp instruction per clock
+FLOP_PER_MATH = {"FFMA": 2 * 32, "HMMA": 2 * 16 * 8 * 8}  # per warp instruction: 32 lanes x 1 FMA; m16n8k8
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One level's limit on an instance: `tflops` (None where the level does not apply, `how` says why)."""
+
+    level: str
+    tflops: float | None
+    how: str  # the arithmetic, with its numbers, or why the level does not apply
+
+
+@dataclass(frozen=True)
+class Budget:
+    """An instance's ceilings at one size, from the device record `ceilings` and the offline SASS."""
+
+    kernel: str
+    params: dict[str, int]
+    shape: tuple[int, int, int]
+    gpu: str
+    ceilings: tuple[Ceiling, ...]
+
+    @property
+    def bound(self) -> Ceiling:
+        """The lowest ceiling: the level that limits this instance first."""
+        return min((c for c in self.ceilings if c.tflops is not None), key=lambda c: c.tflops)
+
+    def __getitem__(self, level: str) -> Ceiling:
+        return next(c for c in self.ceilings if c.level == level)
+
+
+def math_instruction(kernel: str | KernelSpec) -> str:
+    """What multiplies in a kernel: "FFMA" (FP32 kernels), "mma.sync" or "wgmma" (tensor cores), from its source."""
+    spec = catalog.get(kernel)
+    if spec.precision == "fp32":
+        return "FFMA"
+    return "wgmma" if "wgmma.mma_async" in spec.source_text() else "mma.sync"
+
+
+def _operand_tile(spec: KernelSpec, p: dict[str, int]) -> tuple[int, int] | None:
+    """(rows, columns) of C whose operands one shared-memory read serves: a thread's TM x TN (FFMA kernels), a warp's
+    WM x WN (mma.sync kernels, whose fragments each lane loads); None where no LDS feeds the math (naive, coalesced:
+    no shared memory; wgmma: the tensor cores read shared memory themselves)."""
+    instruction = math_instruction(spec)
+    if instruction == "FFMA":
+        return thread_tile(spec, p) if spec.smem_bytes(p) else None
+    return (p["WM"], p["WN"]) if instruction == "mma.sync" else None
+
+
+def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | tuple[int, int, int], ceilings: dict,
+                   l2_gbs: float | None = None) -> Budget:
+    """The ceilings of an instance at `size` (M = N = K, or (M, N, K)), each in TFLOP/s of useful work (2MNK):
+
+    * peak: FP32 kernels, the FFMA peak of the device record (SMs x 128 lanes x 2 FLOP x clock); TF32 kernels, the
+      measured tensor-core peak of their instruction (`mma_sync_tf32_gflops` or, for wgmma kernels,
+      `wgmma_tf32_gflops`); 3xTF32 kernels, a third of it (three tensor products per FP32 product).
+    * issue: each SM's 4 schedulers issue one warp instruction per clock, so the main loop of the offline SASS
+      (`sass.main_loop`) runs at most at math FLOP per instruction x 4 x SMs x clock. For an FFMA kernel that is
+      the FFMA share of the loop's instructions x the FFMA peak, the number that explains chapter 7 onward. wgmma
+      kernels: not computed (one HGMMA instruction does a warpgroup's 64 x N x 8 product; issue never binds).
+    * shared memory: `shared_load_bytes` (conflict-free; a thread's, or an mma.sync warp's, tile of C per load)
+      at 32 banks x 4 bytes per clock per SM.
+    * registers: the FFMAs' register-bank conflicts in the SASS (`sass.report`, the Volta model of two banks; an
+      assumption for Hopper, see `sass`): a conflict costs the FFMA a second cycle, so the FFMA peak x FFMAs /
+      (FFMAs + conflicts). Occupancy x ILP by Little's law never binds here (even the naive kernel keeps 16 warps per
+      scheduler against a 4-clock FFMA latency), so it is not the register-level ceiling we show.
+    * L2: every global request (`global_load_bytes` + the stores of C) goes through the L2: shown when `l2_gbs`,
+      a measured L2 bandwidth, is given.
+    * DRAM: the least traffic, A and B read once and C read (beta) and written once, at the device record's
+      measured copy bandwidth. It assumes the L2 absorbs the re-reads between blocks; Nsight Compute measured about
+      twice that on the H100 for the tiled kernels at 4096 (chapter 2), and far more for the naive and coalesced
+      kernels, whose requests the L1 and L2 serve: for those the L2 row is the honest one.
+    """
+    from . import sass
+
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    m, n, k = (size,) * 3 if isinstance(size, int) else size
+    flop = flops(m, n, k)
+    sms, clock_ghz = ceilings["sms"], ceilings["clock_mhz"] / 1e3
+    issue_tflops = SCHEDULERS_PER_SM * sms * clock_ghz / 1e3  # warp instructions per second, in units of 1e12
+    out: list[Ceiling] = []
+    instruction = math_instruction(spec)
+    if instruction == "FFMA":
+        out.append(Ceiling("FFMA peak", ceilings["peak_gflops"] / 1e3,
+                           f"{sms} SMs x {ceilings['fp32_lanes_per_sm']} lanes x 2 FLOP x {ceilings['clock_mhz']:.0f} MHz"))
+    else:
+        key = "wgmma_tf32_gflops" if instruction == "wgmma" else "mma_sync_tf32_gflops"
+        share = 3 if spec.precision == "3xtf32" else 1
+        out.append(Ceiling("tensor peak", ceilings[key] / 1e3 / share,
+                           f"TF32 {instruction} measured alone, {ceilings[key] / 1e3:,.0f} TFLOP/s"
+                           + (" / 3 products" if share == 3 else "")))
+    # issue
+    if instruction == "wgmma":
+        out.append(Ceiling("issue", None, "wgmma: one instruction per 64 x N x 8 product, issue never binds"))
+    else:
+        body = sass.main_loop(spec, p)
+        per_flop = 3 if spec.precision == "3xtf32" else 1
+        math = {op: body.count(op) for op in FLOP_PER_MATH if body.count(op)}
+        flop_per_instruction = sum(FLOP_PER_MATH[op] * c for op, c in math.items()) / per_flop / len(body)
+        if list(math) == ["FFMA"]:
+            how = (f"{math['FFMA']} FFMA / {len(body)} instructions of the main loop = {math['FFMA'] / len(body):.2f}"
+                   " x the FFMA peak (4 schedulers x 1 instruction x 32 lanes x 2 FLOP per clock per SM)")
+        else:
+            ops = " + ".join(f"{c} {op} x {FLOP_PER_MATH[op]:,} FLOP" for op, c in math.items())
+            how = (f"({ops}){' / 3 products' if per_flop == 3 else ''} / {len(body)} instructions of the main loop x "
+                   f"4 per clock x {sms} SMs x {ceilings['clock_mhz']:.0f} MHz")
+        out.append(Ceiling("issue", flop_per_instruction * issue_tflops, how))
+    # shared memory
+    tile = _operand_tile(spec, p)
+    if tile is None:
+        out.append(Ceiling("shared memory", None, "no shared-memory loads feed the math"))
+    else:
+        smem = WORD * m * n * k * (1 / tile[0] + 1 / tile[1])
+        out.append(Ceiling("shared memory", flop / smem * shared_bandwidth_gbs(ceilings) / 1e3,
+                           f"{flop / smem:.1f} FLOP per byte x {shared_bandwidth_gbs(ceilings) / 1e3:,.1f} TB/s "
+                           f"(32 banks x 4 B per clock per SM)"))
+    # registers
+    if instruction == "FFMA":
+        r = sass.report(spec, p)
+        out.append(Ceiling("registers", ceilings["peak_gflops"] / 1e3 * r.ffma / (r.ffma + r.volta_conflicts),
+                           f"{r.volta_conflicts} of {r.ffma} FFMAs with a register-bank conflict"))
+    else:
+        out.append(Ceiling("registers", None, "tensor cores: operands in fragments, no FFMA bank conflicts"))
+    # L2 and DRAM
+    stores = WORD * m * n
+    if l2_gbs:
+        requested = global_load_bytes(spec, m, n, k, p) + stores
+        out.append(Ceiling("L2", flop / requested * l2_gbs / 1e3,
+                           f"{flop / requested:.1f} FLOP per requested byte x {l2_gbs / 1e3:,.1f} TB/s (measured)"))
+    least = compulsory_bytes(m, n, k) + stores
+    out.append(Ceiling("DRAM", flop / least * ceilings["dram_gbs"] / 1e3,
+                       f"{flop / least:.0f} FLOP per byte (A, B, C once) x {ceilings['dram_gbs'] / 1e3:.2f} TB/s "
+                       "(measured)"))
+    return Budget(spec.name, p, (m, n, k), ceilings["gpu"], tuple(out))

@@ -139,13 +139,15 @@ def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[st
 
     The hottest loop is the innermost backward branch whose body holds the most math (`MATH`: FFMAs, or the
     tensor cores' HMMAs and HGMMAs): a loop around it (over the tiles of a persistent kernel) runs it, and
-    not the other way round. Where two bodies hold as many (the bounds-checked and unchecked copies of a
+    not the other way round. A backward branch from past the kernel's EXIT is no loop: it returns from a block the
+    compiler placed out of line (an mbarrier wait's retry), and the span it would close holds the EXIT. Where two bodies hold as many (the bounds-checked and unchecked copies of a
     main loop), the shorter one, which the blocks wholly inside C run. What it says about issue slots holds
     for large, tile-aligned shapes.
     """
     labels: dict[str, int] = {}
     opcodes: list[str] = []
     loops: list[tuple[int, int]] = []  # (first, last) instruction of each loop body
+    exits: list[int] = []  # unconditional EXITs
     for line in disassemble(kernel, params).splitlines():
         label = _LABEL.match(line)
         if label:
@@ -155,9 +157,12 @@ def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[st
         if not instruction:
             continue
         opcodes.append(instruction.group(1))
+        if instruction.group(1) == "EXIT" and "@" not in line:
+            exits.append(len(opcodes) - 1)
         target = _TARGET.search(instruction.group(2)) if instruction.group(1) == "BRA" else None
         if target and target.group(1) in labels:  # a label seen already: a backward branch
             loops.append((labels[target.group(1)], len(opcodes) - 1))
+    loops = [(a, b) for a, b in loops if not any(a <= e < b for e in exits)]
     if not loops:
         raise ValueError(f"no loop in the SASS of {kernel if isinstance(kernel, str) else kernel.name}")
     math = {ab: sum(op in MATH for op in opcodes[ab[0]:ab[1] + 1]) for ab in loops}

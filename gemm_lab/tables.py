@@ -5,9 +5,12 @@ import dataclasses
 import html
 import os
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .records import Measurement
+
+if TYPE_CHECKING:
+    from . import model
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class Table:
 
         def td(text: str, i: int) -> str:
             # a value and its unit or bracket ("48,657 (94%)", "0.82 ms") stay on one line; anything longer may wrap
-            width = "min-width:9em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
+            width = "min-width:14em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
             return f"<td style='{pad};text-align:{align[i]};{width}'>{html.escape(text)}</td>"
 
         body = "".join("<tr>" + "".join(td(c, i) for i, c in enumerate(r)) + "</tr>" for r in self.rows)
@@ -108,6 +111,16 @@ def provenance(measurements: Iterable[Measurement]) -> str:
     return f"measured live on {', '.join(gpus)}"
 
 
+def counters_provenance(rows: Iterable[dict]) -> str:
+    """'Nsight Compute on <GPU>, <date>' for counter rows (`hardware.counters`): every counter table names whose
+    counters it shows and when they were read (live ones are today's)."""
+    rows = list(rows)
+    gpus = sorted({r["gpu"] for r in rows})
+    dates = sorted({r["recorded_at"][:10] for r in rows})
+    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    return f"Nsight Compute on {', '.join(gpus)}, {span}"
+
+
 def shape_text(m: int, n: int, k: int) -> str:
     """'4096³' for a cube, else '2999×4001×3001': short enough for a table column."""
     return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
@@ -128,25 +141,36 @@ def _baselines(ms: Sequence[Measurement]) -> str:
 
 
 def measurements_table(ms: Sequence[Measurement]) -> Table:
-    """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak. What every row shares
-    (the shape; the kernel and its parameters, when there are several rows) goes to the caption, leaving the
-    columns to what differs."""
-    instances = {(x.kernel, params_text(x.params)) for x in ms}
+    """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak (FP32 rows only: the
+    tensor cores have their own peak). What every row shares (the shape; the kernel and the parameters its rows
+    share) goes to the caption, leaving the columns to what differs, so parameter cells stay short."""
+    kernels = list(dict.fromkeys(x.kernel for x in ms))
     shapes = {shape_text(x.m, x.n, x.k) for x in ms}
-    show_instance, show_shape = len(instances) != 1 or len(ms) == 1, len(shapes) != 1
+    show_shape = len(shapes) != 1
+    if len(kernels) == 1:  # the parameters that differ between rows; the rest go to the caption
+        varying = [p for p in ms[0].params if len({x.params.get(p) for x in ms}) > 1]
+        fixed = params_text({p: v for p, v in ms[0].params.items() if p not in varying})
+        shared = [kernels[0] if len(varying) == len(ms[0].params) else f"{kernels[0]} ({fixed})" if not varying
+                  else f"{kernels[0]} ({fixed} in every row)"]
+        instance_columns: tuple[str, ...] = ("parameters",) if varying else ()
+    else:
+        varying, shared, instance_columns = [], [], ("kernel", "parameters")
 
     def row(x: Measurement) -> tuple[str, ...]:
-        return (*((x.kernel, params_text(x.params)) if show_instance else ()),
-                *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
-                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%", f"{x.pct_peak:.1f}%",
-                f"{x.max_rel_err:.1e}")
+        instance = ((params_text({p: x.params[p] for p in varying}),) if varying else
+                    (x.kernel, params_text(x.params)) if instance_columns else ())
+        return (*instance, *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
+                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%",
+                f"{x.pct_peak:.1f}%" if x.precision == "fp32" else "-", f"{x.max_rel_err:.1e}")
 
-    shared = ([] if show_instance else ["{} ({})".format(*instances.pop())]) + \
-        ([] if show_shape else [f"M×N×K = {shapes.pop()}"])
-    return Table((*(("kernel", "parameters") if show_instance else ()), *(("M×N×K",) if show_shape else ()),
+    shared += [] if show_shape else [f"M×N×K = {shapes.pop()}"]
+    return Table((*instance_columns, *(("M×N×K",) if show_shape else ()),
                   "GFLOP/s", "cuBLAS", "% cuBLAS", "% FP32 peak", "error"), tuple(map(row, ms)),
                  "".join(f"{s}; " for s in shared) + f"cuBLAS: GFLOP/s of {_baselines(ms)}, timed in the same run; "
-                 f"error: max relative error against float64; {provenance(ms)}", wrap=(1,) if show_instance else ())
+                 + ("% FP32 peak: none for tensor-core rows, whose peak is their own (gl.budget); "
+                    if any(x.precision != "fp32" for x in ms) else "")
+                 + f"error: max relative error against float64; {provenance(ms)}",
+                 wrap=(instance_columns.index("parameters"),) if instance_columns else ())
 
 
 def by_size(ms: Sequence[Measurement]) -> Table:
@@ -306,3 +330,68 @@ def gpu_comparison(kernels: Sequence[str], sizes: Sequence[int], gpus: Sequence[
             rows.append((kernel, str(size), *cells))
     return Table(("kernel", "M = N = K", *(f"{g}: GFLOP/s (% cuBLAS)" for g in gpus)), tuple(rows),
                  "recorded: " + "; ".join(sorted(dates)) + ". Each % is against cuBLAS SGEMM timed in the same run on that GPU.")
+
+
+@dataclass(frozen=True)
+class BudgetView:
+    """A speed-of-light budget (`model.speed_of_light`) beside the measured result: one line per ceiling, the
+    binding one in bold, bars to scale up to the peak (longer ceilings cannot bind and are cut, marked »)."""
+
+    budget: model.Budget
+    measured: Measurement
+
+    def _lines(self) -> list[tuple[str, float | None, str]]:
+        b, x = self.budget, self.measured
+        return [*((c.level, c.tflops, c.how) for c in b.ceilings),
+                ("measured", x.gflops / 1e3, f"{x.gflops / 1e3 / b.bound.tflops:.0%} of the {b.bound.level} ceiling; "
+                 + provenance([x]))]
+
+    def caption(self) -> str:
+        b = self.budget
+        m, n, k = b.shape
+        return (f"Speed of light of {b.kernel} ({params_text(b.params)}) at {shape_text(m, n, k)}, TFLOP/s: the lowest "
+                f"ceiling binds ({b.bound.level}); ceilings from the {b.gpu} device record and the offline SASS")
+
+    def __str__(self) -> str:
+        rows = [(level, "-" if t is None else f"{t:,.1f}", how) for level, t, how in self._lines()]
+        width = max(len(r[0]) for r in rows)
+        return "\n".join([self.caption()] + [f"{a:<{width}}  {t:>8}  {how}" for a, t, how in rows])
+
+    def _repr_html_(self) -> str:
+        top = self.budget.ceilings[0].tflops  # the peak: FFMA or tensor
+        bound = self.budget.bound.level
+        cells = []
+        for level, t, how in self._lines():
+            weight = "font-weight:bold;" if level in (bound, "measured") else ""
+            colour = "#c33" if level == "measured" else "#36c" if level == bound else "#9ab"
+            bar = "" if t is None else (
+                f"<div style='background:{colour};height:0.8em;width:{min(t / top, 1) * 100:.1f}%'></div>"
+                + ("<span style='font-size:0.8em'>»</span>" if t > 1.001 * top else ""))
+            cells.append(f"<tr style='{weight}'><td style='padding:0.1em 0.5em;white-space:nowrap'>"
+                         f"{html.escape(level)}</td><td style='padding:0.1em 0.5em;text-align:right'>"
+                         f"{'-' if t is None else f'{t:,.1f}'}</td><td style='width:30%;padding:0.1em 0.5em'><div style='display:"
+                         f"flex;align-items:center;gap:2px'>{bar}</div></td><td style='padding:0.1em 0.5em;"
+                         f"font-size:0.9em;{'' if weight else 'color:#555'}'>{html.escape(how)}</td></tr>")
+        return (f"<div style='overflow-x:auto'><table style='font-size:0.85em;line-height:1.35;margin:0;width:100%'>"
+                f"<caption style='caption-side:bottom;text-align:left;font-size:0.92em'>{html.escape(self.caption())}"
+                f"</caption><thead><tr><th style='text-align:left'>ceiling</th><th style='text-align:right'>TFLOP/s"
+                f"</th><th></th><th style='text-align:left'>from</th></tr></thead><tbody>{''.join(cells)}</tbody>"
+                "</table></div>")
+
+
+def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, *, ceilings: dict | None = None,
+           measured: Measurement | None = None, l2_gbs: float | None = None) -> BudgetView:
+    """A kernel instance's speed-of-light budget at M = N = K = `size`, with its result beside it: the one call a
+    chapter makes to show where the ceiling is and how close the kernel came. `ceilings` defaults to
+    `hardware.ceilings()` (pass the page's own to save measuring them again live), `measured` to `timing.bench`;
+    `l2_gbs` adds the L2 ceiling (see `model.speed_of_light`).
+
+        gl.budget("warp_tiling")                       # the default tile at 4096
+        gl.budget("smem_tiled", {"BK": 8}, 2048, ceilings=ceil)
+    """
+    from . import catalog, hardware, model, timing
+
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    b = model.speed_of_light(spec, p, size, ceilings or hardware.ceilings(), l2_gbs)
+    return BudgetView(b, measured or timing.bench(spec, size, p))

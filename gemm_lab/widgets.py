@@ -3,30 +3,38 @@
 Live, every change is validated, compiled (cached), verified against float64 and timed beside
 cuBLAS; the chart keeps every configuration tried so far. While the first chart is drawn, the kernel's
 whole legal grid starts compiling in background processes (`warmup`), nearest the sliders first, so a
-move finds its kernel compiled. In replay, the sliders move over the recorded sweep grid and each
-position shows the recorded measurement, said so on the chart.
+move finds its kernel compiled. Where no kernel runs (replay, and so the book's static page), sliders
+could not move: the explorer is the in-page Vega-Lite heatmap of the recorded grid (`explorers`) instead.
+The sliders sit in a grid that wraps at the page's width, so six to eight of them keep their labels.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+import altair as alt
 import ipywidgets as w
 import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from . import catalog, compile, device, plan, plots, records, timing, warmup
+from . import catalog, compile, device, diagrams, explorers, plan, plots, records, style, timing, warmup
 from .records import Measurement
-from .tables import params_text, replay_reason
+from .tables import params_text, provenance, replay_reason
 
 
 def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
-                  extra: Callable[[dict[str, int]], Figure] | None = None) -> w.VBox:
-    """A slider per template parameter of `kernel`; the chart re-measures (or replays) on each change.
+                  extra: Callable[[dict[str, int]], Figure] | None = None, x: str = "BN", y: str = "BM",
+                  sliders_in_replay: bool = False) -> w.VBox | alt.Chart:
+    """A slider per template parameter of `kernel`; the chart re-measures on each change.
 
-    `extra(params)` may draw a second figure (a model of the current tile) under the chart.
+    `extra(params)` may draw a second figure (a model of the current tile) under the chart. In replay the explorer
+    is `explorers.sweep_explorer(kernel, size, x, y)`, which moves in the static page (no `extra`: the page shows
+    the default tile's picture already); `sliders_in_replay` keeps the sliders, moving over the recorded grid
+    (a notebook without a GPU).
     """
     spec = catalog.get(kernel)
+    if not device.live() and not sliders_in_replay:
+        return explorers.sweep_explorer(spec.name, size, x=x, y=y)
     shape = timing.shape_of(size)
     if device.live():
         choices = spec.choices
@@ -38,7 +46,8 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
     defaults = spec.full_params()
     sliders = {
         p: w.SelectionSlider(options=values, value=defaults[p] if defaults[p] in values else values[0],
-                             description=p, continuous_update=False)
+                             description=p, continuous_update=False, style={"description_width": "4.5em"},
+                             layout=w.Layout(width="auto", min_width="0"))
         for p, values in choices.items()
     }
     status = w.HTML()
@@ -75,7 +84,9 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
     mode = ("<b>live</b>: each change compiles, verifies and times on this GPU" if device.live() else
             f"<b>replay</b> ({replay_reason()}): the sliders move over the grid recorded on {device.replay_gpu()}")
     header = w.HTML(f"{spec.title} tile explorer at {shape[0]}x{shape[1]}x{shape[2]} ({mode})")
-    box = w.VBox([header, w.HBox(list(sliders.values())), progress, status, out])
+    grid = w.GridBox(list(sliders.values()), layout=w.Layout(
+        grid_template_columns="repeat(auto-fill, minmax(15em, 1fr))", grid_gap="0.2em 1em", width="100%"))
+    box = w.VBox([header, grid, progress, status, out])
     box.warmup = background  # benchmarks/widget_latency.py waits on it
     return box
 
@@ -124,7 +135,7 @@ def _chart(history: list[Measurement], current: Measurement):
     ax.legend(fontsize=8, loc="lower right")
     ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    return plots.stamp(fig, plots.provenance(history))
+    return style.stamp(fig, provenance(history))
 
 
 def bank_explorer(size: int = plan.COUNTER_SIZE) -> w.VBox:
@@ -143,7 +154,7 @@ def bank_explorer(size: int = plan.COUNTER_SIZE) -> w.VBox:
         params = catalog.get("bank_conflicts").full_params({"LAYOUT": layout.value})
         with out:
             out.clear_output(wait=True)
-            display(plots.bank_grid(banks.sites("bank_conflicts", params)[site.value]))
+            display(diagrams.bank_grid(banks.sites("bank_conflicts", params)[site.value]))
             plt.close("all")
         counters.value = "counting with Nsight Compute..." if device.live() else ""
         try:

@@ -1,5 +1,5 @@
-"""Every page of _toc.yml with code launches as its paired .ipynb, starts with the set-up cell, and
-shows kernel source with the file's own line numbers. CPU only, no book build.
+"""Every page of _toc.yml with code launches as its paired .ipynb, starts with the set-up cell, hides its set-up
+and import cells, and shows kernel source through `gemm_lab.listings`. CPU only, no book build.
 """
 from __future__ import annotations
 
@@ -81,6 +81,26 @@ def test_chapter_starts_with_the_setup_cell(md):
     assert code_cells(jupytext.read(md))[0].source == SETUP
 
 
+def _sets_up(source: str) -> bool:
+    """A cell that imports, and perhaps names a few things, but shows nothing: set-up the page need not show."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    return bool(body) and isinstance(body[0], (ast.Import, ast.ImportFrom)) and not isinstance(body[-1], ast.Expr) \
+        and "fig =" not in source
+
+
+@pytest.mark.parametrize("md", NOTEBOOKS, ids=IDS)
+def test_setup_and_import_cells_are_hidden(md):
+    """One tag for every cell that only sets the page up: hide-input, as the first cell has."""
+    shown = [c.source.splitlines()[0] for c in code_cells(jupytext.read(md)) if _sets_up(c.source)
+             and not {"hide-input", "remove-input", "remove-cell", "hide-cell"} & set(c.metadata.get("tags", []))]
+    assert not shown, f"{md.name}: tag these set-up cells hide-input: {shown}"
+
+
 def test_setup_cell_does_nothing_when_gemm_lab_is_importable(monkeypatch):
     def no_network(*args, **kwargs):
         raise AssertionError(f"the set-up cell ran {args} although gemm_lab is importable")
@@ -142,34 +162,28 @@ def test_launch_buttons_open_the_paired_notebook(md):
     assert (ROOT / "binder" / "requirements.txt").exists()
 
 
-INCLUDE = re.compile(r"^```\{literalinclude\} (\S+)\n((?::[\w-]+:.*\n)*)```", re.M)
-KERNEL_INCLUDES = [
-    (md, target, dict(re.findall(r"^:([\w-]+):[ \t]*(.*)$", options, re.M)))
-    for md in toc_pages() for target, options in INCLUDE.findall(md.read_text())
-    if (md.parent / target).resolve().parent == ROOT / "kernels"
-]
+LISTING_CALL = re.compile(r"\bgl\.(excerpt|changes)\(")
+LISTING_CELLS = [(md, cell) for md in toc_pages() for cell in code_cells(jupytext.read(md))
+                 if LISTING_CALL.search(cell.source)]
 
 
-def test_chapters_include_kernels():
-    assert KERNEL_INCLUDES
+def test_kernel_code_is_shown_by_listings_only():
+    """One way to show kernel code: `gl.excerpt` and `gl.changes` read kernels/ when the page runs; no page includes
+    a kernel file with Sphinx's literalinclude (its numbers and folds would differ)."""
+    assert LISTING_CELLS
+    for md in toc_pages():
+        assert not re.search(r"\{literalinclude\}\s+\S*kernels/", md.read_text()), \
+            f"{md.name}: show kernel code with gl.excerpt or gl.changes (gemm_lab/listings.py)"
 
 
-@pytest.mark.parametrize("md, target, options", KERNEL_INCLUDES,
-                         ids=[f"{md.stem}-{Path(t).name}" for md, t, _ in KERNEL_INCLUDES])
-def test_kernel_source_shows_the_files_line_numbers(md, target, options):
-    """`:lineno-match:` on every kernel include; the shown lines are the file's lines under those numbers."""
-    from sphinx.config import Config
-    from sphinx.directives.code import LiteralIncludeReader
-    from sphinx.util import parselinenos
+@pytest.mark.parametrize("md, cell", LISTING_CELLS, ids=[f"{md.stem}-{i}" for i, (md, _) in enumerate(LISTING_CELLS)])
+def test_listing_cells_show_only_the_code(md, cell):
+    """The call is hidden on the page (the listing is the point), and its markers and lines exist in the file."""
+    import gemm_lab as gl
 
-    assert "lineno-match" in options, f"{md.name}: add :lineno-match: to the literalinclude of {target}"
-    path = md.parent / target
-    reader = LiteralIncludeReader(str(path), {k: v or None for k, v in options.items()}, Config())
-    text, n = reader.read()
-    start = reader.lineno_start - 1
-    assert text.splitlines() == path.read_text().splitlines()[start:start + n]
-    if "emphasize-lines" in options:
-        assert max(parselinenos(options["emphasize-lines"], n)) < n, "emphasize-lines past the shown code"
+    assert "remove-input" in cell.metadata.get("tags", []), f"{md.name}: tag the listing cell remove-input"
+    listing = eval(cell.source.strip(), {"gl": gl})  # one call per cell
+    assert listing.lines and "<table>" in listing._repr_html_()
 
 
 def test_intro_opens_with_the_map():

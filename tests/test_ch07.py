@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog, plots, sass  # noqa: E402
+from gemm_lab import catalog, diagrams, sass  # noqa: E402
 
 SPEC = catalog.get("warp_tiling")
 SHAPES = [SPEC.full_params(), *(p for p in catalog.legal_grid(SPEC) if p["BK"] == 8 and p["BM"] == 256)]
@@ -18,7 +18,7 @@ def _gids(fig, prefix: str) -> list[str]:
 
 @pytest.mark.parametrize("params", SHAPES, ids=lambda p: "-".join(map(str, p.values())))
 def test_warp_tiles_draws_every_warp_and_the_outputs_of_lanes_0_and_1(params):
-    fig = plots.warp_tiles(params)
+    fig = diagrams.warp_tiles(params)
     try:
         warps = SPEC.threads(params) // 32
         assert sorted(_gids(fig, "warp")) == sorted(f"warp {w}" for w in range(warps))
@@ -31,7 +31,7 @@ def test_warp_tiles_draws_every_warp_and_the_outputs_of_lanes_0_and_1(params):
 def test_every_output_of_a_warp_tile_has_exactly_one_lane():
     """The diagonal numbering is a bijection: the 32 lanes' squares tile the warp tile without overlap."""
     for params in SHAPES:
-        owned = [plots.lane_position(lane, params) for lane in range(32)]
+        owned = [diagrams.lane_position(lane, params) for lane in range(32)]
         lanes_m, lanes_n = params["WM"] // params["TM"], params["WN"] // params["TN"]
         assert sorted(owned) == [(m, n) for m in range(lanes_m) for n in range(lanes_n)]
 
@@ -40,7 +40,7 @@ def test_each_quarter_warp_reads_every_fragment_float4():
     """What the numbering is for: lanes 8q..8q+7 ask for all 8 float4s along one side and all 4 along the other."""
     params = SPEC.full_params()
     for q in range(4):
-        positions = [plots.lane_position(lane, params) for lane in range(8 * q, 8 * q + 8)]
+        positions = [diagrams.lane_position(lane, params) for lane in range(8 * q, 8 * q + 8)]
         assert {m for m, _ in positions} == set(range(8)) and {n for _, n in positions} == set(range(4))
 
 

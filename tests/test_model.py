@@ -23,3 +23,68 @@ def test_tiling_traffic_model():
 def test_roofline_is_the_lower_of_the_two_limits():
     assert model.roofline(1.0, peak_gflops=1000, bandwidth_gbs=100) == 100
     assert model.roofline(100.0, peak_gflops=1000, bandwidth_gbs=100) == 1000
+
+
+# A made-up GPU whose budget is easy to work out by hand: 100 SMs at 1 GHz, 128 FP32 lanes each.
+GPU = {"gpu": "test GPU", "sms": 100, "clock_mhz": 1000.0, "fp32_lanes_per_sm": 128, "peak_gflops": 25600.0,
+       "dram_gbs": 2000.0, "mma_sync_tf32_gflops": 100000.0, "wgmma_tf32_gflops": 200000.0}
+
+
+@pytest.fixture
+def sass_of(monkeypatch):
+    """Give the budget a main loop and an FFMA bank report of our choosing (no compile)."""
+    from gemm_lab import sass
+
+    def use(loop: list[str], ffma: int = 100, conflicts: int = 0) -> None:
+        monkeypatch.setattr(sass, "main_loop", lambda kernel, params=None: loop)
+        monkeypatch.setattr(sass, "report", lambda kernel, params=None: sass.Report(ffma, 0, conflicts, 0))
+    return use
+
+
+def test_budget_of_an_ffma_kernel_by_hand(sass_of):
+    sass_of(["FFMA"] * 3 + ["LDS"], ffma=100, conflicts=25)
+    b = model.speed_of_light("smem_tiled", None, 4096, GPU)
+    tflops = {c.level: c.tflops for c in b.ceilings}
+    assert tflops["FFMA peak"] == pytest.approx(25.6)  # 100 SMs x 128 lanes x 2 FLOP x 1 GHz
+    assert tflops["issue"] == pytest.approx(0.75 * 25.6)  # 3 FFMA of 4 instructions
+    assert tflops["registers"] == pytest.approx(25.6 * 100 / 125)  # 25 FFMAs take a second cycle
+    # one output per thread: 2 shared loads (8 bytes) per FMA (2 FLOP), at 100 SMs x 128 B x 1 GHz = 12.8 TB/s
+    assert tflops["shared memory"] == pytest.approx(0.25 * 12.8)
+    # A, B and C read once and C written: 16 n^2 bytes for 2 n^3 FLOP, n / 8 = 512 FLOP per byte at 2 TB/s
+    assert tflops["DRAM"] == pytest.approx(512 * 2.0)
+    assert "L2" not in tflops and b.bound.level == "shared memory"
+    with_l2 = model.speed_of_light("smem_tiled", None, 4096, GPU, l2_gbs=10000.0)
+    # 32 x 32 tiles: 4 n^3 (2 / 32) bytes of loads + 4 n^2 of stores, at 10 TB/s
+    n = 4096
+    assert with_l2["L2"].tflops == pytest.approx(2 * n**3 / (4 * n**3 / 16 + 4 * n**2) * 10.0)
+
+
+def test_budget_of_tensor_core_kernels_uses_their_own_peak(sass_of):
+    sass_of(["HMMA"] * 2 + ["LDS"] * 2)
+    mma = model.speed_of_light("mma_tf32", None, 4096, GPU)
+    assert mma["tensor peak"].tflops == pytest.approx(100.0) and "FFMA peak" not in {c.level for c in mma.ceilings}
+    # half the instructions are m16n8k8 HMMAs of 2048 FLOP; 4 per clock per SM
+    assert mma["issue"].tflops == pytest.approx(0.5 * 2048 * 4 * 100 * 1e9 / 1e12)
+    assert mma["registers"].tflops is None
+    p = model.catalog.get("mma_tf32").full_params()  # a warp's WM x WN tile per fragment load
+    assert mma["shared memory"].tflops == pytest.approx(2 / (4 * (1 / p["WM"] + 1 / p["WN"])) * 12.8)
+    assert model.speed_of_light("mma_3xtf32", None, 4096, GPU)["tensor peak"].tflops == pytest.approx(100 / 3)
+    wgmma = model.speed_of_light("wgmma_tf32", None, 4096, GPU)
+    assert wgmma["tensor peak"].tflops == pytest.approx(200.0)
+    assert wgmma["issue"].tflops is None and wgmma["shared memory"].tflops is None
+    assert model.math_instruction("mma_tf32_tma") == "mma.sync" and model.math_instruction("wgmma_ws_tf32") == "wgmma"
+
+
+def test_issue_ceiling_of_warp_tiling_is_its_ffma_share_of_the_peak(replay):
+    """From the offline SASS and the H100's record: the number chapter 7 explains its result with."""
+    import gemm_lab as gl
+    from gemm_lab import sass
+
+    ceil = gl.ceilings()
+    mix = sass.main_loop_mix("warp_tiling")
+    b = model.speed_of_light("warp_tiling", None, 4096, ceil)
+    assert b["issue"].tflops == pytest.approx(mix["FFMA"] / sum(mix.values()) * ceil["peak_gflops"] / 1e3)
+    assert b.bound.level == "issue"
+    view = gl.budget("warp_tiling", ceilings=ceil)
+    assert view.measured.gflops / 1e3 < b.bound.tflops  # no kernel beats its speed of light
+    assert "issue" in view.caption() and "recorded on" in str(view) and "<table" in view._repr_html_()

@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 import pytest
 
 import gemm_lab as gl
-from gemm_lab import catalog, cli, device, model, plan, plots, widgets
+from gemm_lab import catalog, cli, device, diagrams, model, plan, plots, widgets
 from gemm_lab.tables import by_size
 
 
@@ -92,12 +92,19 @@ def test_ceilings_and_plots_carry_provenance():
     assert "ceilings recorded" in texts(plots.roofline(ceil, ms))
     grid = gl.sweep("smem_tiled", plan.EXPLORER_SIZE, plan.SWEEPS["smem_tiled"])
     assert "recorded on" in texts(plots.tile_heatmaps(grid, "BN", "BM", "BK"))
-    plots.tiling(32, 32, 8)
-    plots.warp_access()
+    diagrams.tiling(32, 32, 8)
+    diagrams.warp_access()
+
+
+def test_tile_explorer_in_replay_is_the_in_page_explorer():
+    """No kernel runs: sliders could not move in the static page, so the explorer is the Vega-Lite one."""
+    chart = widgets.tile_explorer("warp_tiling", x="BN", y="BM")
+    controls = {p["name"] for p in chart.to_dict()["params"]}
+    assert controls == {f"pick_{p}" for p in catalog.get("warp_tiling").param_names if p not in ("BN", "BM")}
 
 
 def test_tile_explorer_moves_over_the_recorded_grid():
-    box = widgets.tile_explorer("smem_tiled")
+    box = widgets.tile_explorer("smem_tiled", sliders_in_replay=True)
     header, sliders, _, status, _ = box.children
     assert "replay" in header.value
     bm, bn, bk = sliders.children

@@ -1,0 +1,81 @@
+"""Every picture (`diagrams`) and chart (`plots`) keeps the style's rule: no text smaller than the page's body text
+when the page is 800 px wide (the content column the narrower), drawn from the records in replay."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from gemm_lab import banks, catalog, diagrams, model, plan, plots, records, style, tables  # noqa: E402
+
+
+def _figures():
+    import gemm_lab as gl
+    from gemm_lab import hardware
+
+    ceil = gl.ceilings()
+    board = gl.bench_all([(k, None, 4096) for k in (*plan.HEADLINE, *plan.TENSOR_CORES)], progress=False)
+    grid = [m for m in records.measurements("smem_tiled") if (m.m, m.n, m.k) == (plan.EXPLORER_SIZE,) * 3]
+    n = plan.COUNTER_SIZE
+    stall_rows = [hardware.counters(k, (n, n, n)) for k in ("warp_tiling", "cublas")]
+    tt2 = catalog.get("thread_tile_2d").full_params()
+    traffic_cases = [(k, p) for k, p in plan.COUNTERS if k == "smem_tiled"][:2]
+    traffic_rows = [hardware.counters(k, (n, n, n), p) for k, p in traffic_cases]
+    by_k = [x for k in ("mma_tf32", "mma_3xtf32") for x in records.measurements(k) if x.m == 1024 and x.n == 1024]
+    return {
+        "tiling": lambda: diagrams.tiling(32, 32, 32),
+        "warp_access": lambda: diagrams.warp_access(),
+        "levels": lambda: diagrams.levels("thread_tile_2d", tt2, ceil, 128),
+        "bank_grid": lambda: diagrams.bank_grid(banks.sites("bank_conflicts", {"LAYOUT": 1})[0]),
+        "pipeline": lambda: diagrams.pipeline(catalog.get("multistage").full_params()),
+        "producer_consumer": lambda: diagrams.producer_consumer(catalog.get("wgmma_ws_tf32").full_params()),
+        "warp_tiles": lambda: diagrams.warp_tiles({"BM": 64, "BN": 128, "WM": 32, "WN": 64, "TM": 4, "TN": 8}),
+        "scoreboard": lambda: plots.scoreboard(board),
+        "bars": lambda: plots.bars(board[:4]),
+        "vs_size": lambda: plots.vs_size(gl.bench_all([(k, None, s) for k in plan.HEADLINE for s in plan.SIZES],
+                                                      progress=False)),
+        "roofline": lambda: plots.roofline(ceil, board[:6]),
+        "tile_heatmaps": lambda: plots.tile_heatmaps(grid, "BN", "BM", "BK"),
+        "stalls": lambda: plots.stalls(stall_rows, ["warp tiling", "cuBLAS"]),
+        "traffic": lambda: plots.traffic(traffic_rows, [model.global_load_bytes("smem_tiled", n, n, n, p)
+                                                        for _, p in traffic_cases], ["8x8", "16x16"]),
+        "paired": lambda: plots.paired(list(zip(grid, grid[1:])), "one", "the next"),
+        "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, 4096, tables.recorded_gpus()),
+        "error_vs_k": lambda: plots.error_vs_k(by_k),
+        "accuracy_vs_speed": lambda: plots.accuracy_vs_speed(board[-6:]),
+    }
+
+
+def test_every_figure_text_reads_at_800_px(replay):
+    small = {}
+    for name, draw in _figures().items():
+        fig = draw()
+        if style.fits(fig):
+            small[name] = style.fits(fig)[:3]
+        plt.close(fig)
+    assert not small, f"figure text smaller than the body's {style.BODY_PX} px: {small}"
+
+
+def test_fits_sees_small_text():
+    fig, ax = plt.subplots(figsize=(style.WIDTH, 2))
+    ax.set_title("tiny", fontsize=6)
+    assert ("tiny", pytest.approx(6 * style.DPI / 72, abs=0.2)) in style.fits(fig)
+    wide, ax = plt.subplots(figsize=(2 * style.WIDTH, 2))  # shrunk to the column: 12 pt reads as about 8 px
+    ax.set_title("shrunk")
+    assert "shrunk" in dict(style.fits(wide))
+    plt.close("all")
+
+
+def test_heatmap_colour_bar_and_cells_say_the_same_unit(replay):
+    grid = [m for m in records.measurements("smem_tiled") if (m.m, m.n, m.k) == (plan.EXPLORER_SIZE,) * 3]
+    fig = plots.tile_heatmaps(grid, "BN", "BM", "BK")
+    bar = fig.axes[-1]
+    assert bar.get_ylabel() == "TFLOP/s"
+    top = max(m.gflops for m in grid) / 1e3
+    assert bar.get_ylim()[1] == pytest.approx(top)
+    cells = [float(t.get_text()) for ax in fig.axes[:-1] for t in ax.texts]
+    assert max(cells) == pytest.approx(top, abs=0.05)
+    plt.close(fig)
