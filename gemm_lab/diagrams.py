@@ -7,6 +7,8 @@ New pictures for the chapters belong here.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import to_rgba
@@ -321,3 +323,54 @@ def warp_tiles(params: dict[str, int] | None = None) -> Figure:
                       f"and {stride_n} columns apart"), fontsize=TEXT)
     fig.tight_layout()
     return fig
+
+
+def gpu_diagram(params: dict[str, Any]) -> Figure:
+    """The GPU as the primer draws it, from its own parameters (`memory.parameters`): one SM in detail (its four
+    warp schedulers with their lanes and registers, shared memory and L1), the grid of all its SMs, L2 and DRAM,
+    each level with its measured latency and bandwidth where the memory probes recorded them."""
+    import math
+
+    missing = "?"  # the stamp says what is not yet recorded
+    lat, bw = params.get("latency", {}), params.get("bandwidth", {})
+
+    def latency(level: str) -> str:
+        return f"{lat[level]['cycles']:,.0f} clocks" if level in lat else missing
+
+    def copy(level: str) -> str:
+        return f"{bw[level]['gbs'] / 1e3:.1f} TB/s" if level in bw else missing
+
+    def size(key: str, unit: str, scale: int) -> str:
+        return f"{params[key] / scale:,.0f} {unit}" if key in params else missing
+
+    fig, ax = plt.subplots(figsize=(WIDTH, 6.4))
+    ax.set(xlim=(0, 10), ylim=(0, 9.2))
+    ax.axis("off")
+
+    def box(x: float, y: float, w: float, h: float, colour: str, label: str = "") -> None:
+        ax.add_patch(Rectangle((x, y), w, h, facecolor=colour, edgecolor="black", linewidth=1))
+        if label:
+            ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", linespacing=1.3)
+
+    sms, schedulers = params["sms"], catalog.SCHEDULERS_PER_SM
+    regs = f"{params['registers_per_sm'] // schedulers:,}" if "registers_per_sm" in params else missing
+    box(0.1, 3.6, 6.6, 5.5, "#eef3fb")
+    ax.text(3.4, 8.8, f"one SM of {sms}, {params['clock_mhz']:,.0f} MHz", weight="bold", ha="center", va="center")
+    for i in range(schedulers):
+        box(0.3 + (i % 2) * 3.15, 6.85 - (i // 2) * 1.9, 3.0, 1.75, "#c9daf2",
+            f"warp scheduler\n1 instruction/clock\n{params['fp32_lanes_per_sm'] // schedulers} FP32 lanes\n"
+            f"{regs} registers")
+    box(0.3, 3.75, 6.15, 1.0, "#b6d7a8", f"{size('l1_smem_bytes', 'KiB', 1024)}: shared memory "
+        f"(≤ {size('smem_per_sm', 'KiB', 1024)}) + L1\nshared: {latency('shared')}; L1 hit: {latency('L1')}")
+    cols = math.ceil(math.sqrt(sms * 0.8))
+    cell = min(2.9 / cols, 4.6 / math.ceil(sms / cols))
+    for i in range(sms):
+        ax.add_patch(Rectangle((7.0 + (i % cols) * cell, 8.4 - (i // cols + 1) * cell), cell * 0.8, cell * 0.8,
+                               facecolor="#e45756" if i == 0 else "#4c78a8", edgecolor="none"))
+    ax.text(8.45, 8.8, f"{sms} SMs", weight="bold", ha="center", va="center")
+    box(0.1, 2.2, 9.8, 1.15, "#f6e3c6",
+        f"L2 cache: {size('l2_bytes', 'MiB', 2**20)}, shared by all SMs\nhit: {latency('L2')}; copy: {copy('L2')}")
+    box(0.1, 0.35, 9.8, 1.5, "#d9ead3",
+        f"DRAM: {size('dram_bytes', 'GiB', 2**30)}\nload: {latency('DRAM')}; copy: {copy('DRAM')}")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return stamp(fig, params["provenance"])

@@ -373,60 +373,6 @@ def _label_points(ax: Any, points: list[tuple[tuple[float, float], str]], size: 
         ax.annotate(text, (x, y), textcoords="offset points", xytext=(6, lift), fontsize=size)
 
 
-# --- the GPU primer ---
-
-def gpu_diagram(params: dict[str, Any]) -> Figure:
-    """The GPU as the primer draws it, from its own parameters (`memory.parameters`): one SM in detail (its four
-    warp schedulers with their lanes and registers, shared memory and L1), the grid of all its SMs, L2 and DRAM,
-    each level with its measured latency and bandwidth where the memory probes recorded them."""
-    import math
-
-    missing = "?"  # the stamp says what is not yet recorded
-    lat, bw = params.get("latency", {}), params.get("bandwidth", {})
-
-    def latency(level: str) -> str:
-        return f"{lat[level]['cycles']:,.0f} clocks" if level in lat else missing
-
-    def copy(level: str) -> str:
-        return f"{bw[level]['gbs'] / 1e3:.1f} TB/s" if level in bw else missing
-
-    def size(key: str, unit: str, scale: int) -> str:
-        return f"{params[key] / scale:,.0f} {unit}" if key in params else missing
-
-    fig, ax = plt.subplots(figsize=(7.2, 6.6))
-    ax.set(xlim=(0, 10), ylim=(0, 9.2))
-    ax.axis("off")
-
-    def box(x: float, y: float, w: float, h: float, colour: str, label: str = "", size_: float = 12) -> None:
-        ax.add_patch(Rectangle((x, y), w, h, facecolor=colour, edgecolor="black", linewidth=1))
-        if label:
-            ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=size_, linespacing=1.3)
-
-    sms, schedulers = params["sms"], catalog.SCHEDULERS_PER_SM
-    regs = f"{params['registers_per_sm'] // schedulers:,}" if "registers_per_sm" in params else missing
-    box(0.1, 3.6, 6.6, 5.5, "#eef3fb")
-    ax.text(3.4, 8.8, f"one SM of {sms}, {params['clock_mhz']:,.0f} MHz", fontsize=13, weight="bold",
-            ha="center", va="center")
-    for i in range(schedulers):
-        box(0.3 + (i % 2) * 3.15, 6.85 - (i // 2) * 1.9, 3.0, 1.75, "#c9daf2",
-            f"warp scheduler\n1 instruction/clock\n{params['fp32_lanes_per_sm'] // schedulers} FP32 lanes\n"
-            f"{regs} registers", 11.5)
-    box(0.3, 3.75, 6.15, 1.0, "#b6d7a8", f"{size('l1_smem_bytes', 'KiB', 1024)}: shared memory "
-        f"(≤ {size('smem_per_sm', 'KiB', 1024)}) + L1\nshared: {latency('shared')}; L1 hit: {latency('L1')}", 11.5)
-    cols = math.ceil(math.sqrt(sms * 0.8))
-    cell = min(2.9 / cols, 4.6 / math.ceil(sms / cols))
-    for i in range(sms):
-        ax.add_patch(Rectangle((7.0 + (i % cols) * cell, 8.4 - (i // cols + 1) * cell), cell * 0.8, cell * 0.8,
-                               facecolor="#e45756" if i == 0 else "#4c78a8", edgecolor="none"))
-    ax.text(8.45, 8.8, f"{sms} SMs", fontsize=13, weight="bold", ha="center", va="center")
-    box(0.1, 2.2, 9.8, 1.15, "#f6e3c6",
-        f"L2 cache: {size('l2_bytes', 'MiB', 2**20)}, shared by all SMs\nhit: {latency('L2')}; copy: {copy('L2')}")
-    box(0.1, 0.35, 9.8, 1.5, "#d9ead3",
-        f"DRAM: {size('dram_bytes', 'GiB', 2**30)}\nload: {latency('DRAM')}; copy: {copy('DRAM')}")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return stamp(fig, params["provenance"])
-
-
 def memory_latency(recs: Sequence[Any]) -> Figure:
     """Nanoseconds per load of one thread's pointer chase against its working set, a line per GPU
     (`records.MemoryRecord`s): flat while the chain fits in L1, in L2, then only in DRAM, with each GPU's L2 size
@@ -434,29 +380,28 @@ def memory_latency(recs: Sequence[Any]) -> Figure:
     from .memory import provenance as memory_provenance
 
     if not recs:
-        fig, ax = plt.subplots(figsize=(7, 0.9))
+        fig, ax = plt.subplots(figsize=(WIDTH, 0.9))
         ax.axis("off")
-        ax.text(0.5, 0.5, "not yet recorded: run gemm-lab record --only memory on the GPU", ha="center",
-                va="center", fontsize=12, transform=ax.transAxes)
+        ax.text(0.5, 0.5, wrap("not yet recorded: run gemm-lab record --only memory on the GPU"), ha="center",
+                va="center", transform=ax.transAxes)
         return fig
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
     for i, rec in enumerate(recs):
         xs = [x["bytes"] for x in rec.sweep]
         ax.plot(xs, [x["ns"] for x in rec.sweep], "o-", color=f"C{i}", label=rec.gpu)
         ax.axvline(rec.properties["l2_bytes"], color=f"C{i}", linestyle=":", linewidth=1.2)
         ax.text(rec.properties["l2_bytes"], 0.05 + 0.09 * i, f" L2: {rec.properties['l2_bytes'] / 2**20:.0f} MiB",
-                color=f"C{i}", transform=ax.get_xaxis_transform(), fontsize=11)
+                color=f"C{i}", transform=ax.get_xaxis_transform())
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}")
     ax.yaxis.set_minor_formatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else "")
     ticks = [2**e for e in range(12, 31, 3)]
     ax.set_xticks(ticks, [f"{t // 2**20} MiB" if t >= 2**20 else f"{t // 2**10} KiB" for t in ticks])
-    ax.tick_params(labelsize=11)
-    ax.set_xlabel("working set of the chain", fontsize=11)
-    ax.set_ylabel("ns per load (log scale)", fontsize=11)
-    ax.set_title("One load's latency: L1, then L2, then DRAM", fontsize=12)
+    ax.set_xlabel("working set of the chain")
+    ax.set_ylabel("ns per load (log scale)")
+    ax.set_title("One load's latency: L1, then L2, then DRAM")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=11, loc="upper left")
+    ax.legend(loc="upper left")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return stamp(fig, "; ".join(memory_provenance(rec) for rec in recs))

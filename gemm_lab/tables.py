@@ -384,7 +384,8 @@ def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, 
     """A kernel instance's speed-of-light budget at M = N = K = `size`, with its result beside it: the one call a
     chapter makes to show where the ceiling is and how close the kernel came. `ceilings` defaults to
     `hardware.ceilings()` (pass the page's own to save measuring them again live), `measured` to `timing.bench`;
-    `l2_gbs` adds the L2 ceiling (see `model.speed_of_light`).
+    `l2_gbs` (the L2 ceiling, see `model.speed_of_light`) to the L2 copy bandwidth the memory probes recorded on this
+    GPU, where they did.
 
         gl.budget("warp_tiling")                       # the default tile at 4096
         gl.budget("smem_tiled", {"BK": 8}, 2048, ceilings=ceil)
@@ -393,5 +394,15 @@ def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, 
 
     spec = catalog.get(kernel)
     p = spec.full_params(params)
-    b = model.speed_of_light(spec, p, size, ceilings or hardware.ceilings(), l2_gbs)
+    b = model.speed_of_light(spec, p, size, ceilings or hardware.ceilings(), l2_gbs or _recorded_l2_gbs())
     return BudgetView(b, measured or timing.bench(spec, size, p))
+
+
+def _recorded_l2_gbs() -> float | None:
+    """The L2 copy bandwidth in GB/s that the memory probes recorded for the GPU whose records replay (or the live
+    one), or None before they ran there."""
+    from . import device
+    from .records import MemoryRecord, read_kind
+
+    rows = read_kind("memory", device.gpu().name if device.live() else None)
+    return MemoryRecord.from_row(rows[0]).bandwidth_of("L2")["gbs"] if rows else None

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gemm_lab import catalog, cli, compile, device, folders, gpus, hardware, memory, model, plots, records, sanitize
+from gemm_lab import (catalog, cli, compile, device, diagrams, folders, gpus, hardware, memory, model, plots, records,
+                      sanitize)
 
 ROOT = Path(__file__).resolve().parent.parent
 PRIMER = ROOT / "book" / "gpu_primer.md"
@@ -189,12 +190,12 @@ def test_the_diagram_and_the_latency_chart_draw_with_and_without_records(sandbox
 
     bare = memory.parameters()
     assert "latency" not in bare and "not yet recorded" in bare["provenance"]
-    plots.gpu_diagram(bare)
+    diagrams.gpu_diagram(bare)
     record(sandbox, fake_row())
     full = memory.parameters()
     assert full["registers_per_sm"] == 65536 and full["latency"]["L2"]["cycles"] == 260.0
     assert full["provenance"].endswith("memory probes of 2026-12-01")
-    texts = " ".join(t.get_text() for t in plots.gpu_diagram(full).axes[0].texts)
+    texts = " ".join(t.get_text() for t in diagrams.gpu_diagram(full).axes[0].texts)
     assert "16,384 registers" in texts and "hit: 260 clocks; copy: 9.0 TB/s" in texts and "?" not in texts
     assert "256 KiB: shared memory (≤ 228 KiB) + L1" in texts
     plots.memory_latency([memory.find()])

@@ -101,25 +101,33 @@ def test_the_measure_sees_what_prose_stats_sees():
 
 
 def _published(md: Path) -> set[str]:
-    """Names a page glues: keywords of its publish(...) calls and the first argument of glue("name", ...)."""
+    """Names a page glues: keywords of its publish(...) calls (a `**mapping` is evaluated in replay, after the page's
+    imports) and the first argument of glue("name", ...)."""
+    import gemm_lab
+
     names: set[str] = set()
+    scope: dict = {"gl": gemm_lab}
     for cell in code_cells(jupytext.read(md)):
         try:
             tree = ast.parse(cell.source)
         except SyntaxError:
             continue
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                exec(compile(ast.Module([node], []), md.name, "exec"), scope)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
                 if fn == "publish":
                     names |= {k.arg for k in node.keywords if k.arg}
+                    names |= {n for k in node.keywords if k.arg is None for n in eval(ast.unparse(k.value), scope)}
                 elif fn == "glue" and node.args and isinstance(node.args[0], ast.Constant):
                     names.add(node.args[0].value)
     return names
 
 
 @pytest.mark.parametrize("md", toc_pages(), ids=[p.stem for p in toc_pages()])
-def test_every_glued_number_in_prose_is_published_on_its_page(md):
+def test_every_glued_number_in_prose_is_published_on_its_page(md, replay):
     used = {m.split("::")[-1].rsplit(":", 1)[0] if ":" in m.split("::")[-1] else m.split("::")[-1]
             for m in re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", md.read_text()) if "::" not in m}
     missing = sorted(used - _published(md))
