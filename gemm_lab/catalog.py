@@ -57,14 +57,15 @@ class SourceFile:
         return expand_includes(self.path)
 
     def source_sha256(self) -> str:
-        """sha256 of the .cu file's bytes (the record format's `source_sha256`)."""
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        """sha256 of the .cu file's code (the record format's `source_sha256`): comments, blank lines and trailing
+        spaces left out, so that correcting a comment leaves the records of a kernel fresh."""
+        return hashlib.sha256(code_only(self.path.read_text()).encode()).hexdigest()
 
     def build_sha256(self) -> str:
-        """sha256 of what is compiled: the .cu file with its headers, so header edits are seen too, and the ptxas
-        options, if any."""
-        options = "".join(f"\n// ptxas {o}" for o in self.ptxas_options)
-        return hashlib.sha256((self.source_text() + options).encode()).hexdigest()
+        """sha256 of the code that is compiled: the .cu file with its headers, so header edits are seen too (without
+        comments and the `#line` marks, as `source_sha256`), and the ptxas options, if any."""
+        options = "".join(f"\nptxas {o}" for o in self.ptxas_options)
+        return hashlib.sha256((code_only(self.source_text()) + options).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,15 @@ class KernelSpec(SourceFile):
 
 
 _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$')
+_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def code_only(text: str) -> str:
+    """C++ source without its comments (string and character literals kept as written), `#line` marks, trailing
+    spaces and blank lines: what the hashes of a kernel file cover."""
+    code = _TOKENS.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text)
+    lines = (line.rstrip() for line in code.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("#line "))
 
 
 def expand_includes(path: Path) -> str:

@@ -218,3 +218,21 @@ def test_every_kernel_has_a_colour_of_its_own():
     from gemm_lab import plots
 
     assert len({plots.color(name) for name in catalog.KERNELS}) == len(catalog.KERNELS)
+
+
+def test_kernel_hashes_cover_code_not_comments(tmp_path, monkeypatch):
+    """Correcting a comment keeps a kernel's records fresh; a change of code (or of a string the code holds, such as
+    an asm template) does not."""
+    src = tmp_path / "k.cu"
+    monkeypatch.setattr(catalog, "ROOT", tmp_path)
+    spec = catalog.Probe("k", "k.cu", ("k",), (9, 0), "device", ())
+
+    def hashes(text: str) -> tuple[str, str]:
+        src.write_text(text)
+        return spec.source_sha256(), spec.build_sha256()
+
+    base = hashes('// what it does\n__global__ void k() { asm("// not a comment"); }  // trailing\n')
+    assert hashes('// what it really does\n\n__global__ void k() { asm("// not a comment"); }\n') == base
+    assert hashes('/* a block\n comment */\n__global__ void k() { asm("// not a comment"); }\n') == base
+    assert hashes('__global__ void k() { asm("// changed"); }\n') != base
+    assert hashes('__global__ void k() { asm("// not a comment"); }\n__device__ int x;\n') != base
