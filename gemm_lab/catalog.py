@@ -186,14 +186,15 @@ def code_only(text: str) -> str:
     return "\n".join(line for line in lines if line and not line.startswith("#line "))
 
 
-def expand_includes(path: Path) -> str:
-    """A .cu file of kernels/ with its local headers inlined (see `KernelSpec.source_text`)."""
-    return _expand(path, set())
+def expand_includes(path: Path, text: str | None = None) -> str:
+    """A .cu file of kernels/ with its local headers inlined (see `KernelSpec.source_text`); `text`: the file's text
+    when it is not on disk (a reader's kernel, whose `#include "..."` lines name headers of kernels/)."""
+    return _expand(path, set(), text)
 
 
-def _expand(path: Path, seen: set[Path]) -> str:
+def _expand(path: Path, seen: set[Path], text: str | None = None) -> str:
     out = [f'#line 1 "{path.name}"']
-    for no, line in enumerate(path.read_text().splitlines(), start=1):
+    for no, line in enumerate((path.read_text() if text is None else text).splitlines(), start=1):
         match = _INCLUDE.match(line)
         if not match:
             out.append(line)

@@ -215,14 +215,20 @@ def _offline_target(kernel: str | KernelSpec, params: Params | None,
 
 @functools.cache
 def _offline(kernel: str, sha: str, names: tuple[str, ...], arch: str) -> tuple[bytes, PtxasReport | None, str]:
-    """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report on the instance (its companions compile beside
-    it) and its mangled name. `sha` is part of the cache key so edits recompile. The GPU machine's NVRTC (CUDA 13.0)
-    now and then returns a log without the report that -Xptxas=-v asks for (in pytest, and in pool workers during `record`); the toolkit's own
-    ptxas, where there is one, then reports on the same PTX (else the report is None)."""
-    binary, log, lowered, ptx = _nvrtc(catalog.get(kernel), names, arch)
+    """`offline` of a catalogued kernel, cached per (kernel, build hash, names, arch): `sha` is part of the key so
+    edits recompile."""
+    return offline(catalog.get(kernel), names, arch)
+
+
+def offline(spec: SourceFile, names: tuple[str, ...], arch: str) -> tuple[bytes, PtxasReport | None, str]:
+    """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report on the first name expression (the others compile
+    beside it) and its mangled name. The GPU machine's NVRTC (CUDA 13.0) now and then returns a log without the
+    report that -Xptxas=-v asks for (in pytest, and in pool workers during `record`); the toolkit's own ptxas, where
+    there is one, then reports on the same PTX (else the report is None)."""
+    binary, log, lowered, ptx = _nvrtc(spec, names, arch)
     report = _parse_ptxas(log, names[0], lowered[0], arch)
     if report is None and shutil.which("ptxas"):
-        report = _parse_ptxas(_ptxas_log(ptx, arch, catalog.get(kernel).ptxas_options), names[0], lowered[0], arch)
+        report = _parse_ptxas(_ptxas_log(ptx, arch, spec.ptxas_options), names[0], lowered[0], arch)
     return binary, report, lowered[0]
 
 
