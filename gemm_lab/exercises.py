@@ -64,8 +64,7 @@ def submission(source: str, like: str) -> Submission:
     if not isinstance(source, str) or "__global__" not in source:
         raise TypeError("submit takes the CUDA source of a kernel as a string (it has no __global__ function)")
     names = ", ".join(f"int {p}" for p in spec.param_names)
-    head = re.search(rf"template\s*<([^>]*)>\s*__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
-                     rf"{spec.function}\s*\(([^)]*)\)", source)
+    head = re.search(rf"template\s*<([^>]*)>\s*__global__[^;{{]*?\b{spec.function}\s*\(([^)]*)\)", source)
     if head is None:
         raise ValueError(f"no kernel `template <{names}> __global__ void {spec.function}{CONTRACT}` in the source: "
                          f"your kernel stands in for {like} (chapter {spec.chapter}), so it needs its name and "
@@ -270,3 +269,98 @@ def _remember(x: Measurement, like: str) -> None:
                             "cublas_gflops": x.cublas_gflops, "gpu": x.gpu,
                             "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}]
     path.write_text(json.dumps(rows, indent=1))
+
+
+@dataclass(frozen=True)
+class Hole:
+    """A line of a kernel file (its text, stripped, exactly) that a write-the-kernel exercise removes, and the hint
+    left in its place."""
+
+    line: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class KernelExercise:
+    """Write the kernel: chapter `chapter`'s kernel `like` with its key lines removed (`holes`). `bugs` are broken
+    solutions (the line as the file has it, the line as a reader might write it, words the diagnosis must contain),
+    which the tests check `submit` catches."""
+
+    name: str
+    chapter: str
+    like: str
+    holes: tuple[Hole, ...]
+    bugs: tuple[tuple[str, str, tuple[str, ...]], ...]
+    params: dict[str, int] = field(default_factory=dict)  # a small instance, quick to check
+
+
+KERNEL_EXERCISES = {e.name: e for e in (
+    KernelExercise("coalesced_index", "ch01_naive_coalesced", "coalesced", (
+        Hole("const int row = blockIdx.y * BLOCK + threadIdx.x / BLOCK;",
+             "this thread's row of C: consecutive threads must share it"),
+        Hole("const int col = blockIdx.x * BLOCK + threadIdx.x % BLOCK;  // fast-moving index -> column",
+             "this thread's column of C: consecutive threads take consecutive columns"),
+    ), (("const int col = blockIdx.x * BLOCK + threadIdx.x % BLOCK;  // fast-moving index -> column",
+         "const int col = blockIdx.x * BLOCK + threadIdx.x / BLOCK;", ("never written", "outside C")),),
+        {"BLOCK": 16}),
+    KernelExercise("tile_loop", "ch02_smem_tiling", "smem_tiled", (
+        Hole("load_tile<BM, BK, BM * BN>(As, A, row0, k0, M, K);",
+             "copy the BM x BK tile of A whose corner is (row0, k0) into As (load_tile in tiles.cuh)"),
+        Hole("load_tile<BK, BN, BM * BN>(Bs, B, k0, col0, K, N);", "and the BK x BN tile of B at (k0, col0) into Bs"),
+        Hole("__syncthreads();  // the tiles are complete before anyone reads them",
+             "no thread may read the tiles before the whole block has written them"),
+        Hole("for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];",
+             "this thread's part of its dot product: row tr of As times column tc of Bs"),
+        Hole("__syncthreads();  // everyone is done reading before the next copy overwrites them",
+             "no thread may overwrite the tiles while others still read them"),
+    ), (("__syncthreads();  // the tiles are complete before anyone reads them", "", ("race", "wrong")),
+        ("for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];",
+         "for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[tc][kk];", ("indices", "transpose"))),
+        {"BM": 16, "BN": 16, "BK": 16}),
+    KernelExercise("outer_product", "ch03_register_blocking", "thread_tile_2d", (
+        Hole("for (int i = 0; i < TM; ++i) a[i] = As[tr + i][kk];", "this thread's TM values of column kk of As"),
+        Hole("for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tc + j];", "and its TN values of row kk of Bs"),
+        Hole("for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];  // the outer product",
+             "the TM x TN outer product of a and b, into acc"),
+    ), (("for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];  // the outer product",
+         "for (int j = 0; j < TN; ++j) acc[i][j] += a[j] * b[i];", ("indices", "transpose")),),
+        {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8}),
+    KernelExercise("transposed_store", "ch04_vectorized", "vectorized", (
+        Hole("As[c + 0][ALayout::col(c + 0, r)] = v.x;  // the transposing store: four scalar writes",
+             "the float4 v holds A[row0 + r][k0 + c .. c + 3]: store its four values transposed, As[k][m]"),
+        Hole("As[c + 1][ALayout::col(c + 1, r)] = v.y;", "(second value)"),
+        Hole("As[c + 2][ALayout::col(c + 2, r)] = v.z;", "(third value)"),
+        Hole("As[c + 3][ALayout::col(c + 3, r)] = v.w;", "(fourth value)"),
+    ), (("As[c + 1][ALayout::col(c + 1, r)] = v.y;", "As[c + 1][ALayout::col(c + 1, r)] = v.x;",
+         ("indices", "wrong")),),
+        {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 8}),
+    KernelExercise("double_buffer", "ch06_prefetch", "prefetch", (
+        Hole("const int cur = PREFETCH ? t % 2 : 0;", "the buffer this step multiplies from"),
+        Hole("staged.store(As[PREFETCH ? 1 - cur : 0], Bs[PREFETCH ? 1 - cur : 0]);",
+             "write the staged next tiles into the buffer that nobody reads in this step"),
+    ), (("staged.store(As[PREFETCH ? 1 - cur : 0], Bs[PREFETCH ? 1 - cur : 0]);", "staged.store(As[cur], Bs[cur]);",
+         ("race", "wrong")),),
+        {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8, "PREFETCH": 1}),
+    KernelExercise("warp_tile_index", "ch07_warp_tiling", "warp_tiling", (
+        Hole("const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_n * 4;",
+             "the first row and column of this lane's groups of four: its warp's tile, then its place in the lane grid"),
+    ), (("const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_n * 4;",
+         "const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_m * 4;",
+         ("never written", "outside C", "wrong")),),
+        {"BM": 64, "BN": 128, "BK": 8, "WM": 32, "WN": 64, "TM": 8, "TN": 8}),
+)}
+
+
+def skeleton(name: str) -> str:
+    """The source of write-the-kernel exercise `name`: its chapter's kernel file with each hole's line replaced by a
+    TODO that says what the line must do (the reader fills them in and passes the text to `submit`)."""
+    exercise = KERNEL_EXERCISES[name]
+    lines = catalog.get(exercise.like).path.read_text().splitlines()
+    for hole in exercise.holes:
+        found = [i for i, text in enumerate(lines) if text.strip() == hole.line]
+        if len(found) != 1:
+            raise LookupError(f"exercise {name}: the line {hole.line!r} is in {exercise.like}'s file "
+                              f"{len(found)} times, not once (the kernel changed: update the exercise)")
+        indent = lines[found[0]][:len(lines[found[0]]) - len(lines[found[0]].lstrip())]
+        lines[found[0]] = f"{indent}// TODO: {hole.hint}"
+    return "\n".join(lines) + "\n"

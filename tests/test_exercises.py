@@ -113,3 +113,28 @@ def test_each_broken_variant_is_caught_with_its_diagnosis(bug):
     assert old in SOURCE
     attempt = gl.submit(SOURCE.replace(old, new), "smem_tiled", {"BM": 16, "BN": 16, "BK": 16})
     assert attempt.compiled and attempt.wrong and any(w in attempt.wrong for w in words), attempt.wrong
+
+
+@pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
+def test_each_write_the_kernel_exercise_has_its_holes_and_its_solution_compiles(name):
+    """The skeleton removes every hole's line (each in the file exactly once), each broken solution applies to the
+    file, and the solution (the chapter's kernel) compiles offline as a submission (CPU: CI runs this)."""
+    pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
+    exercise = exercises.KERNEL_EXERCISES[name]
+    source = catalog.get(exercise.like).path.read_text()
+    skeleton = exercises.skeleton(name)
+    assert skeleton.count("// TODO: ") == len(exercise.holes)
+    assert all(hole.line not in skeleton for hole in exercise.holes)
+    assert all(source.count(old) == 1 for old, _, _ in exercise.bugs)
+    assert gl.submit(source, exercise.like, exercise.params).compiled
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
+def test_each_solution_passes_and_each_broken_one_is_named(name):
+    exercise = exercises.KERNEL_EXERCISES[name]
+    source = catalog.get(exercise.like).path.read_text()
+    assert gl.submit(source, exercise.like, exercise.params, size=1024).ok
+    for old, new, words in exercise.bugs:
+        attempt = gl.submit(source.replace(old, new), exercise.like, exercise.params, size=1024)
+        assert attempt.compiled and attempt.wrong and any(w in attempt.wrong for w in words), (old, attempt.wrong)
