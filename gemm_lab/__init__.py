@@ -11,13 +11,14 @@ from .exercises import submit
 from .hardware import ceilings, counters
 from .listings import changes, excerpt
 from .prose import publish
+from .questions import answer, ask
 from .records import measurements
 from .run import gemm, verify
 from .sweeps import sweep
 from .tables import banner, budget, measurements_table
 
 __all__ = [
-    "KERNELS", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas", "excerpt", "gemm",
+    "KERNELS", "answer", "ask", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas", "excerpt", "gemm",
     "live", "measurements", "measurements_table", "mode", "ptxas_report", "publish", "resources", "submit", "sweep",
     "validate", "verify",
 ]

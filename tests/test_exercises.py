@@ -2,6 +2,8 @@
 offline with errors at the reader's own lines, and (on a GPU) checked on guarded buffers: the book's kernel passes,
 and a wrong index, a missing barrier and a tail left out are each caught and named. `diagnose` is checked on the CPU
 with made-up buffers."""
+import math
+
 import numpy as np
 import pytest
 
@@ -138,3 +140,26 @@ def test_each_solution_passes_and_each_broken_one_is_named(name):
     for old, new, words in exercise.bugs:
         attempt = gl.submit(source.replace(old, new), exercise.like, exercise.params, size=1024)
         assert attempt.compiled and attempt.wrong and any(w in attempt.wrong for w in words), (old, attempt.wrong)
+
+
+@pytest.mark.parametrize("name", list(gl.questions.QUESTIONS))
+def test_each_question_asks_with_its_givens_and_judges_an_answer(name, replay):
+    from gemm_lab import questions
+
+    q = questions.QUESTIONS[name]
+    right, how = q.solve()
+    assert math.isfinite(right) and how and q.ask()
+    assert str(gl.answer(name, right)).startswith("Right") and "None" in str(gl.answer(name, None))
+    assert str(gl.answer(name, right * 3 + 7)).startswith("Not quite") and how in str(gl.answer(name, right * 3 + 7))
+    with pytest.raises(TypeError, match="answer a number"):
+        gl.answer(name, "8")
+
+
+def test_every_chapter_from_the_primer_to_chapter_10_has_two_questions():
+    from collections import Counter
+
+    from gemm_lab import questions
+
+    count = Counter(q.chapter for q in questions.QUESTIONS.values())
+    chapters = ["gpu_primer", *sorted(p.stem for p in (catalog.ROOT / "book").glob("ch*.md"))]
+    assert all(count[c] >= 2 for c in chapters if c != "ch07b_pipelined_warp_tiling"), count

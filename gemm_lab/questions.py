@@ -1,0 +1,306 @@
+"""Predict, then measure: the book's questions with answers computed by the same models the chapters use.
+
+Each question states its givens (from the catalog, the offline compiler, the device record and the memory probes'
+record, so they follow the GPU whose records replay, or the live one), and `answer(name, value)` says whether a
+reader's number is right, showing the reasoning that reaches the answer. A page asks (`ask`), lets the reader type a
+number into a cell, and then shows what the hardware measured.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from . import banks, catalog, hardware, memory, model, ozaki
+from .tables import Markdown
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question (`ask()`: its text with the givens filled in), its unit, and `solve()`: the answer and the
+    reasoning that reaches it. A reader's number is right within `rel_tol` of the answer."""
+
+    name: str
+    chapter: str
+    ask: Callable[[], str]
+    unit: str
+    solve: Callable[[], tuple[float, str]]
+    rel_tol: float = 0.02
+
+
+def _spec(name: str) -> tuple[catalog.KernelSpec, dict[str, int]]:
+    spec = catalog.get(name)
+    return spec, spec.full_params()
+
+
+def _occupancy() -> tuple[float, str]:
+    spec, p = _spec(memory.OCCUPANCY_KERNEL)
+    r = model.resident(spec, p)
+    smem = spec.smem_bytes(p) + model.SM_90.smem_reserved_per_block
+    per = {"registers": model.SM_90.registers // (-(-r["registers"] // 8) * 8 * spec.threads(p)),
+           "shared memory": model.SM_90.smem_bytes // smem, "threads": model.SM_90.threads // spec.threads(p),
+           "blocks": model.SM_90.blocks}
+    how = "; ".join(f"{k}: {v}" for k, v in per.items())
+    return r["blocks"], (f"Each limit on its own: {how}. The smallest wins: {r['blocks']} blocks per SM, held back by "
+                         f"{r['limited_by']} (registers are allocated in multiples of 8 per thread).")
+
+
+def _occupancy_ask() -> str:
+    spec, p = _spec(memory.OCCUPANCY_KERNEL)
+    r = model.resident(spec, p)
+    return (f"Chapter 4's kernel at its defaults runs {spec.threads(p)} threads per block with {r['registers']} "
+            f"registers each and {spec.smem_bytes(p):,} bytes of shared memory per block. An SM holds "
+            f"{model.SM_90.registers:,} registers, {model.SM_90.threads:,} threads, {model.SM_90.smem_bytes:,} bytes "
+            f"of shared memory (and keeps {model.SM_90.smem_reserved_per_block:,} of them per block) and at most "
+            f"{model.SM_90.blocks} blocks. How many blocks of it fit on one SM?")
+
+
+def _littles_law() -> tuple[float, str]:
+    rec, ceil = memory.find(), hardware.ceilings()
+    if rec is None:
+        raise LookupError("the memory probes are not recorded on this GPU: run `gemm-lab record --only memory`")
+    gbs, ns = rec.bandwidth_of("DRAM")["gbs"], rec.latency_of("DRAM")["ns"]
+    kib = gbs * ns / ceil["sms"] / 1024
+    return kib, (f"In flight = bandwidth x latency = {gbs:,.0f} GB/s x {ns:.0f} ns = {gbs * ns / 1024:,.0f} KiB for "
+                 f"the GPU, {kib:.1f} KiB for each of its {ceil['sms']} SMs: that many bytes of loads must be on their "
+                 "way at every moment, or DRAM idles.")
+
+
+def _littles_law_ask() -> str:
+    rec, ceil = memory.find(), hardware.ceilings()
+    if rec is None:
+        return "(The memory probes are not recorded on this GPU yet.)"
+    return (f"DRAM on {rec.gpu} answers a load in {rec.latency_of('DRAM')['ns']:.0f} ns and streams "
+            f"{rec.bandwidth_of('DRAM')['gbs']:,.0f} GB/s. How many KiB of loads must each of its {ceil['sms']} SMs "
+            "keep in flight to keep DRAM busy?")
+
+
+def _peak() -> tuple[float, str]:
+    c = hardware.ceilings()
+    tflops = c["sms"] * c["fp32_lanes_per_sm"] * 2 * c["clock_mhz"] / 1e6
+    return tflops, (f"{c['sms']} SMs x {c['fp32_lanes_per_sm']} FP32 lanes x 2 FLOP per FFMA x {c['clock_mhz']:,.0f} "
+                    f"MHz = {tflops:.1f} TFLOP/s.")
+
+
+def _at_peak() -> tuple[float, str]:
+    tflops, _ = _peak()
+    ms = model.flops(8192, 8192, 8192) / (tflops * 1e12) * 1e3
+    return ms, f"2 x 8192^3 = {model.flops(8192, 8192, 8192):.3g} FLOP at {tflops:.1f} TFLOP/s take {ms:.1f} ms."
+
+
+def _sectors(lanes_apart_bytes: int) -> tuple[float, str]:
+    sectors = 32 if lanes_apart_bytes >= 32 else math.ceil(32 * lanes_apart_bytes / 32)
+    return sectors, (f"Neighbouring lanes read addresses {lanes_apart_bytes} bytes apart, so the 32 floats fall in "
+                     f"{sectors} sectors of 32 bytes.")
+
+
+def _smem_intensity() -> tuple[float, str]:
+    spec, p = _spec("smem_tiled")
+    bm, bn = spec.tile(p)
+    value = bm * bn / (2 * (bm + bn))
+    return value, (f"Per BK-deep step a block loads (BM + BN) x BK floats = 4 (BM + BN) BK bytes and does "
+                   f"2 BM BN BK FLOP: BM BN / (2 (BM + BN)) = {bm} x {bn} / (2 x {bm + bn}) = {value:g} FLOP per byte.")
+
+
+def _smem_bytes() -> tuple[float, str]:
+    spec, p = _spec("smem_tiled")
+    return spec.smem_bytes(p), (f"As is BM x BK and Bs BK x BN floats: 4 x ({p['BM']} x {p['BK']} + {p['BK']} x "
+                                f"{p['BN']}) = {spec.smem_bytes(p):,} bytes.")
+
+
+def _loads_per_ffma() -> tuple[float, str]:
+    _, p = _spec("thread_tile_2d")
+    value = (p["TM"] + p["TN"]) / (p["TM"] * p["TN"])
+    return value, (f"Per k a thread reads TM + TN = {p['TM'] + p['TN']} values and does TM x TN = "
+                   f"{p['TM'] * p['TN']} FFMAs: {value:g} loads per FFMA.")
+
+
+def _register_floor() -> tuple[float, str]:
+    spec, p = _spec("thread_tile_2d")
+    f = model.register_floor(spec, p)
+    return f["accumulators"] + f["fragments"], (
+        f"TM x TN = {f['accumulators']} accumulators and TM + TN = {f['fragments']} fragment values: "
+        f"{f['accumulators'] + f['fragments']} registers before any address or index.")
+
+
+def _float4_loads() -> tuple[float, str]:
+    spec, p = _spec("vectorized")
+    value = p["BM"] * p["BK"] / 4 / spec.threads(p)
+    return value, (f"The A tile is BM x BK = {p['BM'] * p['BK']:,} floats, {p['BM'] * p['BK'] // 4:,} float4s, shared "
+                   f"by {spec.threads(p)} threads: {value:g} each per step.")
+
+
+def _store_wavefronts(layout: int) -> tuple[float, str]:
+    _, p = _spec("bank_conflicts")
+    row = p["BM"] + catalog.a_pad({"LAYOUT": layout})
+    store = next(a for a in banks.sites("bank_conflicts", {"LAYOUT": layout}) if a.store and a.width == 4)
+    return store.wavefronts, (f"Lane (j, c) writes word c x {row} + j of As, on bank (c x {row} + j) mod 32: the "
+                              f"warp's 32 words land on {len(set(store.banks()))} distinct banks, and the busiest bank "
+                              f"holds {store.wavefronts} of them, one wavefront each.")
+
+
+def _issue_ceiling() -> tuple[float, str]:
+    b = model.speed_of_light("warp_tiling", None, 4096, hardware.ceilings())
+    issue = b["issue"]
+    return issue.tflops, f"{issue.how}: {issue.tflops:.1f} TFLOP/s."
+
+
+def _warps() -> tuple[float, str]:
+    spec, p = _spec("warp_tiling")
+    return spec.threads(p) // 32, (f"(BM / WM) x (BN / WN) = ({p['BM']} / {p['WM']}) x ({p['BN']} / {p['WN']}) = "
+                                   f"{spec.threads(p) // 32} warps.")
+
+
+def _double_buffer_smem() -> tuple[float, str]:
+    spec, p = _spec("prefetch")
+    one = spec.smem_bytes({**p, "PREFETCH": 0})
+    return spec.smem_bytes(p), (f"One buffer holds the A and B tiles, 4 x ({p['BM']} x {p['BK']} + {p['BK']} x "
+                                f"{p['BN']}) = {one:,} bytes; PREFETCH = 1 keeps two: {2 * one:,} bytes.")
+
+
+def _mma_flop(m: int, n: int, k: int, what: str) -> tuple[float, str]:
+    return 2 * m * n * k, f"{what} multiplies an {m} x {k} by a {k} x {n} tile: 2 x {m} x {n} x {k} = {2 * m * n * k:,} FLOP."
+
+
+def _tf32_roundoff() -> tuple[float, str]:
+    return 2.0**-11, ("TF32 keeps 10 of FP32's 23 mantissa bits (11 with the implicit one), so rounding to nearest "
+                      "errs by at most half a unit in the last place: 2^-11, about 4.9e-4 of the value.")
+
+
+def _kernel14_stage() -> tuple[float, str]:
+    spec, p = _spec("wgmma_ws_tf32")
+    bm, bn = spec.tile(p)
+    return 4 * 32 * (bm + bn), (f"A's box is BM x 32 floats = {bm * 128:,} bytes and B's boxes 32 x BN floats = "
+                                f"{bn * 128:,} bytes: {4 * 32 * (bm + bn):,} bytes land per 32-deep stage.")
+
+
+def _empty_arrivals() -> tuple[float, str]:
+    _, p = _spec("wgmma_ws_tf32")
+    count = p["CONSUMERS"] * 4 * p["CLUSTER"]
+    return count, (f"Every consumer warp of every block of the cluster reads the stage (B arrives by multicast in "
+                   f"both): {p['CONSUMERS']} consumers x 4 warps x {p['CLUSTER']} blocks = {count} arrivals.")
+
+
+def _crt() -> tuple[float, str]:
+    moduli, residues = (3, 5, 7), (2, 3, 2)
+    x = next(v for v in range(105) if all(v % p == r for p, r in zip(moduli, residues)))
+    return x, (f"Of 0..104 only {x} leaves {residues} after division by {moduli} ({x} = 7 x 3 + 2 = 4 x 5 + 3 = 3 x 7 "
+               "+ 2); the CRT weights find it without a search: 2 x 70 + 3 x 21 + 2 x 15 = 233, and 233 mod 105 = 23.")
+
+
+def _bits() -> tuple[float, str]:
+    bits = math.log2(ozaki.product(8))
+    return bits, (f"P = {' x '.join(map(str, ozaki.MODULI[:8]))} = 2^{bits:.1f}: the residues pin down any integer in "
+                  f"a range of 2^{bits:.1f}, about {bits:.0f} bits (one of them for the sign).")
+
+
+QUESTIONS = {q.name: q for q in (
+    Question("occupancy", "gpu_primer", _occupancy_ask, "blocks", _occupancy, 0),
+    Question("littles_law", "gpu_primer", _littles_law_ask, "KiB", _littles_law, 0.05),
+    Question("fp32_peak", "ch00_measuring", lambda: (
+        "An SM has {lanes} FP32 lanes, each doing one fused multiply-add (2 FLOP) per clock; this GPU has {sms} SMs "
+        "at a boost clock of {mhz:,.0f} MHz. What is its FP32 peak, in TFLOP/s?").format(
+        lanes=hardware.ceilings()["fp32_lanes_per_sm"], sms=hardware.ceilings()["sms"],
+        mhz=hardware.ceilings()["clock_mhz"]), "TFLOP/s", _peak),
+    Question("time_at_peak", "ch00_measuring", lambda: "How many milliseconds does an 8192 x 8192 x 8192 SGEMM take at "
+             "that peak?", "ms", _at_peak),
+    Question("naive_sectors", "ch01_naive_coalesced", lambda: (
+        "In the naive kernel a warp's 32 lanes take 32 consecutive rows of C. When they all read A[row][k] (A "
+        "row-major, K = 4096 floats per row), how many 32-byte sectors does that one load touch?"), "sectors",
+        lambda: _sectors(4096 * 4), 0),
+    Question("coalesced_sectors", "ch01_naive_coalesced", lambda: (
+        "In the coalesced kernel the lanes take 32 consecutive columns. When they read B[k][col], how many 32-byte "
+        "sectors does the load touch?"), "sectors", lambda: _sectors(4), 0),
+    Question("tile_intensity", "ch02_smem_tiling", lambda: (
+        "A block of chapter 2's kernel at its defaults ({bm} x {bn} tile of C) loads its A and B tiles once per "
+        "BK-deep step. How many FLOP does it do per byte it loads from global memory?").format(
+        bm=_spec("smem_tiled")[1]["BM"], bn=_spec("smem_tiled")[1]["BN"]), "FLOP/byte", _smem_intensity),
+    Question("tile_smem", "ch02_smem_tiling", lambda: (
+        "How many bytes of shared memory does a block of chapter 2's kernel use at BM = {BM}, BN = {BN}, BK = {BK}?"
+    ).format(**_spec("smem_tiled")[1]), "bytes", _smem_bytes, 0),
+    Question("loads_per_ffma", "ch03_register_blocking", lambda: (
+        "A thread of chapter 3's 2-D kernel computes a TM x TN = {TM} x {TN} tile. How many shared-memory loads does "
+        "it make per FFMA?").format(**_spec("thread_tile_2d")[1]), "loads per FFMA", _loads_per_ffma),
+    Question("register_floor", "ch03_register_blocking", lambda: (
+        "How many registers must such a thread hold at least, for its accumulators and one k's fragments?"),
+        "registers", _register_floor, 0),
+    Question("float4_loads", "ch04_vectorized", lambda: (
+        "Chapter 4's kernel at its defaults (BM = {BM}, BK = {BK}, {threads} threads) copies its A tile as float4s. "
+        "How many float4 loads does each thread make per step?").format(
+        threads=catalog.get("vectorized").threads(_spec("vectorized")[1]), **_spec("vectorized")[1]),
+        "loads", _float4_loads, 0),
+    Question("float4_sectors", "ch04_vectorized", lambda: (
+        "A warp's float4 load of 32 consecutive float4s: how many 32-byte sectors does it touch?"), "sectors",
+        lambda: (16, "32 lanes x 16 bytes = 512 consecutive bytes, 16 sectors of 32: every byte fetched is used."), 0),
+    Question("plain_store", "ch05_bank_conflicts", lambda: (
+        "In the transposing store each lane holds a float4 of A (row r, columns c to c + 3 of the tile) and writes "
+        "its first value to As[c][r]. Lanes 8j to 8j + 7 share row r = j and take c = 0, 4, ..., 28; with the plain "
+        "layout a row of As is BM = {BM} floats. How many wavefronts does one such store of a warp take?").format(
+        **_spec("bank_conflicts")[1]), "wavefronts", lambda: _store_wavefronts(0), 0),
+    Question("padded_store", "ch05_bank_conflicts", lambda: "And with each row padded by 4 floats?", "wavefronts",
+             lambda: _store_wavefronts(1), 0),
+    Question("issue_ceiling", "ch07_warp_tiling", lambda: (
+        "Chapter 7's main loop, as compiled, issues some FFMAs among other instructions; each SM issues at most 4 "
+        "warp instructions per clock. At what TFLOP/s does instruction issue cap it? (Count the FFMAs and the "
+        "instructions of the loop in the listing above.)"), "TFLOP/s", _issue_ceiling),
+    Question("warps_per_block", "ch07_warp_tiling", lambda: (
+        "How many warps does a block of chapter 7's kernel have at BM = {BM}, BN = {BN}, WM = {WM}, WN = {WN}?"
+    ).format(**_spec("warp_tiling")[1]), "warps", _warps, 0),
+    Question("double_buffer_smem", "ch06_prefetch", lambda: (
+        "How many bytes of shared memory does a block of chapter 6's kernel use at its defaults (BM = {BM}, "
+        "BN = {BN}, BK = {BK}) with two buffers?").format(**_spec("prefetch")[1]), "bytes", _double_buffer_smem, 0),
+    Question("barriers_per_step", "ch06_prefetch", lambda: (
+        "With one buffer the block meets at two __syncthreads per BK-deep step. How many does it need with two?"),
+        "barriers", lambda: (1, "The buffer written in step t was last read in step t - 1, so one barrier after "
+                            "the stores suffices: it both publishes the new tiles and retires the old ones."), 0),
+    Question("mma_flop", "ch08_tensor_cores", lambda: "How many FLOP does one mma.sync.m16n8k8 do?", "FLOP",
+             lambda: _mma_flop(16, 8, 8, "mma.sync.m16n8k8"), 0),
+    Question("wgmma_flop", "ch08_tensor_cores", lambda: "And one wgmma m64n256k8, issued by a warpgroup?", "FLOP",
+             lambda: _mma_flop(64, 256, 8, "wgmma m64n256k8"), 0),
+    Question("tf32_roundoff", "ch08b_precision", lambda: (
+        "Rounded to TF32, by how much can an FP32 value change, relative to itself, at most?"), "", _tf32_roundoff,
+        0.05),
+    Question("three_products", "ch08b_precision", lambda: (
+        "3xTF32 computes big x big + big x small + small x big. At most what fraction of the TF32 kernel's speed "
+        "can it reach on the same tensor cores?"), "", lambda: (1 / 3, "Three tensor-core products for every one of "
+                                                                "TF32: a third of its speed, before any cost of "
+                                                                "splitting the operands."), 0.05),
+    Question("stage_bytes", "ch09_hopper_pipeline", lambda: (
+        "Kernel 14 at its defaults has BM = {bm} rows of A and BN = {bn} columns of B per tile. How many bytes land "
+        "in one 32-deep stage?").format(bm=catalog.get("wgmma_ws_tf32").tile(_spec("wgmma_ws_tf32")[1])[0],
+                                        bn=catalog.get("wgmma_ws_tf32").tile(_spec("wgmma_ws_tf32")[1])[1]),
+        "bytes", _kernel14_stage, 0),
+    Question("empty_arrivals", "ch09_hopper_pipeline", lambda: (
+        "With {CONSUMERS} consumer warpgroups and clusters of {CLUSTER} blocks, how many arrivals does a stage's "
+        "`empty` barrier count before the producer may refill it?").format(**_spec("wgmma_ws_tf32")[1]), "arrivals",
+        _empty_arrivals, 0),
+    Question("crt_by_hand", "ch10_ozaki", lambda: (
+        "An integer between 0 and 104 leaves 2 after division by 3, 3 after division by 5 and 2 after division by "
+        "7. Which is it?"), "", _crt, 0),
+    Question("moduli_bits", "ch10_ozaki", lambda: "How many bits does an integer carry when 8 residues, modulo the "
+             "first eight moduli of the scheme, pin it down?", "bits", _bits, 0.01),
+)}
+
+
+def _number(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:.4g}"
+
+
+def ask(name: str) -> Markdown:
+    """A question's text, with its givens as this GPU's (or the replayed one's) records have them."""
+    return Markdown(QUESTIONS[name].ask())
+
+
+def answer(name: str, value: float | None) -> Markdown:
+    """Whether `value` answers question `name`, and the reasoning (None: the reader has not answered yet)."""
+    q = QUESTIONS[name]
+    right, how = q.solve()
+    unit = f" {q.unit}" if q.unit else ""
+    if value is None:
+        return Markdown(f"Type your answer in place of `None` and run the cell again ({q.unit or 'a number'}).")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"answer a number, not {value!r}")
+    close = math.isclose(value, right, rel_tol=q.rel_tol, abs_tol=1e-9 if q.rel_tol else 0.5)
+    verdict = f"Right: {_number(right)}{unit}." if close else \
+        f"Not quite: you said {_number(value)}; it is {_number(right)}{unit}."
+    return Markdown(f"{verdict} {how}")
