@@ -109,17 +109,20 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
     (not a kernel, a wrong signature, tile sizes the rules forbid) is refused before anything compiles."""
     sub = submission(source, like)
     inst = catalog.instance(sub, params)
-    attempt = Attempt(like, inst.params)
-    arch = sub.arch or (device.gpu().arch if device.live() else compile.OFFLINE_ARCH)
-    try:
-        _, ptxas, _ = compile.offline(sub, (sub.instance(inst.params),), arch)
-    except compile.CompileError as err:  # NVRTC names FILE and the reader's own line numbers, and quotes the lines
+    attempt, here = Attempt(like, inst.params), device.runs_here(sub)
+    try:  # NVRTC names FILE and the reader's own line numbers, and quotes the lines
+        if here:  # compiled once for this GPU and kept on disk: a second submission of the same text only loads it
+            fn = compile.load(inst)
+            attempt.registers, attempt.spills, attempt.smem_bytes = fn.num_regs, fn.local_size_bytes, fn.shared_size_bytes
+        else:
+            _, ptxas, _ = compile.offline(sub, (sub.instance(inst.params),), sub.arch or compile.OFFLINE_ARCH)
+            if ptxas:
+                attempt.registers, attempt.spills, attempt.smem_bytes = ptxas.registers, ptxas.spills, ptxas.smem_bytes
+    except compile.CompileError as err:
         attempt.compile_log = str(err)
         return attempt
     attempt.compiled = True
-    if ptxas:
-        attempt.registers, attempt.spills, attempt.smem_bytes = ptxas.registers, ptxas.spills, ptxas.smem_bytes
-    if not device.runs_here(sub):
+    if not here:
         attempt.note = ("Checking and timing need a GPU that runs this kernel (here: "
                         f"{'replay, no GPU' if not device.live() else device.gpu().name}); in Colab, pick a GPU runtime.")
         return attempt
@@ -237,7 +240,7 @@ def report(attempt: Attempt) -> Markdown:
     text = [f"**Your kernel in place of `{attempt.like}`** ({', '.join(f'{k}={v}' for k, v in attempt.params.items())})"]
     if not attempt.compiled:
         return Markdown("\n\n".join(text + ["It does not compile:", f"```text\n{attempt.compile_log}\n```"]))
-    text.append(f"Compiled: {attempt.registers} registers per thread, {attempt.spills} bytes spilled, "
+    text.append(f"Compiled: {attempt.registers} registers per thread, {attempt.spills} bytes of local memory (spills), "
                 f"{attempt.smem_bytes} bytes of static shared memory.")
     if attempt.note:
         return Markdown("\n\n".join(text + [attempt.note]))
