@@ -7,7 +7,7 @@ from .timing import bench, bench_all, cublas
 from .catalog import KERNELS, validate
 from .compile import ptxas_report, resources
 from .device import live, mode
-from .exercises import submit
+from .exercises import skeleton, submit
 from .hardware import ceilings, counters
 from .listings import changes, excerpt
 from .prose import publish
@@ -19,6 +19,6 @@ from .tables import banner, budget, measurements_table
 
 __all__ = [
     "KERNELS", "answer", "ask", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas", "excerpt", "gemm",
-    "live", "measurements", "measurements_table", "mode", "ptxas_report", "publish", "resources", "submit", "sweep",
+    "live", "measurements", "measurements_table", "mode", "ptxas_report", "publish", "resources", "skeleton", "submit", "sweep",
     "validate", "verify",
 ]

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from . import banks, catalog, hardware, memory, model, ozaki
+from . import banks, catalog, hardware, memory, model, ozaki, prose
 from .tables import Markdown
 
 
@@ -284,6 +284,12 @@ QUESTIONS = {q.name: q for q in (
 
 def _number(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:.4g}"
+
+
+def publish(name: str) -> dict[str, str]:
+    """Glue question `name`'s text (`<name>_ask`) and reasoning (`<name>_how`) for a page's exercise and solution."""
+    q = QUESTIONS[name]
+    return prose.publish(**{f"{name}_ask": q.ask(), f"{name}_how": q.solve()[1]})
 
 
 def ask(name: str) -> Markdown:
