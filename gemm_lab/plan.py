@@ -131,6 +131,8 @@ SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
     "pipelined_warp_tiling": {"BM": (64, 128), "BN": (128, 256), "BK": (8,), "WM": (32, 64), "WN": (32, 64),
                               "TM": (8,), "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0,), "STREAM": (0, 1)},
     "mma_tf32": {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32,), "WM": (64,), "WN": (32, 64), "STAGES": (3,)},
+    "mma_tf32_tma": {"BM": (64, 128, 256), "BN": (128, 256), "WM": (64,), "WN": (32, 64), "STAGES": (3, 4),
+                     "CLUSTER": (1, 2)},
     "wgmma_tf32": {"BM": (128, 256), "BN": (64, 128, 192, 256), "STAGES": (3, 4)},
     "wgmma_ws_tf32": {"BM": (128, 256), "CONSUMERS": (1, 2, 3), "STAGES": (3, 4, 6), "CLUSTER": (1, 2),
                       "PERSIST": (0, 1), "GROUP": (8,)},

