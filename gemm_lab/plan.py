@@ -174,6 +174,8 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("pipelined_warp_tiling", {}),  # kernel 10b beside cuBLAS
     ("pipelined_warp_tiling", {"STREAM": 1}),
     ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7
+    ("mma_tf32", {}),  # chapter 8: how busy each tensor-core kernel keeps the tensor pipe, beside cuBLAS TF32
+    ("mma_tf32_tma", {}),
     ("wgmma_tf32", {}),  # chapter 9: chapter 8's wgmma kernel, kernel 14 and cuBLAS's TF32 GEMM, tensor pipes included
     ("wgmma_ws_tf32", {}),
     ("wgmma_ws_tf32", BOTH_SMEM),  # both operands from shared memory: its traffic beside the above

@@ -121,6 +121,31 @@ def counters_provenance(rows: Iterable[dict]) -> str:
     return f"Nsight Compute on {', '.join(gpus)}, {span}"
 
 
+def tensor_pipe(cases: Sequence[tuple[str, dict[str, int]]], size: int) -> Table:
+    """One launch of each (kernel, params) case at M = N = K = `size` under Nsight Compute: how busy it kept the
+    tensor pipe, the share of issue slots used, the bytes L2 sent to the SMs and the SM clock (not pinned). The
+    counters that explain a tensor-core kernel's result; a case not recorded yet says so and how to record it."""
+    from . import hardware
+
+    found, rows = [], []
+    for kernel, params in cases:
+        try:
+            row = hardware.counters(kernel, (size, size, size), params)
+        except LookupError:
+            rows.append((kernel, "not recorded yet: gemm-lab record --only counters", "", "", ""))
+            continue
+        found.append(row)
+        m = row["metrics"]
+        rows.append((kernel, f"{m[hardware.TENSOR_METRICS[0]]:.0f}%",
+                     f"{m['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%",
+                     f"{m['lts__t_sectors_srcunit_tex_op_read.sum'] * 32 / 1e9:.2f}",
+                     f"{m['sm__cycles_elapsed.avg.per_second'] / 1e6:,.0f}"))
+    return Table(("kernel", "tensor pipe busy", "issue slots used", "L2 → SM, GB", "SM clock, MHz"), tuple(rows),
+                 f"one launch each at {size}³, clock not pinned; "
+                 + (counters_provenance(found) if found else "no counters recorded for these cases yet"),
+                 wrap=(1,) if len(found) < len(rows) else ())
+
+
 def shape_text(m: int, n: int, k: int) -> str:
     """'4096³' for a cube, else '2999×4001×3001': short enough for a table column."""
     return f"{m}³" if m == n == k else f"{m}×{n}×{k}"

@@ -92,3 +92,16 @@ def test_the_swizzle_picture_redraws_for_another_box(rows, cols, span):
         plt.close(fig)
     with pytest.raises(ValueError, match="wider than the 64-byte swizzle"):
         diagrams.tma_swizzle(32, 32, 64)
+
+
+def test_the_fragment_loads_are_free_of_bank_conflicts_and_the_padding_is_why():
+    from gemm_lab import banks
+
+    unpadded, padded, ldmatrix = banks.fragment_sites("mma_tf32")
+    assert unpadded.conflicts == 3 and padded.conflicts == ldmatrix.conflicts == 0
+    # the same loads from another tile: BN a multiple of 32 keeps the four rows t on the same banks
+    assert banks.fragment_sites("mma_tf32", {"BN": 128, "WN": 32})[0].conflicts == 3
+    (swizzled,) = banks.fragment_sites("mma_tf32_tma")
+    assert swizzled.width == 8 and swizzled.conflicts == 0
+    with pytest.raises(ValueError, match="no fragment model"):
+        banks.fragment_sites("wgmma_tf32")
