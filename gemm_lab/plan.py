@@ -105,7 +105,7 @@ def claim_cases() -> list[tuple[str, dict[str, int], int]]:
     return list({json.dumps(c, sort_keys=True): c for c in cases}.values())
 
 
-# Chapter 8's error-vs-K figure: M = N = 1024 as K grows, the best FP32 FFMA kernel, the tensor-core kernels, and
+# Chapter 8b's error-vs-K figure: M = N = 1024 as K grows, the best FP32 FFMA kernel, the tensor-core kernels, and
 # cuBLAS in both maths (`gemm-lab record --only tensor_cores`).
 ERROR_VS_K = tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))
 ERROR_VS_K_KERNELS = ("warp_tiling", *TENSOR_CORES)
