@@ -112,6 +112,34 @@ def sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access
     raise ValueError(f"no shared-memory access model for {spec.name}")
 
 
+def fragment_sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access]:
+    """The shared-memory reads that fill one k8 slice of a warp's mma.sync fragments, as warp 0 issues them.
+
+    mma_tf32 (11_tf32_mma.cu): B[t][g] by 32-bit loads, rows BN floats apart (unpadded, the conflicts the padding
+    removes) and BN + 8 apart (as the kernel pads them), and A by ldmatrix.x4, each lane the address of one
+    16-byte row, rows BK + 4 floats apart. mma_tf32_tma (13_tf32_mma_tma.cu): B by 64-bit loads from a 32 x 32 box
+    with the 128-byte swizzle, lane 4g + t reading row t at chunk 0, 0, 4, 4, 1, 1, 5, 5 (by g) XOR t.
+    """
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    lanes = range(32)
+    if spec.name == "mma_tf32":
+        bn, bk = p["BN"], p["BK"]
+        return [
+            access("B fragment, rows BN apart", [(i % 4) * bn + i // 4 for i in lanes]),
+            access("B fragment, rows BN + 8 apart", [(i % 4) * (bn + 8) + i // 4 for i in lanes]),
+            access("A fragment by ldmatrix.x4, rows BK + 4 apart",
+                   [(i % 8 + 8 * (i // 8 % 2)) * (bk + 4) + 4 * (i // 16) for i in lanes], width=16),
+        ]
+    if spec.name == "mma_tf32_tma":
+        def word(lane: int) -> int:  # the kernel's b_at(t, CH[g]) in floats
+            g, t = lane // 4, lane % 4
+            chunk = g // 2 % 2 * 4 + g // 4
+            return (t * 128 + ((chunk ^ t) % 8) * 16 + g % 2 * 8) // WORD
+        return [access("B fragment from the swizzled TMA box, 64-bit loads", [word(i) for i in lanes], width=8)]
+    raise ValueError(f"no fragment model for {spec.name}: mma_tf32 and mma_tf32_tma have one")
+
+
 def a_col(layout: int, k: int, m: int) -> int:
     """Stored column of A-tile element (k, m) under LAYOUT 0/1 (identity) or 2 (XOR swizzle)."""
     return m ^ ((k // 4) % 8 * 4) if layout == 2 else m

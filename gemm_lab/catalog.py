@@ -470,6 +470,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
 
 
 TENSOR_CORES_CHAPTER = "ch08_tensor_cores"
+PRECISION_CHAPTER = "ch08b_precision"  # where the 3xTF32 kernels are introduced
 
 
 def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
@@ -506,7 +507,8 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
         choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (16, 32), "WM": (32, 64), "WN": (32, 64),
                  "STAGES": (2, 3, 4)},
         defaults=defaults, tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
-        chapter=TENSOR_CORES_CHAPTER, precision="3xtf32" if split else "tf32", notes=notes, min_cc=(8, 0),
+        chapter=PRECISION_CHAPTER if split else TENSOR_CORES_CHAPTER, precision="3xtf32" if split else "tf32",
+        notes=notes, min_cc=(8, 0),
         dynamic_smem=True,
     )
 
@@ -574,7 +576,8 @@ def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str
         name=name, source="kernels/12_tf32_wgmma.cu", function=function, title=title,
         choices={"BM": WGMMA_N, "BN": (64, 128, 192, 256), "STAGES": (3, 4, 5, 6)},
         defaults=defaults, tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
-        chapter=TENSOR_CORES_CHAPTER, precision="3xtf32" if split else "tf32", notes=notes, min_cc=(9, 0),
+        chapter=PRECISION_CHAPTER if split else TENSOR_CORES_CHAPTER, precision="3xtf32" if split else "tf32",
+        notes=notes, min_cc=(9, 0),
         dynamic_smem=True, arch="sm_90a",
     )
 

@@ -374,3 +374,130 @@ def gpu_diagram(params: dict[str, Any]) -> Figure:
         f"DRAM: {size('dram_bytes', 'GiB', 2**30)}\nload: {latency('DRAM')}; copy: {copy('DRAM')}")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return stamp(fig, params["provenance"])
+
+
+MMA_M, MMA_N = 16, 8  # mma.sync's TF32 shapes are m16n8k4 and m16n8k8
+
+
+def mma_fragments(k: int = 8) -> dict[str, dict[tuple[int, int], tuple[int, int]]]:
+    """Which lane holds each element of mma.sync m16n8kK's operands (TF32, K = 4 or 8), and in which of its
+    registers: {"A": {(row, col): (lane, register)}, "B": ..., "C": ...}, as the PTX manual fixes it. With
+    lane = 4g + t, register i of A holds A[g + 8 (i % 2)][t + 4 (i // 2)], register i of B holds B[t + 4i][g], and
+    register i of C holds C[g + 8 (i // 2)][2t + i % 2] (the layout 11_tf32_mma.cu's header states)."""
+    if k not in (4, 8):
+        raise ValueError(f"k = {k}: mma.sync multiplies TF32 as m16n8k4 or m16n8k8")
+    out: dict[str, dict[tuple[int, int], tuple[int, int]]] = {"A": {}, "B": {}, "C": {}}
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        for i in range(k // 2):
+            out["A"][(g + 8 * (i % 2), t + 4 * (i // 2))] = (lane, i)
+        for i in range(k // 4):
+            out["B"][(t + 4 * i, g)] = (lane, i)
+        for i in range(4):
+            out["C"][(g + 8 * (i // 2), 2 * t + i % 2)] = (lane, i)
+    return out
+
+
+REGISTER_COLOURS = ("#9ecae1", "#fdd0a2", "#a1d99b", "#dadaeb")  # light, so the lane numbers read in black
+
+
+def mma_fragment(k: int = 8, lane: int = 5) -> Figure:
+    """The fragments of one mma.sync m16n8kK (TF32), laid out as the product reads: B (K x 8) above C (16 x 8), A
+    (16 x K) to C's left. Each element is labelled with the lane that holds it and coloured by which of that lane's
+    registers holds it; `lane`'s elements are outlined. Patches carry a gid ("A lane 5") so tests can count them."""
+    if not 0 <= lane < 32:
+        raise ValueError(f"lane = {lane}: a warp has lanes 0 to 31")
+    layout = mma_fragments(k)
+    shapes = {"A": (MMA_M, k), "B": (k, MMA_N), "C": (MMA_M, MMA_N)}
+    row_in = 0.27  # inches per row: cells are wider than tall, so two-digit lanes fit at body size
+    fig = plt.figure(figsize=(WIDTH, row_in * (k + MMA_M) + 1.6))
+    grid = fig.add_gridspec(2, 2, width_ratios=[k, MMA_N], height_ratios=[k, MMA_M], wspace=0.08, hspace=0.08)
+    axes = {"A": fig.add_subplot(grid[1, 0]), "B": fig.add_subplot(grid[0, 1]), "C": fig.add_subplot(grid[1, 1])}
+    for name, (rows, cols) in shapes.items():
+        ax = axes[name]
+        for (r, c), (owner, register) in layout[name].items():
+            mine = owner == lane
+            ax.add_patch(Rectangle((c, r), 1, 1, facecolor=REGISTER_COLOURS[register], edgecolor="black" if mine
+                                   else "white", linewidth=2.2 if mine else 0.8, zorder=3 if mine else 2,
+                                   gid=f"{name} lane {owner}"))
+            ax.text(c + 0.5, r + 0.55, str(owner), ha="center", va="center", weight="bold" if mine else "normal",
+                    zorder=4)
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        registers = len({reg for _, reg in layout[name].values()})
+        label = f"{name}: {rows} x {cols}, {registers} register{'s' if registers > 1 else ''} per lane"
+        if name == "B":
+            ax.set_title(label, fontsize=TEXT)
+        else:
+            ax.set_xlabel(label)
+    legend_ax = fig.add_subplot(grid[0, 0])
+    legend_ax.axis("off")
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="none") for c in REGISTER_COLOURS]
+    legend_ax.legend(handles, [f"register {i}" for i in range(4)], loc="center", frameon=False, handlelength=1.2)
+    g, t = lane // 4, lane % 4
+    fig.suptitle(wrap(f"mma.sync m16n8k{k}, TF32: C (16 x 8) += A x B, one warp. Each cell: the lane (4g + t) "
+                      f"that holds it; lane {lane} (g = {g}, t = {t}) outlined"), fontsize=TEXT)
+    fig.subplots_adjust(left=0.02, right=0.98, top=0.84, bottom=0.07)
+    return fig
+
+
+CHUNK = 16  # bytes: the unit the shared-memory swizzles permute (four banks)
+LINE = 128  # bytes: one row of the 32 banks
+
+
+def swizzle_offset(offset: int, span: int = 128) -> int:
+    """Where byte `offset` of a box (from a 1024-byte aligned base) lands in shared memory under TMA's `span`-byte
+    swizzle (32, 64 or 128; 0: none): the 16-byte chunk bits are XORed with the bits of the 128-byte line above
+    them, as many as the span has chunks. With 128-byte rows and span 128: chunk c of row r lands at chunk
+    c XOR (r mod 8), the rule of kernels/wgmma.cuh's `swizzled` and 13_tf32_mma_tma.cu's `b_at`."""
+    if span not in (0, 32, 64, 128):
+        raise ValueError(f"span = {span}: TMA swizzles 32, 64 or 128 bytes (0: none)")
+    mask = span // CHUNK - 1 if span else 0
+    return offset ^ (((offset // LINE) & mask) * CHUNK)
+
+
+def tma_swizzle(rows: int = 32, cols: int = 32, span: int = 128, shown: int = 16, element_bytes: int = 4) -> Figure:
+    """A TMA box of rows x cols elements in shared memory, without and with the `span`-byte swizzle: the 128-byte
+    lines of shared memory (one per row of the 32 banks) and, in each 16-byte chunk (four banks), which chunk of
+    which box row lands there. Chunk 0 of every row is outlined: what a warp reading one column of the box touches.
+    The first `shown` lines are drawn (the pattern repeats every 1024 bytes). Patches carry a gid ("swizzled r c")."""
+    row_bytes = cols * element_bytes
+    if row_bytes % CHUNK:
+        raise ValueError(f"a box row of {row_bytes} bytes: TMA boxes have rows of whole 16-byte chunks")
+    if span and row_bytes > span:
+        raise ValueError(f"a box row of {row_bytes} bytes is wider than the {span}-byte swizzle (TMA refuses it)")
+    chunks = row_bytes // CHUNK
+    lines = min(-(-rows * row_bytes // LINE), shown)
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 0.34 * lines + 2.4), sharey=True)
+    for ax, (name, s) in zip(axes, (("no swizzle", 0), (f"{span}-byte swizzle", span))):
+        for r in range(rows):
+            for c in range(chunks):
+                where = swizzle_offset(r * row_bytes + c * CHUNK, s)
+                line, slot = divmod(where // CHUNK, LINE // CHUNK)
+                if line >= lines:
+                    continue
+                first = c == 0
+                ax.add_patch(Rectangle((slot, line), 1, 1, facecolor=to_rgba(plt.get_cmap("tab10")(c % 10), 0.45),
+                                       edgecolor="black" if first else "white", linewidth=2.2 if first else 0.6,
+                                       zorder=3 if first else 2, gid=f"{'swizzled' if s else 'plain'} {r} {c}"))
+                ax.text(slot + 0.5, line + 0.52, str(c), ha="center", va="center", zorder=4)
+        ax.set_xlim(0, LINE // CHUNK)
+        ax.set_ylim(lines, 0)
+        ax.set_xticks([i + 0.5 for i in range(0, LINE // CHUNK, 2)], range(0, LINE // CHUNK, 2))
+        ax.set_title(name, fontsize=TEXT)
+        ax.set_xlabel("16-byte chunk\n(banks 4c to 4c + 3)")
+    per_line = LINE // row_bytes  # box rows in one 128-byte line
+    axes[0].set_yticks([i + 0.5 for i in range(lines)],
+                       [str(i) if per_line == 1 else f"{per_line * i}-{per_line * i + per_line - 1}" for i in range(lines)])
+    axes[0].set_ylabel("box row" + ("" if per_line == 1 else "s") + " (one 128-byte line)")
+    total = -(-rows * row_bytes // LINE)
+    part = f" (the first {lines} of its {total} lines: the pattern repeats every 1,024 bytes)" if lines < total else ""
+    fig.suptitle(wrap(f"A {rows} x {cols} box of {element_bytes}-byte values ({row_bytes}-byte rows) in shared "
+                      f"memory{part}. In each cell: which chunk of its box row lands there; chunk 0 outlined"),
+                 fontsize=TEXT)
+    fig.tight_layout()
+    return fig

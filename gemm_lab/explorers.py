@@ -23,6 +23,9 @@ def sweep_explorer(kernel: str, size: int = plan.EXPLORER_SIZE, x: str = "BN", y
     ms = [m for m in records.measurements(spec.name) if (m.m, m.n, m.k) == (size, size, size)]
     if not ms:
         raise LookupError(f"no recorded sweep of {spec.name} at {size}")
+    grid = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name))
+    recorded = {tuple(sorted(m.params.items())) for m in ms}
+    missing = sum(tuple(sorted(p.items())) not in recorded for p in grid)
     rows = [{**m.params, "GFLOP/s": round(m.gflops), "% of cuBLAS": round(m.pct_cublas, 1),
              "configuration": params_text(m.params)} for m in ms]
     defaults = spec.full_params()
@@ -48,6 +51,9 @@ def sweep_explorer(kernel: str, size: int = plan.EXPLORER_SIZE, x: str = "BN", y
     return (cells + labels).properties(
         width=72 * len({r[x] for r in rows}), height=40 * len({r[y] for r in rows}),
         title={"text": f"{spec.name} at {size}x{size}x{size}: GFLOP/s (hover for details)",
-               "subtitle": provenance(ms).split(" (")[0]},  # the page is static: why it replays does not apply
+               # the page is static: why it replays does not apply; what is not recorded yet, it says
+               "subtitle": [provenance(ms).split(" (")[0]] + ([
+                   f"{missing} of its {len(grid)} swept instances not recorded yet",
+                   "(gemm-lab record --only sweeps)"] if missing else [])},
     ).configure_axis(labelFontSize=text, titleFontSize=text).configure_legend(
         labelFontSize=text, titleFontSize=text).configure_title(fontSize=text + 1, subtitleFontSize=text)

@@ -31,14 +31,15 @@ def reuse(kernel: str | KernelSpec, params: Params | None = None) -> tuple[int, 
 
     Without tiling each thread loads its own row of A and column of B (reuse 1, 1). A block
     that stages a BM x BK tile of A and a BK x BN tile of B in shared memory reuses each element
-    of A for BN outputs and each element of B for BM outputs.
+    of A for BN outputs and each element of B for BM outputs. The blocks of a cluster (stacked along M)
+    share one copy of B, which TMA multicasts to all of them: B then serves CLUSTER x BM outputs.
     """
     spec = catalog.get(kernel)
     p = spec.full_params(params)
     if spec.name in ("naive", "coalesced"):
         return (1, 1)
     bm, bn = spec.tile(p)
-    return (bn, bm)
+    return (bn, bm * spec.cluster(p))
 
 
 def global_load_bytes(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> float:

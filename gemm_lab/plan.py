@@ -105,7 +105,7 @@ def claim_cases() -> list[tuple[str, dict[str, int], int]]:
     return list({json.dumps(c, sort_keys=True): c for c in cases}.values())
 
 
-# Chapter 8's error-vs-K figure: M = N = 1024 as K grows, the best FP32 FFMA kernel, the tensor-core kernels, and
+# Chapter 8b's error-vs-K figure: M = N = 1024 as K grows, the best FP32 FFMA kernel, the tensor-core kernels, and
 # cuBLAS in both maths (`gemm-lab record --only tensor_cores`).
 ERROR_VS_K = tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))
 ERROR_VS_K_KERNELS = ("warp_tiling", *TENSOR_CORES)
@@ -131,6 +131,8 @@ SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
     "pipelined_warp_tiling": {"BM": (64, 128), "BN": (128, 256), "BK": (8,), "WM": (32, 64), "WN": (32, 64),
                               "TM": (8,), "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0,), "STREAM": (0, 1)},
     "mma_tf32": {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32,), "WM": (64,), "WN": (32, 64), "STAGES": (3,)},
+    "mma_tf32_tma": {"BM": (64, 128, 256), "BN": (128, 256), "WM": (64,), "WN": (32, 64), "STAGES": (3, 4),
+                     "CLUSTER": (1, 2)},
     "wgmma_tf32": {"BM": (128, 256), "BN": (64, 128, 192, 256), "STAGES": (3, 4)},
     "wgmma_ws_tf32": {"BM": (128, 256), "CONSUMERS": (1, 2, 3), "STAGES": (3, 4, 6), "CLUSTER": (1, 2),
                       "PERSIST": (0, 1), "GROUP": (8,)},
@@ -172,6 +174,8 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("pipelined_warp_tiling", {}),  # kernel 10b beside cuBLAS
     ("pipelined_warp_tiling", {"STREAM": 1}),
     ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7
+    ("mma_tf32", {}),  # chapter 8: how busy each tensor-core kernel keeps the tensor pipe, beside cuBLAS TF32
+    ("mma_tf32_tma", {}),
     ("wgmma_tf32", {}),  # chapter 9: chapter 8's wgmma kernel, kernel 14 and cuBLAS's TF32 GEMM, tensor pipes included
     ("wgmma_ws_tf32", {}),
     ("wgmma_ws_tf32", BOTH_SMEM),  # both operands from shared memory: its traffic beside the above

@@ -310,7 +310,9 @@ def label(x: Measurement) -> str:
 
 
 def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K (float64 reference)") -> Figure:
-    """max_rel_err against K for each kernel, with u * sqrt(K) for FP32's and TF32's unit roundoff u."""
+    """max_rel_err against K for each kernel, with the two models of chapter 8b: FP32's accumulation error, u * sqrt(K)
+    for FP32's unit roundoff u, which grows with K; and TF32's rounding of the inputs, about TF32's u whatever K (the
+    error is relative to the largest |C|, which grows like sqrt(K) too on random inputs)."""
     fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
     series: dict[str, list[Measurement]] = {}
     for x in ms:
@@ -321,9 +323,9 @@ def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K 
         ax.plot([x.k for x in xs], [x.max_rel_err for x in xs], marker=PRECISION_MARKERS.get(xs[0].precision, "o"),
                 color=color(xs[0].kernel), label=name, **dashed)
     ks = sorted({x.k for x in ms})
-    for name, u in (("FP32", run.UNIT_ROUNDOFF["fp32"]), ("TF32", run.UNIT_ROUNDOFF["tf32"])):
-        ax.plot(ks, [u * k**0.5 for k in ks], ":", color="grey", linewidth=1)
-        ax.text(ks[-1], u * ks[-1] ** 0.5, f" {name} u·√K", color="grey", va="center")
+    for name, u, grows in (("FP32 u·√K", run.UNIT_ROUNDOFF["fp32"], True), ("TF32 u", run.UNIT_ROUNDOFF["tf32"], False)):
+        ax.plot(ks, [u * k**0.5 if grows else u for k in ks], ":", color="grey", linewidth=1)
+        ax.text(ks[-1], u * ks[-1] ** 0.5 if grows else u, f" {name}", color="grey", va="center")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(ks, [f"{k:,}" for k in ks])

@@ -121,6 +121,31 @@ def counters_provenance(rows: Iterable[dict]) -> str:
     return f"Nsight Compute on {', '.join(gpus)}, {span}"
 
 
+def tensor_pipe(cases: Sequence[tuple[str, dict[str, int]]], size: int) -> Table:
+    """One launch of each (kernel, params) case at M = N = K = `size` under Nsight Compute: how busy it kept the
+    tensor pipe, the share of issue slots used, the bytes L2 sent to the SMs and the SM clock (not pinned). The
+    counters that explain a tensor-core kernel's result; a case not recorded yet says so and how to record it."""
+    from . import hardware
+
+    found, rows = [], []
+    for kernel, params in cases:
+        try:
+            row = hardware.counters(kernel, (size, size, size), params)
+        except LookupError:
+            rows.append((kernel, "not recorded yet: gemm-lab record --only counters", "", "", ""))
+            continue
+        found.append(row)
+        m = row["metrics"]
+        rows.append((kernel, f"{m[hardware.TENSOR_METRICS[0]]:.0f}%",
+                     f"{m['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%",
+                     f"{m['lts__t_sectors_srcunit_tex_op_read.sum'] * 32 / 1e9:.2f}",
+                     f"{m['sm__cycles_elapsed.avg.per_second'] / 1e6:,.0f}"))
+    return Table(("kernel", "tensor pipe busy", "issue slots used", "L2 → SM, GB", "SM clock, MHz"), tuple(rows),
+                 f"one launch each at {size}³, clock not pinned; "
+                 + (counters_provenance(found) if found else "no counters recorded for these cases yet"),
+                 wrap=(1,) if len(found) < len(rows) else ())
+
+
 def shape_text(m: int, n: int, k: int) -> str:
     """'4096³' for a cube, else '2999×4001×3001': short enough for a table column."""
     return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
@@ -160,7 +185,7 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
         instance = ((params_text({p: x.params[p] for p in varying}),) if varying else
                     (x.kernel, params_text(x.params)) if instance_columns else ())
         return (*instance, *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
-                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%",
+                f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%" + _rounds(x),
                 f"{x.pct_peak:.1f}%" if x.precision == "fp32" else "-", f"{x.max_rel_err:.1e}")
 
     shared += [] if show_shape else [f"M×N×K = {shapes.pop()}"]
@@ -169,8 +194,18 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
                  "".join(f"{s}; " for s in shared) + f"cuBLAS: GFLOP/s of {_baselines(ms)}, timed in the same run; "
                  + ("% FP32 peak: none for tensor-core rows, whose peak is their own (gl.budget); "
                     if any(x.precision != "fp32" for x in ms) else "")
+                 + ("% cuBLAS of a tensor-core row: the median of its rounds of turns, in brackets the lowest and "
+                    "highest round; " if any(_rounds(x) for x in ms) else "")
                  + f"error: max relative error against float64; {provenance(ms)}",
                  wrap=(instance_columns.index("parameters"),) if instance_columns else ())
+
+
+def _rounds(x: Measurement) -> str:
+    """' (44-46)': the spread of a tensor-core row's rounds, whose median is its headline share; '' for the rest."""
+    if x.precision == "fp32" or not x.pct_range:
+        return ""
+    lo, hi = x.pct_range
+    return f" ({lo:.0f}–{hi:.0f})"
 
 
 def by_size(ms: Sequence[Measurement]) -> Table:

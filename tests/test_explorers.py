@@ -23,4 +23,12 @@ def test_controls_are_bound_and_filter_the_recorded_grid(kernel, x, y):
             assert {"filter": f"datum.{c} == pick_{c}"} in layer["transform"]
     recorded = [m for m in records.measurements(kernel) if m.m == plan.EXPLORER_SIZE]
     assert len(d["data"]["values"]) == len(recorded) > 0
-    assert "recorded on" in d["title"]["subtitle"]
+    assert "recorded on" in d["title"]["subtitle"][0] and len(d["title"]["subtitle"]) == 1  # the whole grid
+
+
+def test_an_explorer_says_what_is_not_recorded_yet(monkeypatch):
+    recorded = [m for m in records.measurements("smem_tiled") if m.m == plan.EXPLORER_SIZE]
+    monkeypatch.setattr(records, "measurements", lambda kernel, gpu=None: recorded[:-3])
+    subtitle = sweep_explorer("smem_tiled").to_dict()["title"]["subtitle"]
+    assert subtitle[1] == f"3 of its {len(catalog.legal_grid('smem_tiled', plan.SWEEPS['smem_tiled']))} swept " \
+        "instances not recorded yet"

@@ -33,6 +33,8 @@ def _figures():
         "pipeline": lambda: diagrams.pipeline(catalog.get("multistage").full_params()),
         "producer_consumer": lambda: diagrams.producer_consumer(catalog.get("wgmma_ws_tf32").full_params()),
         "warp_tiles": lambda: diagrams.warp_tiles({"BM": 64, "BN": 128, "WM": 32, "WN": 64, "TM": 4, "TN": 8}),
+        "mma_fragment": lambda: diagrams.mma_fragment(),
+        "tma_swizzle": lambda: diagrams.tma_swizzle(),
         "scoreboard": lambda: plots.scoreboard(board),
         "bars": lambda: plots.bars(board[:4]),
         "vs_size": lambda: plots.vs_size(gl.bench_all([(k, None, s) for k in plan.HEADLINE for s in plan.SIZES],

@@ -18,6 +18,10 @@ def test_tiling_traffic_model():
     assert model.global_load_bytes("smem_tiled", n, n, n, {**p, "BK": 32}) == model.global_load_bytes(
         "smem_tiled", n, n, n, p)
     assert model.reuse("smem_tiled", {"BM": 64, "BN": 16, "BK": 8}) == (16, 64)
+    # two blocks of a cluster, stacked along M, read B once between them (TMA multicast)
+    tma = {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4}
+    assert model.reuse("mma_tf32_tma", {**tma, "CLUSTER": 2}) == (256, 256)
+    assert model.reuse("mma_tf32_tma", {**tma, "CLUSTER": 1}) == (256, 128)
 
 
 def test_roofline_is_the_lower_of_the_two_limits():
