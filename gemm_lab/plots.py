@@ -142,7 +142,8 @@ def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str]
     if labels is None:
         ax.set_ylabel("chapter, kernel")
     shapes = sorted({f"M = N = K = {x.m}" if x.m == x.n == x.k else f"{x.m}x{x.n}x{x.k}" for x in ms})
-    _title(ax, title or f"Every kernel of the book vs cuBLAS, chapter by chapter ({', '.join(shapes)})")
+    ax.set_title(wrap(title, TITLE) if title else f"Every kernel vs cuBLAS, chapter by chapter\n{', '.join(shapes)}",
+                 fontsize=TITLE)
     fig.tight_layout()
     sgemm = [name for precision, name in (("fp32", "FFMA"), ("3xtf32", "3xTF32"), ("ozaki", "Ozaki"))
              if any(x.precision == precision for x in ms)]

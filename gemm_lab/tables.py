@@ -179,7 +179,8 @@ def by_size(ms: Sequence[Measurement]) -> Table:
     kernels = list(dict.fromkeys(x.kernel for x in ms))
     ranged = {(x.kernel, x.m): x.pct_range for x in ms if x.precision != "fp32" and x.pct_range}
     cell = {(x.kernel, x.m): f"{x.gflops:,.0f} ({x.pct_cublas:.0f}%"
-            + (", {:.0f}–{:.0f}%)".format(*ranged[x.kernel, x.m]) if (x.kernel, x.m) in ranged else ")") for x in ms}
+            + (", {:.0f}\u2060–\u2060{:.0f}%)".format(*ranged[x.kernel, x.m]) if (x.kernel, x.m) in ranged else ")")
+            for x in ms}  # (word joiners: a narrow column breaks before the range, not inside it)
     return Table(("kernel", *(f"{s}³" for s in sizes)),
                  tuple((k, *(cell.get((k, s), "-") for s in sizes)) for k in kernels),
                  f"GFLOP/s at M = N = K and, in brackets, % of {_baselines(ms)} timed in the same run"
