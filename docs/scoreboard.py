@@ -11,6 +11,6 @@ import gemm_lab as gl  # noqa: E402
 from gemm_lab import plan, plots  # noqa: E402
 
 size = plan.SIZES[-1]
-board = gl.bench_all([(k, None, size) for k in (*plan.HEADLINE, *plan.TENSOR_CORES)], progress=False)
+board = gl.bench_all([(k, None, size) for k in (*plan.HEADLINE, *plan.TENSOR_CORES, *plan.EMULATION)], progress=False)
 fig = plots.scoreboard(board)
 fig.savefig(Path(__file__).with_suffix(".svg"), metadata={"Date": None})

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Patch, Rectangle
 
 from . import banks, catalog, model, style
 from .style import TEXT, WIDTH, stamp, wrap
@@ -261,6 +261,121 @@ def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, la
     fig.tight_layout()
     return stamp(fig, f"model: {step_clk:.0f} clk per consumer step, copy latency {latency} clk and epilogue "
                       f"{epilogue} clk (assumed); tensor pipe busy {busy:.0%} after the first copy lands")
+
+
+RING_STATES = {  # what a stage of kernel 14's ring holds at one moment, and its colour
+    "copy in flight (TMA)": "#f2c879", "landed: full": "#8fc38f", "read by the wgmmas": "#6f9fd8",
+    "wgmmas finishing: released next": "#c9c9c9",
+}
+
+
+def ring_moment(stages: int, step: int) -> dict[int, tuple[int, str]]:
+    """Stage -> (the 32-deep step it holds, its state) in the steady state of 14_tf32_wgmma_ws.cu while the consumers
+    run step `step`: the step before still finishing (wgmma_wait<1> leaves one group in flight, then its stage is
+    released), the ones after it landed or landing, and the producer waiting to refill the oldest stage."""
+    if stages < 3 or step < 1:
+        raise ValueError(f"a ring of {stages} stages at step {step}: the picture needs STAGES >= 3 and step >= 1")
+    held = {}
+    for i in range(step - 1, step + stages - 1):
+        state = ("wgmmas finishing: released next" if i == step - 1 else "read by the wgmmas" if i == step else
+                 "copy in flight (TMA)" if i == step + stages - 2 else "landed: full")
+        held[i % stages] = (i, state)
+    return held
+
+
+def mbarrier_ring(params: dict[str, int], step: int | None = None) -> Figure:
+    """Kernel 14's ring of STAGES stages (14_tf32_wgmma_ws.cu), drawn from its parameters: above, one moment of the
+    steady state (which step each stage holds, who waits where); below, the phase parity each side waits for on
+    the first two trips round the ring. Stage patches carry a gid ("stage s") so tests can count them."""
+    from matplotlib.patches import Ellipse, FancyArrowPatch
+
+    p = catalog.get("wgmma_ws_tf32").full_params(params)
+    stages, consumers, cluster = p["STAGES"], p["CONSUMERS"], p["CLUSTER"]
+    step = stages + 1 if step is None else step
+    held = ring_moment(stages, step)
+    landing_kib = (p["BM"] + 64 * consumers) * 32 * 4 / 1024  # A's box and B's boxes of one 32-deep step
+    arrivals = consumers * 4 * cluster
+    fig = plt.figure(figsize=(WIDTH, 9.2))
+    grid = fig.add_gridspec(2, 1, height_ratios=[3.6, 1.3], hspace=0.25)
+    ring, table = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+    box_w, box_h = 1.0, 0.66
+    rx, ry = max(1.05, 0.66 / np.sin(np.pi / stages)), 1.0  # an ellipse wide enough that neighbours stay clear
+    ring.add_patch(Ellipse((0, 0), 2 * rx, 2 * ry, fill=False, edgecolor="gray", linewidth=1.2, linestyle=":"))
+    for s in range(stages):
+        angle = np.pi / 2 - 2 * np.pi * s / stages
+        x, y = rx * np.cos(angle), ry * np.sin(angle)
+        i, state = held[s]
+        role = "consumers\nread it" if i == step else "producer\nwaits" if i == step - 1 else ""
+        ring.add_patch(Rectangle((x - box_w / 2, y - box_h / 2), box_w, box_h, facecolor=RING_STATES[state],
+                                 edgecolor="black", linewidth=2.5 if role else 1, gid=f"stage {s}"))
+        ring.text(x, y, f"stage {s}\nstep {i}" if not role else f"stage {s}, step {i}\n{role}", ha="center",
+                  va="center", linespacing=1.15)
+        later = np.pi / 2 - 2 * np.pi * (s + 0.5) / stages  # an arrowhead between this stage and the next
+        ring.add_patch(FancyArrowPatch((rx * np.cos(later + 0.04), ry * np.sin(later + 0.04)),
+                                       (rx * np.cos(later - 0.04), ry * np.sin(later - 0.04)),
+                                       arrowstyle="-|>", mutation_scale=18, color="gray"))
+    ring.text(0, 0, f"step i uses\nstage i % {stages}", ha="center", va="center", color="dimgray")
+    ring.set_xlim(-rx - 0.72, rx + 0.72)
+    ring.set_ylim(-ry - 1.0, ry + 0.4)
+    ring.set_aspect("equal")
+    ring.axis("off")
+    ring.legend(handles=[Patch(facecolor=c, edgecolor="black", label=k) for k, c in RING_STATES.items()],
+                loc="lower center", ncol=2, frameon=False, handlelength=1.2, columnspacing=1.0)
+    ring.set_title(wrap(f"The ring while the consumers run step {step}: {stages} stages of {landing_kib:.0f} KiB, "
+                        f"{consumers} consumer warpgroup(s)", style.TITLE), fontsize=style.TITLE)
+    rows = (("step i", lambda i: i), ("stage i % S", lambda i: i % stages), ("trip i / S", lambda i: i // stages),
+            ("producer: empty parity", lambda i: (i // stages & 1) ^ 1),
+            ("consumers: full parity", lambda i: i // stages & 1))
+    label_w, columns = 2.8, 2 * stages
+    for r, (name, of) in enumerate(rows):
+        table.text(-0.15, r, name, ha="right", va="center", weight="bold" if r == 0 else "normal")
+        for i in range(columns):
+            fresh = i < stages and r == 3  # the producer's first trip passes at once: a fresh barrier
+            table.text(i + 0.5, r, str(of(i)), ha="center", va="center", weight="bold" if r == 0 else "normal",
+                       color="#b5462f" if fresh else "black")
+    table.axhline(0.5, color="gray", linewidth=0.8)
+    table.axvline(stages, color="gray", linewidth=0.8, linestyle=":")
+    table.set_xlim(-label_w * columns / (WIDTH - label_w), columns)
+    table.set_ylim(len(rows) - 0.5, -0.5)
+    table.axis("off")
+    table.set_title(wrap(f"Who waits for which parity. full: 1 arrival + {landing_kib:.0f} KiB landed; empty: "
+                         f"{arrivals} arrivals ({consumers} consumer(s) x 4 warps x {cluster} block(s)). Red: a fresh "
+                         "barrier passes parity 1 at once", TEXT), fontsize=TEXT)
+    fig.subplots_adjust(left=0.02, right=0.98, top=0.93, bottom=0.01)
+    return fig
+
+
+def cluster_reads(tiles: dict[str, tuple[int, int, int]]) -> Figure:
+    """What one cluster reads per k: for each name, (block rows, block columns, blocks stacked along M that share B
+    by multicast), the cluster's tile of C drawn to scale beside the column of A and the row of B it reads for one
+    k, and the bytes per k for every 65,536 outputs (a 256 x 256 tile's worth). Patches carry a gid ("block b")."""
+    fig, axes = plt.subplots(1, len(tiles), figsize=(WIDTH, 5.0))
+    axes = np.atleast_1d(axes)
+    top = max(max(bm * c, bn) for bm, bn, c in tiles.values())
+    strip = 0.07 * top
+    for ax, (name, (bm, bn, cluster)) in zip(axes, tiles.items()):
+        rows = bm * cluster  # A: one value per row of the cluster's tile; B: one per column, multicast to all
+        inside = bn / top >= 0.4  # room for a block's label inside it
+        for b in range(cluster):
+            ax.add_patch(Rectangle((0, b * bm), bn, bm, facecolor="#cfe0f5", edgecolor="black", linewidth=1.2,
+                                   gid=f"block {b}"))
+            ax.text(bn / 2 if inside else bn + 0.04 * top, b * bm + bm / 2, f"block {b}\n{bm} x {bn}",
+                    ha="center" if inside else "left", va="center")
+        ax.add_patch(Rectangle((-1.5 * strip, 0), strip, rows, facecolor="C0", alpha=0.85))
+        ax.add_patch(Rectangle((0, -1.5 * strip), bn, strip, facecolor="C1", alpha=0.85))
+        ax.text(-1.9 * strip, rows / 2, f"A: {rows} rows", rotation=90, ha="right", va="center", color="C0")
+        ax.text(0, -1.9 * strip, f"B: {bn} columns", ha="left", va="bottom", color="C1")
+        per_k = (rows + bn) * 4 * 65536 / (rows * bn)
+        ax.set_xlim(-3.2 * strip, top * 1.02)
+        ax.set_ylim(top * 1.02, -3.4 * strip)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(wrap(f"{name}: ({rows} + {bn}) x 4 B per k, {per_k / 1024:.1f} KiB per 65,536 outputs", TEXT,
+                          0.95 * WIDTH / len(tiles)), fontsize=TEXT)
+    fig.suptitle(wrap("One cluster's tile of C, to scale, and the values of A and B it reads from L2 for each k "
+                      "(its blocks share B by multicast)", style.TITLE), fontsize=style.TITLE)
+    fig.tight_layout()
+    return fig
 
 
 def lane_position(lane: int, params: dict[str, int]) -> tuple[int, int]:

@@ -31,8 +31,9 @@ def reuse(kernel: str | KernelSpec, params: Params | None = None) -> tuple[int, 
 
     Without tiling each thread loads its own row of A and column of B (reuse 1, 1). A block
     that stages a BM x BK tile of A and a BK x BN tile of B in shared memory reuses each element
-    of A for BN outputs and each element of B for BM outputs. The blocks of a cluster (stacked along M)
-    share one copy of B, which TMA multicasts to all of them: B then serves CLUSTER x BM outputs.
+    of A for BN outputs and each element of B for BM outputs. The clustered kernels (13 to 16) stack
+    CLUSTER blocks along M, and TMA multicasts B's tile to all of them: each element of B serves
+    CLUSTER x BM outputs for one request.
     """
     spec = catalog.get(kernel)
     p = spec.full_params(params)
@@ -49,7 +50,14 @@ def global_load_bytes(kernel: str | KernelSpec, m: int, n: int, k: int, params: 
     sees this much only when nothing is reused across blocks.
     """
     reuse_a, reuse_b = reuse(kernel, params)
-    return WORD * m * n * k * (1 / reuse_a + 1 / reuse_b)
+    return tile_read_bytes(m, n, k, reuse_b, reuse_a)
+
+
+def tile_read_bytes(m: int, n: int, k: int, rows: int, cols: int) -> float:
+    """Bytes of A and B requested when each rows x cols tile of C reads its rows of A and its columns of B once per
+    k: every value of A is read by each of the n / cols columns of tiles, every value of B by the m / rows rows.
+    Chapter 9 compares kernel 14's cluster tile with cuBLAS's this way."""
+    return WORD * m * n * k * (1 / rows + 1 / cols)
 
 
 def thread_tile(kernel: str | KernelSpec, params: Params | None = None) -> tuple[int, int]:

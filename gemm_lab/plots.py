@@ -122,8 +122,13 @@ def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str]
     for bar, x in zip(bars_, ms):
         bar.set_hatch("////" if baseline_name(x.precision) == "cuBLAS TF32" else "")
         bar.set_edgecolor("white")
-        ax.text(1.02, bar.get_y() + bar.get_height() / 2, f"{x.pct_cublas:.0f}%, {x.gflops / 1e3:,.1f} TFLOP/s",
-                transform=ax.get_yaxis_transform(), va="center")
+        middle = bar.get_y() + bar.get_height() / 2
+        spread = x.pct_range if x.precision != "fp32" else None  # a tensor-core headline: the rounds' median
+        if spread:
+            ax.plot(spread, [middle, middle], color="black", linewidth=1.5, solid_capstyle="butt")
+            ax.plot(spread, [middle, middle], "|", color="black", markersize=8)
+        ax.text(1.02, middle, f"{x.pct_cublas:.0f}%" + (" ({:.0f}–{:.0f}),\n".format(*spread) if spread else ", ")
+                + f"{x.gflops / 1e3:,.1f} TFLOP/s", transform=ax.get_yaxis_transform(), va="center", linespacing=1.0)
     chapters = [int(catalog.get(x.kernel).chapter[2:4]) for x in ms]
     for i in range(1, len(ms)):
         if chapters[i] != chapters[i - 1]:
@@ -132,16 +137,25 @@ def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str]
                   [f"{catalog.get(x.kernel).chapter[2:].split('_')[0].lstrip('0')} {x.kernel}" for x in ms])
     ax.set_ylim(len(ms) - 0.5, -0.5)
     ax.axvline(100, **CUBLAS_STYLE)
-    ax.set_xlim(0, max(110, max(x.pct_cublas for x in ms) * 1.05))
+    ax.set_xlim(0, max(110, max(max(x.pct_range or (x.pct_cublas,)) for x in ms) * 1.05))
     ax.set_xlabel(wrap("% of cuBLAS timed in the same run, in the kernel's math (higher is better)", TEXT, 4.5))
     if labels is None:
         ax.set_ylabel("chapter, kernel")
     shapes = sorted({f"M = N = K = {x.m}" if x.m == x.n == x.k else f"{x.m}x{x.n}x{x.k}" for x in ms})
-    _title(ax, title or f"Every kernel of the book vs cuBLAS, chapter by chapter ({', '.join(shapes)})")
+    ax.set_title(wrap(title, TITLE) if title else f"Every kernel vs cuBLAS, chapter by chapter\n{', '.join(shapes)}",
+                 fontsize=TITLE)
     fig.tight_layout()
-    fig.legend(handles=[Patch(facecolor="gray", label="FFMA and 3xTF32 kernels vs cuBLAS SGEMM (FP32)"),
-                        Patch(facecolor="gray", hatch="////", edgecolor="white", label="TF32 kernels vs cuBLAS TF32"),
-                        plt.Line2D([], [], **CUBLAS_STYLE, label="cuBLAS = 100%")],
+    sgemm = [name for precision, name in (("fp32", "FFMA"), ("3xtf32", "3xTF32"), ("ozaki", "Ozaki"))
+             if any(x.precision == precision for x in ms)]
+    sgemm_label = " and ".join([", ".join(sgemm[:-1]), sgemm[-1]] if len(sgemm) > 1 else sgemm)
+    handles = [*([Patch(facecolor="gray", label=f"{sgemm_label} kernels vs cuBLAS SGEMM (FP32)")] if sgemm else []),
+               *([Patch(facecolor="gray", hatch="////", edgecolor="white", label="TF32 kernels vs cuBLAS TF32")]
+                 if any(x.precision == "tf32" for x in ms) else []),
+               plt.Line2D([], [], **CUBLAS_STYLE, label="cuBLAS = 100%"),
+               *([plt.Line2D([], [], color="black", marker="|", markersize=8,
+                             label="tensor cores: median of the rounds of turns, their range (in brackets)")]
+                 if any(x.pct_range and x.precision != "fp32" for x in ms) else [])]
+    fig.legend(handles=handles,
                loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, handlelength=2.5, handleheight=1.3,
                frameon=False)
     return stamp(fig, provenance(ms))

@@ -162,7 +162,7 @@ def _baselines(ms: Sequence[Measurement]) -> str:
     names = {baseline_name(x.precision) for x in ms}
     if len(names) == 1:
         return names.pop()
-    return "cuBLAS in each kernel's math (SGEMM for FP32 and 3xTF32 kernels, TF32 tensor cores for TF32 ones)"
+    return "cuBLAS in each kernel's math (SGEMM for FP32, 3xTF32 and Ozaki kernels, TF32 tensor cores for TF32 ones)"
 
 
 def measurements_table(ms: Sequence[Measurement]) -> Table:
@@ -212,11 +212,15 @@ def by_size(ms: Sequence[Measurement]) -> Table:
     """One row per kernel, one column per M = N = K: GFLOP/s and % of cuBLAS (same run), to read at a glance."""
     sizes = sorted({x.m for x in ms})
     kernels = list(dict.fromkeys(x.kernel for x in ms))
-    cell = {(x.kernel, x.m): f"{x.gflops:,.0f} ({x.pct_cublas:.0f}%)" for x in ms}
+    ranged = {(x.kernel, x.m): x.pct_range for x in ms if x.precision != "fp32" and x.pct_range}
+    cell = {(x.kernel, x.m): f"{x.gflops:,.0f} ({x.pct_cublas:.0f}%"
+            + (", {:.0f}\u2060–\u2060{:.0f}%)".format(*ranged[x.kernel, x.m]) if (x.kernel, x.m) in ranged else ")")
+            for x in ms}  # (word joiners: a narrow column breaks before the range, not inside it)
     return Table(("kernel", *(f"{s}³" for s in sizes)),
                  tuple((k, *(cell.get((k, s), "-") for s in sizes)) for k in kernels),
-                 f"GFLOP/s at M = N = K and, in brackets, % of {_baselines(ms)} timed in the same run; "
-                 + provenance(ms))
+                 f"GFLOP/s at M = N = K and, in brackets, % of {_baselines(ms)} timed in the same run"
+                 + ("; for tensor-core kernels the median of the rounds of turns, then the rounds' range" if ranged else "")
+                 + "; " + provenance(ms))
 
 
 MEASURING_CHAPTER = "ch00_measuring"  # the chapter with no kernel of its own: it times cuBLAS and the ceilings
@@ -256,11 +260,14 @@ def chapter_map(ms: Sequence[Measurement], cublas: Measurement) -> Markdown:
              f"{cublas.pct_peak:.0f}% of the FP32 peak."]
     for chapter, xs in chapters.items():
         items = [f"`{x.kernel}` {x.gflops / 1e3:,.1f} TFLOP/s ({x.pct_cublas:.0f}%"
-                 + (" of cuBLAS TF32)" if baseline_name(x.precision) == "cuBLAS TF32" else ")") for x in xs]
+                 + (" of cuBLAS TF32" if baseline_name(x.precision) == "cuBLAS TF32" else "")
+                 + ("; rounds {:.0f}–{:.0f}%".format(*x.pct_range) if x.precision != "fp32" and x.pct_range else "")
+                 + ")" for x in xs]
         lines.append(f"* **{{doc}}`{chapter}`**: " + ", ".join(items) + ".")
     where = f"M = N = K = {m}" if m == n == k else f"M×N×K = {m}×{n}×{k}"
     return Markdown("\n".join(lines) + f"\n\nAll at {where}; in brackets, % of cuBLAS SGEMM (of cuBLAS TF32 where "
-                    f"marked) timed in the same run; {provenance([*ms, cublas])}.")
+                    "marked) timed in the same run, for tensor-core kernels the median of the rounds of turns with "
+                    f"their range; {provenance([*ms, cublas])}.")
 
 
 def kernels_table() -> Table:
@@ -309,7 +316,8 @@ def banner() -> Banner:
     mine, shown = device.reader_gpu(), device.replay_gpu()
     dates = sorted({x.date for x in records.measurements()})
     when = f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
-    text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}."
+    text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}." + (
+        " Each chart and table gives the dates of its own data." if len(dates) > 1 else "")
     if os.environ.get(device.GPU_ENV):
         text += f" {device.GPU_ENV} chose these records."
     elif mine and mine != shown:

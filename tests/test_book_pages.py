@@ -164,7 +164,8 @@ def test_launch_buttons_open_the_paired_notebook(md):
 
 LISTING_CALL = re.compile(r"\bgl\.(excerpt|changes)\(")
 LISTING_CELLS = [(md, cell) for md in toc_pages() for cell in code_cells(jupytext.read(md))
-                 if LISTING_CALL.search(cell.source)]
+                 if LISTING_CALL.search(cell.source) and "remove-cell" not in cell.metadata.get("tags", [])]
+# (a remove-cell shows nothing itself: its listings are glued into folded lab notes, `prose.fold`)
 
 
 def test_kernel_code_is_shown_by_listings_only():
@@ -199,15 +200,17 @@ def test_chapter_map_has_a_line_per_chapter_with_numbers_from_the_records(replay
     import gemm_lab as gl
     from gemm_lab import catalog, plan, tables
 
-    board = gl.bench_all([(k, None, 8192) for k in (*plan.HEADLINE, *plan.TENSOR_CORES)], progress=False)
+    board = gl.bench_all([(k, None, 8192) for k in (*plan.HEADLINE, *plan.TENSOR_CORES, *plan.EMULATION)],
+                         progress=False)
     lines = str(tables.chapter_map(board, gl.cublas(8192))).splitlines()
     chapters = list(dict.fromkeys(catalog.get(x.kernel).chapter for x in board))
     assert [re.match(r"\* \*\*\{doc\}`(\w+)`", line)[1] for line in lines if line.startswith("*")] == \
         [tables.MEASURING_CHAPTER, *chapters]
     text = "\n".join(lines)
     for x in board:
-        pct = f"({x.pct_cublas:.0f}%" + (" of cuBLAS TF32)" if x.precision == "tf32" else ")")
-        assert f"`{x.kernel}` {x.gflops / 1e3:,.1f} TFLOP/s {pct}" in text
+        pct = f"({x.pct_cublas:.0f}%" + (" of cuBLAS TF32" if x.precision == "tf32" else "")
+        rounds = "; rounds {:.0f}–{:.0f}%".format(*x.pct_range) if x.precision != "fp32" and x.pct_range else ""
+        assert f"`{x.kernel}` {x.gflops / 1e3:,.1f} TFLOP/s {pct}{rounds})" in text
     assert "recorded on NVIDIA H100" in text
     with pytest.raises(ValueError, match="one shape"):
         tables.chapter_map(board, gl.cublas(4096))

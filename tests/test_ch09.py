@@ -1,0 +1,92 @@
+"""Chapter 9's helpers, on the CPU: the mbarrier ring and the cluster-reads pictures (each redrawn by another
+instance, text readable at 800 px), the multicast in the traffic model, and the headline share with its range."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from gemm_lab import catalog, diagrams, model, style  # noqa: E402
+from gemm_lab.prose import fold, share  # noqa: E402
+
+SPEC = catalog.get("wgmma_ws_tf32")
+RINGS = [SPEC.full_params(), SPEC.full_params({"STAGES": 3, "CONSUMERS": 1, "CLUSTER": 1}),
+         SPEC.full_params({"STAGES": 6, "BM": 128, "CONSUMERS": 3})]
+
+
+def _texts(fig) -> str:
+    """Every text of the figure, wrapped lines joined."""
+    return " ".join(" ".join(t for ax in fig.axes for t in (*(x.get_text() for x in ax.texts), ax.get_title())).split())
+
+
+@pytest.mark.parametrize("params", RINGS, ids=lambda p: f"S{p['STAGES']}-C{p['CONSUMERS']}-K{p['CLUSTER']}")
+def test_the_ring_has_a_stage_per_stage_and_the_kernels_barrier_counts(params):
+    fig = diagrams.mbarrier_ring(params)
+    try:
+        stages = sorted(p.get_gid() for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("stage"))
+        assert stages == sorted(f"stage {s}" for s in range(params["STAGES"]))
+        text = _texts(fig)
+        arrivals = params["CONSUMERS"] * 4 * params["CLUSTER"]  # mbar_init(empty, CONSUMERS * 4 * CLUSTER)
+        assert f"empty: {arrivals} arrivals" in text
+        assert f"{(params['BM'] + 64 * params['CONSUMERS']) * 128 // 1024} KiB" in text  # TX_BYTES of a stage
+        assert not style.fits(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_ring_moment_holds_every_stage_once_in_the_kernels_order():
+    for stages in (3, 4, 6):
+        step = 2 * stages + 1
+        held = diagrams.ring_moment(stages, step)
+        assert sorted(held) == list(range(stages))
+        assert all(i % stages == s for s, (i, _) in held.items())
+        states = {state: i for i, state in held.values()}
+        assert states["read by the wgmmas"] == step and states["wgmmas finishing: released next"] == step - 1
+        assert states["copy in flight (TMA)"] == step + stages - 2  # the producer waits to load step + stages - 1
+    with pytest.raises(ValueError, match="STAGES >= 3"):
+        diagrams.ring_moment(2, 5)
+
+
+def test_cluster_reads_draws_each_block_and_the_bytes_per_k():
+    tiles = {"kernel 14": (256, 128, 2), "cuBLAS TF32": (128, 256, 2)}
+    for drawn in (tiles, {"one block": (128, 192, 1)}):
+        fig = diagrams.cluster_reads(drawn)
+        try:
+            blocks = [p.get_gid() for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("block")]
+            assert len(blocks) == sum(c for _, _, c in drawn.values())
+            assert not style.fits(fig)
+            if drawn is tiles:
+                assert "2.5 KiB per 65,536" in _texts(fig) and "2.0 KiB per 65,536" in _texts(fig)
+        finally:
+            plt.close(fig)
+
+
+def test_multicast_clusters_read_b_once_per_cluster():
+    n = 8192
+    assert model.reuse("wgmma_ws_tf32") == (128, 512)  # BN; BM x CLUSTER
+    assert model.reuse("wgmma_ws_tf32", {"CLUSTER": 1}) == (128, 256)
+    assert model.global_load_bytes("wgmma_ws_tf32", n, n, n) == model.tile_read_bytes(n, n, n, 512, 128)
+    assert model.tile_read_bytes(n, n, n, 512, 128) / model.tile_read_bytes(n, n, n, 256, 256) == 1.25
+
+
+def test_share_shows_the_rounds_range_of_tensor_core_headlines(replay):
+    import gemm_lab as gl
+
+    x = gl.bench("wgmma_ws_tf32", 4096)
+    low, high = x.pct_range
+    assert low <= x.pct_cublas <= high
+    assert share(x) == f"{x.pct_cublas:.1f} % (rounds {low:.1f}–{high:.1f} %)"
+    assert share(gl.bench("warp_tiling", 4096)).endswith("%") and "rounds" not in share(gl.bench("warp_tiling", 4096))
+
+
+def test_fold_glues_without_showing_and_closes_figures(monkeypatch):
+    import myst_nb
+
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.setdefault(name, display))
+    fig = plt.figure()
+    assert set(fold(table="a table", figure=fig)) == {"table", "figure"}
+    assert glued == {"table": False, "figure": False} and not plt.fignum_exists(fig.number)
+    with pytest.raises(ValueError, match="letters, digits"):
+        fold(**{"bad-name": 1})
