@@ -616,3 +616,89 @@ def tma_swizzle(rows: int = 32, cols: int = 32, span: int = 128, shown: int = 16
                  fontsize=TEXT)
     fig.tight_layout()
     return fig
+
+
+def crt(moduli: tuple[int, ...], x: int) -> Figure:
+    """The Chinese remainder theorem as strips: one row per modulus p over the integers of [-P/2, P/2] (P the product
+    of the moduli), the integers with x's residue modulo p filled in; the last row keeps those every modulus allows,
+    which is x alone. Patches carry a gid ("p=<modulus>" or "all") so tests can count what is drawn."""
+    from . import ozaki
+
+    mods = ozaki.chosen(moduli)
+    big = ozaki.product(mods)
+    lo, hi = -(big // 2), big - big // 2 - 1  # P integers, x's representative nearest zero among them
+    if big > 420:
+        raise ValueError(f"P = {big}: more integers than the picture can show one by one (at most 420)")
+    if not lo <= x <= hi:
+        raise ValueError(f"x = {x}: the residues modulo {mods} pin down an integer of [{lo}, {hi}] only")
+    rows = [(f"x mod {p} = {x % p}", [v for v in range(lo, hi + 1) if v % p == x % p], f"C{i}", f"p={p}")
+            for i, p in enumerate(mods)]
+    rows.append(("all at once", [v for v in range(lo, hi + 1) if all(v % p == x % p for p in mods)], "C3", "all"))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.62 * len(rows) + 1.7))
+    for r, (_, values, colour, gid) in enumerate(rows):
+        ax.add_patch(Rectangle((lo - 0.5, r - 0.35), big, 0.7, facecolor="#f2f2f2", edgecolor="none"))
+        for v in values:
+            ax.add_patch(Rectangle((v - 0.5, r - 0.35), 1, 0.7, facecolor=colour, edgecolor="none", gid=gid))
+        ax.text(hi + 0.02 * big, r, f"{len(values)} left", va="center")
+    ax.axvline(x, color="black", linewidth=0.8, linestyle=":")
+    ax.set_xlim(lo - 0.5, hi + 0.5)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_yticks(range(len(rows)), [label for label, *_ in rows])
+    ax.set_xticks(sorted({lo, 0, hi, x}))
+    ax.tick_params(axis="y", length=0)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel(f"the integers from {lo} to {hi}: P = {' x '.join(map(str, mods))} = {big} of them")
+    ax.set_title(wrap(f"Residues modulo {', '.join(map(str, mods))} leave one integer: x = {x}", style.TITLE),
+                 fontsize=style.TITLE)
+    fig.tight_layout()
+    return fig
+
+
+def ozaki_pipeline(params: dict[str, int], size: int | tuple[int, int, int]) -> Figure:
+    """The Ozaki scheme's four stages as kernels/16_ozaki.cu runs them, each with what it does and, to scale, the
+    bytes it must read and write at M = N = K = `size` (or (M, N, K)) with the instance's MODULI
+    (`ozaki.traffic`: compulsory bytes, L2 serving every re-read). Stage boxes carry their stage's name as gid."""
+    from . import ozaki
+
+    moduli = catalog.validate("ozaki", params)["MODULI"]
+    m, n, k = (size,) * 3 if isinstance(size, int) else size
+    traffic = ozaki.traffic(moduli, m, n, k)
+    what = {
+        "scale": "row and column norms\n→ one power of two each",
+        "split": f"scaled to integers → residues,\nint8, {moduli} planes each of A, B",
+        "products": f"{moduli} exact INT8 GEMMs;\neach int32 sum mod p → a byte",
+        "reconstruct": "CRT in double, powers of two\nundone → C in FP32",
+    }
+    stages = list(ozaki.STAGES)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 5.0), gridspec_kw={"width_ratios": [1.45, 1],
+                                                                               "wspace": 0.04})
+    top_row = -1.0  # room above the first stage for the legend
+    left.set(xlim=(0, 1), ylim=(len(stages) - 0.5, top_row))
+    left.axis("off")
+    for i, stage in enumerate(stages):
+        left.add_patch(Rectangle((0.0, i - 0.4), 1.0, 0.8, facecolor=to_rgba(f"C{i}", 0.18), edgecolor=f"C{i}",
+                                 linewidth=1.2, gid=stage))
+        left.text(0.03, i - 0.2, f"{i + 1}. {stage}", weight="bold", va="center")
+        left.text(0.03, i + 0.14, what[stage], va="center", linespacing=1.25)
+    y = np.arange(len(stages))
+    reads, writes = ([traffic[s][j] / 1e9 for s in stages] for j in (0, 1))
+    right.barh(y - 0.18, reads, 0.34, color="C0", label="read")
+    right.barh(y + 0.18, writes, 0.34, color="C1", label="written")
+    top = max(reads + writes)
+    for i in range(len(stages)):
+        for dy, v in ((-0.18, reads[i]), (0.18, writes[i])):
+            right.text(v + 0.02 * top, i + dy, f"{v:.2f}" if v >= 0.01 else "< 0.01", va="center")
+    right.set_ylim(len(stages) - 0.5, top_row)
+    right.set_yticks([])
+    right.set_xlim(0, 1.4 * top)
+    right.set_xlabel("GB, the least each must move")
+    right.legend(loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, 1.0))
+    for side in ("top", "right"):
+        right.spines[side].set_visible(False)
+    shape = f"M = N = K = {m}" if m == n == k else f"M x N x K = {m} x {n} x {k}"
+    fig.suptitle(wrap(f"The pipeline at {shape}, {moduli} moduli: stages and bytes", style.TITLE),
+                 fontsize=style.TITLE)
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.9, bottom=0.14)
+    return stamp(fig, "A and B in FP32, residue rows padded as the kernels pad them; each plane read once (L2 serving "
+                      "the re-reads), C written once (beta = 0)")

@@ -13,7 +13,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import catalog, device, ozaki, records, run, timing
+from . import catalog, device, int8, ozaki, records, run, timing
+from .tables import Table, provenance
 
 ACCURACY = "accuracy"  # records/<gpu>/accuracy.json
 STAGES = "ozaki_stages"  # records/<gpu>/ozaki_stages.json
@@ -163,3 +164,82 @@ def record_stages(params: dict[str, int] | None = None) -> None:
              "gpu": gpu.name, "recorded_at": now} for s in STAGE_SIZES]
     records.upsert(records.gpu_dir(gpu.name) / f"{STAGES}.json", rows, ("params", "m"))
 
+
+def stage_source(params: dict[str, int] | None = None) -> str:
+    """Where `stage_ms`'s numbers come from, for a chart's stamp: measured live, or recorded on which GPU and when."""
+    inst = catalog.instance("ozaki", params, (STAGE_SIZES[0],) * 3)
+    if device.runs_here(inst.spec):
+        return f"measured live on {device.gpu().name}"
+    rows = [r for r in records.read_kind(STAGES) if r["params"] == inst.params]
+    if not rows:
+        return f"no stage times recorded for {inst.describe()} on {device.replay_gpu()}"
+    dates = sorted({r["recorded_at"][:10] for r in rows})
+    return f"recorded on {rows[0]['gpu']}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "")
+
+
+@dataclass(frozen=True)
+class SpeedOfLight:
+    """The speed of light of the scheme with `moduli` moduli at M = N = K = `size`: its INT8 products alone, at the
+    rate cuBLAS's INT8 GEMM reached, against one cuBLAS SGEMM (both rates measured, TOP/s and TFLOP/s)."""
+
+    size: int
+    moduli: int
+    int8_tops: float  # cuBLAS INT8, beside kernel 15 (`int8.bench`)
+    sgemm_tflops: float  # cuBLAS SGEMM (`timing.cublas`)
+
+    @property
+    def products_ms(self) -> float:
+        return self.moduli * 2 * self.size**3 / self.int8_tops / 1e9
+
+    @property
+    def tflops(self) -> float:
+        """FP32 products per second if nothing but the INT8 products took time."""
+        return self.int8_tops / self.moduli
+
+    @property
+    def times_sgemm(self) -> float:
+        return self.tflops / self.sgemm_tflops
+
+
+def speed_of_light(size: int, moduli: int) -> SpeedOfLight:
+    """`SpeedOfLight` from the measurements of cuBLAS's INT8 GEMM and SGEMM at `size` (live, or as recorded)."""
+    return SpeedOfLight(size, moduli, int8.bench(size).cublas_gflops / 1e3, timing.cublas(size).gflops / 1e3)
+
+
+def speed_of_light_table(sizes: Sequence[int], moduli: Sequence[int]) -> Table:
+    """The speed of light of each number of moduli at each size, as a table."""
+    cells = {(s, m): speed_of_light(s, m) for s in sizes for m in moduli}
+    return Table(("moduli", *(f"{s}³: {what}" for s in sizes for what in ("INT8 ms", "TFLOP/s", "× SGEMM"))),
+                 tuple((str(m), *(v for s in sizes for v in (f"{cells[s, m].products_ms:.2f}",
+                                                              f"{cells[s, m].tflops:,.0f}",
+                                                              f"{cells[s, m].times_sgemm:.1f}")))
+                       for m in moduli),
+                 "INT8 ms: that many INT8 products at the rate of cuBLAS's INT8 GEMM; TFLOP/s: FP32 work (2MNK) per "
+                 "second if nothing else took time; × SGEMM: that against cuBLAS SGEMM; "
+                 + provenance([*(int8.bench(s) for s in sizes), *(timing.cublas(s) for s in sizes)]))
+
+
+def stage_table(size: int, params: dict[str, int] | None = None) -> Table:
+    """Each stage of the pipeline at M = N = K = `size`: its time (`stage_ms`) and the rate that explains it, the
+    least bytes it must move (`ozaki.traffic`) per second against the DRAM copy bandwidth of the device record for
+    the memory-bound stages, and INT8 operations per second for the products."""
+    from .hardware import ceilings
+
+    inst = catalog.instance("ozaki", params, (size,) * 3)
+    moduli, ms = inst.params["MODULI"], stage_ms(size, inst.params)
+    traffic, ceil = ozaki.traffic(moduli, size, size, size), ceilings()
+    total = sum(ms.values())
+
+    def rate(stage: str) -> str:
+        seconds = ms[stage] / 1e3
+        if stage == "products":
+            return f"{moduli * 2 * size**3 / seconds / 1e12:,.0f} TOP/s of INT8 products"
+        gbs = sum(traffic[stage]) / seconds / 1e9
+        return f"{gbs / 1e3:.2f} TB/s, {gbs / ceil['dram_gbs']:.0%} of DRAM's"
+
+    return Table(("stage", "ms", "share", "least bytes", "rate"),
+                 tuple((stage, f"{ms[stage]:.3f}", f"{ms[stage] / total:.0%}", f"{sum(traffic[stage]) / 1e9:.2f} GB",
+                        rate(stage)) for stage in ozaki.STAGES),
+                 f"M = N = K = {size}, {moduli} moduli: each stage timed alone (median of its launches); least bytes: "
+                 f"read + written (ozaki.traffic); DRAM's: the device record's copy bandwidth, "
+                 f"{ceil['dram_gbs'] / 1e3:.2f} TB/s; stages {stage_source(inst.params)}", wrap=(4,))

@@ -10,7 +10,7 @@ in NumPy, so that the arithmetic can be checked without a GPU.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -23,23 +23,74 @@ MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229)
 K_ALIGN = 16  # residue rows are padded to whole 16 bytes: TMA's row stride
 N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32-bit load per 4 columns
 
-
-def product(moduli: int) -> int:
-    """P: the product of the first `moduli` moduli, the range an integer is known within from its residues."""
-    return math.prod(MODULI[:moduli])
+Moduli = int | Sequence[int]  # the first that many of MODULI (as the kernels take them), or moduli of your own
 
 
-def weights(moduli: int) -> list[int]:
+def chosen(moduli: Moduli) -> tuple[int, ...]:
+    """The moduli themselves: the first `moduli` of MODULI, or the given ones, checked pairwise coprime."""
+    mods = tuple(MODULI[:moduli]) if isinstance(moduli, int) else tuple(int(p) for p in moduli)
+    if isinstance(moduli, int) and not 1 <= moduli <= len(MODULI):
+        raise ValueError(f"{moduli} moduli: between 1 and {len(MODULI)} of MODULI")
+    if not mods or min(mods) < 2:
+        raise ValueError(f"moduli {mods}: at least one, each at least 2")
+    shared = [(p, q) for i, p in enumerate(mods) for q in mods[i + 1:] if math.gcd(p, q) > 1]
+    if shared:
+        raise ValueError(f"moduli {mods} are not pairwise coprime: {shared} share a factor, so their residues repeat "
+                         "information and P is not the range they pin down")
+    return mods
+
+
+def product(moduli: Moduli) -> int:
+    """P: the product of the moduli, the range an integer is known within from its residues."""
+    return math.prod(chosen(moduli))
+
+
+def weights(moduli: Moduli) -> list[int]:
     """The CRT weights W_l = (P / p_l) ((P / p_l)^-1 mod p_l): x = sum_l (x mod p_l) W_l modulo P."""
-    big = product(moduli)
-    return [big // p * pow(big // p, -1, p) % big for p in MODULI[:moduli]]
+    mods = chosen(moduli)
+    big = math.prod(mods)
+    return [big // p * pow(big // p, -1, p) % big for p in mods]
 
 
-def norm_bound(moduli: int, k: int) -> float:
+def crt(residues: Sequence[int], moduli: Moduli) -> int:
+    """The integer x with |x| <= P / 2 whose residues modulo the moduli are `residues` (the Chinese remainder
+    theorem, by the weights: the representative nearest zero, as the reconstruction takes it)."""
+    mods = chosen(moduli)
+    if len(residues) != len(mods):
+        raise ValueError(f"{len(residues)} residues for {len(mods)} moduli {mods}")
+    big = math.prod(mods)
+    x = sum(int(r) * w for r, w in zip(residues, weights(mods))) % big
+    return x - big if x > big // 2 else x
+
+
+def bits(moduli: Moduli, k: int) -> dict[str, float]:
+    """What the moduli buy at depth k: log2 P, G (log2 of the scaled rows' and columns' norm bound) and the bits
+    an element of a row of k elements of like size keeps as an integer (G - log2 sqrt(k); FP32 keeps 24)."""
+    g = norm_bound(moduli, k)
+    return {"log2_P": math.log2(product(moduli)), "G": g, "element_bits": g - math.log2(math.sqrt(k))}
+
+
+def traffic(moduli: int, m: int, n: int, k: int) -> dict[str, tuple[int, int]]:
+    """Bytes each stage of the kernels' pipeline (`STAGES`) must read and write at least, A (m x k) and B (k x n)
+    float32: (read, written). Residue rows are padded to Kp and Np bytes as the kernels pad them; C is written
+    once (beta = 0); the products read each residue plane once, as if L2 served every re-read."""
+    kp, np_ = -(-k // K_ALIGN) * K_ALIGN, -(-n // N_ALIGN) * N_ALIGN
+    operands, exps = 4 * (m * k + k * n), 4 * (m + n)
+    planes = moduli * (m + n) * kp
+    products = moduli * m * np_
+    return {"scale": (operands, exps + 8 * n), "split": (operands + exps + 8 * n, planes),
+            "products": (planes, products), "reconstruct": (products + exps, 4 * m * n)}
+
+
+def norm_bound(moduli: Moduli, k: int) -> float:
     """G: rows of A and columns of B are scaled to Euclidean norms of at most 2^G. Rounded to integers their norms grow
     by at most sqrt(k) / 2, and (2^G + sqrt(k) / 2)^2 <= P / 4 bounds every product sum by Cauchy-Schwarz, so the
     reconstruction's representative nearest zero is the sum, with room to spare for rounding in double."""
-    return math.log2(math.sqrt(product(moduli)) / 2 - math.sqrt(k) / 2)
+    room = math.sqrt(product(moduli)) / 2 - math.sqrt(k) / 2
+    if room < 1:
+        raise ValueError(f"moduli {chosen(moduli)}: P = {product(moduli)} leaves rows of {k} elements no bits at all "
+                         f"(P must exceed (sqrt(k) + 2)^2 = {(math.sqrt(k) + 2) ** 2:,.0f})")
+    return math.log2(room)
 
 
 def constants(moduli: int, k: int) -> np.ndarray:
@@ -49,7 +100,7 @@ def constants(moduli: int, k: int) -> np.ndarray:
                     dtype=np.float64)
 
 
-def exponents(x: np.ndarray, axis: int, moduli: int, k: int) -> np.ndarray:
+def exponents(x: np.ndarray, axis: int, moduli: Moduli, k: int) -> np.ndarray:
     """The kernels' powers of two (as integers e, scale 2^e) of the rows (axis 1) or columns (axis 0) of x."""
     norm2 = (x.astype(np.float64) ** 2).sum(axis=axis)
     with np.errstate(divide="ignore"):
@@ -57,21 +108,24 @@ def exponents(x: np.ndarray, axis: int, moduli: int, k: int) -> np.ndarray:
     return np.where(norm2 == 0, 0, e).astype(np.int64)
 
 
-def residues(a: np.ndarray, b: np.ndarray, moduli: int) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray]:
+def residues(a: np.ndarray, b: np.ndarray, moduli: Moduli) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray]:
     """NumPy's version of the kernels' first two steps: A's and B's residues (symmetric, as int64) per modulus and the
-    exponents of A's rows and B's columns."""
+    exponents of A's rows and B's columns. Moduli whose product is so large that the scaled integers would outgrow
+    int64 are refused."""
     k = a.shape[1]
+    if norm_bound(moduli, k) > 62:
+        raise ValueError(f"moduli {chosen(moduli)}: P is too large for the scaled integers to fit int64")
     e, f = exponents(a, 1, moduli, k), exponents(b, 0, moduli, k)
     ai = np.rint(np.ldexp(a.astype(np.float64), e[:, None])).astype(np.int64)
     bi = np.rint(np.ldexp(b.astype(np.float64), f[None, :])).astype(np.int64)
-    sym = [lambda x, p=p: (x + p // 2) % p - p // 2 for p in MODULI[:moduli]]
+    sym = [lambda x, p=p: (x + p // 2) % p - p // 2 for p in chosen(moduli)]
     return [s(ai) for s in sym], [s(bi) for s in sym], e, f
 
 
-def reconstruct(products: list[np.ndarray], e: np.ndarray, f: np.ndarray, moduli: int) -> np.ndarray:
+def reconstruct(products: list[np.ndarray], e: np.ndarray, f: np.ndarray, moduli: Moduli) -> np.ndarray:
     """NumPy's version of the last step, exact in Python integers: C from the products' residues and the exponents."""
     big, w = product(moduli), weights(moduli)
-    r = [np.asarray(x % p, dtype=object) for x, p in zip(products, MODULI[:moduli])]
+    r = [np.asarray(x % p, dtype=object) for x, p in zip(products, chosen(moduli))]
     x = sum(ri * wi for ri, wi in zip(r, w)) % big
     x = np.where(x > big // 2, x - big, x).astype(np.float64)
     return np.ldexp(x, -(e[:, None] + f[None, :]))

@@ -313,13 +313,15 @@ def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:
     return stamp(fig, provenance(found))
 
 
-PRECISION_MARKERS = {"fp32": "o", "tf32": "s", "3xtf32": "D"}
+PRECISION_MARKERS = {"fp32": "o", "tf32": "s", "3xtf32": "D", "ozaki": "^"}
 
 
 def label(x: Measurement) -> str:
     """What a point or line stands for: the kernel, or which cuBLAS (its math follows the precision)."""
     if x.kernel in CUBLAS_KERNELS.values():
         return "cuBLAS, TF32 tensor cores" if x.precision == "tf32" else "cuBLAS SGEMM (FP32)"
+    if x.precision == "ozaki":
+        return f"Ozaki, {x.params['MODULI']} moduli"
     return f"{x.kernel} ({x.precision.upper().replace('3XTF32', '3xTF32')})"
 
 
@@ -421,3 +423,91 @@ def memory_latency(recs: Sequence[Any]) -> Figure:
     ax.legend(loc="upper left")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return stamp(fig, "; ".join(memory_provenance(rec) for rec in recs))
+
+
+def stage_costs(times: dict[int, dict[str, float]], sgemm: Sequence[Measurement], source: str) -> Figure:
+    """The Ozaki pipeline's time at each M = N = K, stage by stage (`emulation.stage_ms`), as a share of one cuBLAS
+    SGEMM's time at that size (`sgemm`: cuBLAS measurements, one per size): a bar shorter than 100 % beats SGEMM.
+    `source` says where the stage times come from."""
+    from .ozaki import STAGES
+
+    sgemm_ms = {x.m: 1e-6 * model.flops(x.m, x.n, x.k) / x.gflops for x in sgemm}
+    missing = sorted(set(times) - set(sgemm_ms))
+    if missing:
+        raise ValueError(f"no cuBLAS SGEMM measurement at M = N = K = {missing}")
+    sizes = sorted(times)
+    longest = max(100 * sum(times[s].values()) / sgemm_ms[s] for s in sizes)
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.75 * len(sizes) + 2.2))
+    for row, size in enumerate(sizes):
+        left = 0.0
+        for i, stage in enumerate(STAGES):
+            share = 100 * times[size][stage] / sgemm_ms[size]
+            ax.barh(row, share, left=left, color=f"C{i}", label=stage if row == 0 else None, height=0.6)
+            if share > 0.06 * max(100, longest):  # wide enough for its number
+                ax.text(left + share / 2, row, f"{share:.0f}", ha="center", va="center", color="white")
+            left += share
+        total = sum(times[size].values())
+        ax.text(left + 0.015 * max(100, longest), row, f"{total:.2f} ms", va="center")
+    ax.axvline(100, **CUBLAS_STYLE, label="one cuBLAS SGEMM")
+    ax.set_yticks(range(len(sizes)), [f"{s:,}" for s in sizes])
+    ax.set_ylim(len(sizes) - 0.5, -0.5)
+    ax.set_ylabel("M = N = K")
+    ax.set_xlim(0, 1.22 * max(100, longest))
+    ax.set_xlabel("% of one cuBLAS SGEMM's time (bars: each stage's share)")
+    _title(ax, "Where the Ozaki scheme's time goes, stage by stage")
+    fig.tight_layout()
+    _legend_below(fig, ax, 3)
+    return stamp(fig, f"stages: {source}; SGEMM: {provenance(sgemm)}")
+
+
+EMULATION_STYLE = {"cublas": ("cuBLAS SGEMM (FP32)", "black", "--", "o"),
+                   "cublas_tf32": ("cuBLAS TF32", "dimgray", "--", "s"),
+                   "wgmma_ws_3xtf32": ("3xTF32 (kernel 14)", None, "-", "D")}
+
+
+def errors(rows: Sequence[Any], along: str = "k", title: str = "") -> Figure:
+    """Max and median relative error against float64 (`emulation.Errors` rows), one line per method, against K
+    (`along="k"`, standard normal inputs) or against phi, the spread of the inputs' exponents (`along="phi"`)."""
+    import matplotlib as mpl
+
+    if along not in ("k", "phi"):
+        raise ValueError(f"along={along!r}: 'k' or 'phi'")
+    series: dict[tuple[str, int], list[Any]] = {}
+    for r in rows:
+        series.setdefault((r.method, r.params.get("MODULI", 0)), []).append(r)
+    moduli = sorted(m for name, m in series if name == "ozaki")
+    shades = mpl.colormaps["viridis"]
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.2), sharex=True)
+    for (name, mods), rs in series.items():
+        rs = sorted(rs, key=lambda r: getattr(r, along))
+        if name == "ozaki":
+            text, colour, line, marker = (f"Ozaki, {mods} moduli", shades(0.85 * moduli.index(mods) /
+                                          max(1, len(moduli) - 1)), "-", "^")
+        else:
+            text, colour, line, marker = EMULATION_STYLE.get(name, (name, None, "-", "o"))
+            colour = colour or color(name)
+        for ax, stat in zip(axes, ("max_rel_err", "median_rel_err")):
+            ax.plot([getattr(r, along) for r in rs], [getattr(r, stat) for r in rs], linestyle=line, marker=marker,
+                    color=colour, label=text, markersize=5)
+    xs = sorted({getattr(r, along) for r in rows})
+    for ax, what in zip(axes, ("max |C - C64| / max |C64|", "median |C - C64| / |C64|")):
+        ax.set_yscale("log")
+        ax.set_title(what, fontsize=TEXT)
+        ax.grid(True, which="major", alpha=0.3)
+        if along == "k":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs[::2], [f"{x // 1024}K" if x >= 1024 else str(x) for x in xs[::2]])
+    axes[0].set_ylabel("relative error (log scale)")
+    shapes = sorted({(r.m, r.n) for r in rows})
+    if along == "k":
+        fig.supxlabel(f"K (M = N = {shapes[0][0]}), standard normal inputs" if len(shapes) == 1 else "K",
+                      fontsize=TEXT)
+    else:
+        fig.supxlabel("φ: inputs (rand − 0.5) · exp(φ · randn)", fontsize=TEXT)
+    fig.suptitle(wrap(title or ("Error against float64 as K grows" if along == "k" else
+                                f"Error as the inputs' exponents spread (M = N = K = {shapes[0][0]})"), TITLE),
+                 fontsize=TITLE)
+    fig.tight_layout()
+    _legend_below(fig, axes[0], 2)
+    gpus, dates = sorted({r.gpu for r in rows}), sorted({r.recorded_at[:10] for r in rows})
+    return stamp(fig, f"recorded on {', '.join(gpus)}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))

@@ -223,6 +223,35 @@ def by_size(ms: Sequence[Measurement]) -> Table:
                  + "; " + provenance(ms))
 
 
+def clock_and_power(telemetry: dict[str, float]) -> str:
+    """"1,830 MHz, 690 W": the median SM clock and board power NVML read while a side ran ("-" where not read)."""
+    return (f"{telemetry['sm_clock_mhz']:,.0f}\u00a0MHz, {telemetry['power_w']:,.0f}\u00a0W"  # wraps only at ", "
+            if {"sm_clock_mhz", "power_w"} <= set(telemetry) else "-")
+
+
+def speed_and_power(ms: Sequence[Measurement]) -> Table:
+    """Each measurement's speed beside cuBLAS in its own math, the range of its rounds' shares, and the median SM
+    clock and board power (NVML) while each side's timed launches ran: for tensor-core kernels, whose clock follows
+    the power cap, the two numbers that explain a share."""
+    def name(x: Measurement) -> str:
+        return f"{x.kernel}, {x.params['MODULI']} moduli" if "MODULI" in x.params else x.kernel
+
+    def share(x: Measurement) -> str:
+        spread = x.pct_range
+        return f"{x.pct_cublas:.0f}%" + (f" ({spread[0]:.0f}–{spread[1]:.0f})" if spread else "")
+
+    def telemetry(t: dict[str, float]) -> tuple[str, str]:
+        return (f"{t['sm_clock_mhz']:,.0f}", f"{t['power_w']:,.0f}") if {"sm_clock_mhz", "power_w"} <= set(t) \
+            else ("-", "-")
+
+    return Table(("size", "kernel", "TFLOP/s", "% of cuBLAS (rounds)", "MHz", "W", "cuBLAS MHz", "cuBLAS W"),
+                 tuple((shape_text(x.m, x.n, x.k), name(x), f"{x.gflops / 1e3:,.1f}", share(x),
+                        *telemetry(x.telemetry), *telemetry(x.cublas_telemetry)) for x in ms),
+                 f"% of {_baselines(ms)}, timed in the same run, in turns: the median of the rounds' shares, their "
+                 "range in brackets; MHz and W: NVML's median SM clock and board power while each side ran; "
+                 + provenance(ms))
+
+
 MEASURING_CHAPTER = "ch00_measuring"  # the chapter with no kernel of its own: it times cuBLAS and the ceilings
 
 

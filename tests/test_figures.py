@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import banks, catalog, diagrams, model, plan, plots, records, style, tables  # noqa: E402
+from gemm_lab import banks, catalog, diagrams, emulation, model, plan, plots, records, style, tables  # noqa: E402
 
 
 def _figures():
@@ -48,6 +48,11 @@ def _figures():
         "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, 4096, tables.recorded_gpus()),
         "error_vs_k": lambda: plots.error_vs_k(by_k),
         "accuracy_vs_speed": lambda: plots.accuracy_vs_speed(board[-6:]),
+        "crt": lambda: diagrams.crt((3, 5, 7), 38),
+        "ozaki_pipeline": lambda: diagrams.ozaki_pipeline(catalog.get("ozaki").full_params(), 8192),
+        "stage_costs": lambda: plots.stage_costs({s: emulation.stage_ms(s) for s in emulation.STAGE_SIZES},
+                                                 [gl.cublas(s) for s in emulation.STAGE_SIZES], "test"),
+        "errors": lambda: plots.errors([e for s in emulation.ERROR_VS_K for e in emulation.errors(s, None)]),
     }
 
 

@@ -1,0 +1,166 @@
+"""Chapter 10's helpers, on the CPU: the Chinese-remainder arithmetic a reader does by hand, the bits the moduli buy,
+the pipeline's least traffic, the speed of light and stage tables from the records, and the chapter's pictures and
+charts redrawn from other instances."""
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from gemm_lab import catalog, diagrams, emulation, int8, ozaki, plots, style, tables  # noqa: E402
+
+
+def _gids(fig) -> list[str]:
+    return [p.get_gid() for ax in fig.axes for p in ax.patches if p.get_gid()]
+
+
+@pytest.mark.parametrize("moduli", [(3, 5, 7), (4, 9, 25), (255, 253, 251)])
+def test_crt_rebuilds_every_integer_within_p_from_its_residues(moduli):
+    big = math.prod(moduli)
+    for x in (0, 1, -1, big // 2, -((big - 1) // 2), 38 % big, -(38 % big)):  # [-(P - 1) / 2, P / 2]
+        assert ozaki.crt([x % p for p in moduli], moduli) == x
+    w = ozaki.weights(moduli)
+    assert all(w[i] % q == (q == p) for i, p in enumerate(moduli) for q in moduli)
+
+
+def test_the_worked_example_of_the_chapter():
+    assert ozaki.weights((3, 5, 7)) == [70, 21, 15]
+    a, b = np.array([5, 3]), np.array([4, 6])
+    assert ozaki.crt([int((a % p) @ (b % p)) % p for p in (3, 5, 7)], (3, 5, 7)) == 38
+
+
+def test_bad_moduli_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match="not pairwise coprime"):
+        ozaki.weights((4, 6, 7))
+    with pytest.raises(ValueError, match="between 1 and 9"):
+        ozaki.product(10)
+    with pytest.raises(ValueError, match="residues for"):
+        ozaki.crt([1, 2], (3, 5, 7))
+    with pytest.raises(ValueError, match="no bits at all"):
+        ozaki.norm_bound((3, 5, 7), 4096)
+
+
+def test_each_modulus_buys_about_four_bits_and_eight_keep_fp32s():
+    g = [ozaki.bits(m, 4096)["G"] for m in range(6, 10)]
+    assert all(3.8 < b - a < 4.1 for a, b in zip(g, g[1:]))
+    assert 24 <= ozaki.bits(8, 4096)["element_bits"] < 26
+
+
+def test_the_numpy_model_takes_moduli_of_its_own():
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((16, 200)).astype(np.float32), rng.standard_normal((200, 8)).astype(np.float32)
+    mods = (255, 253, 251, 247, 241, 239, 233)
+    ra, rb, e, f = ozaki.residues(a, b, mods)
+    c = ozaki.reconstruct([x @ y for x, y in zip(ra, rb)], e, f, mods)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - ref).max() / np.abs(ref).max() < 2.0 ** (4 - ozaki.bits(mods, 200)["element_bits"])
+
+
+def test_traffic_counts_the_planes_as_the_kernels_pad_them():
+    t = ozaki.traffic(8, 100, 60, 30)  # K padded to 32 bytes, N to 60 (already a multiple of 4)
+    assert t["split"][1] == 8 * (100 + 60) * 32
+    assert t["products"] == (8 * 160 * 32, 8 * 100 * 60)
+    assert t["reconstruct"][1] == 4 * 100 * 60 and t["scale"][0] == 4 * (100 * 30 + 30 * 60)
+
+
+def test_speed_of_light_is_the_int8_rate_over_the_moduli(replay):
+    import gemm_lab as gl
+
+    sol = emulation.speed_of_light(8192, 8)
+    assert sol.int8_tops == pytest.approx(int8.bench(8192).cublas_gflops / 1e3)
+    assert sol.tflops == pytest.approx(sol.int8_tops / 8)
+    assert sol.times_sgemm == pytest.approx(sol.tflops / (gl.cublas(8192).gflops / 1e3))
+    assert sol.products_ms == pytest.approx(8 * 2 * 8192**3 / (sol.int8_tops * 1e12) * 1e3)
+    table = emulation.speed_of_light_table((4096, 8192), (6, 9))
+    assert [r[0] for r in table.rows] == ["6", "9"] and len(table.columns) == 7
+
+
+def test_stage_table_and_speed_tables_read_the_records(replay):
+    import gemm_lab as gl
+
+    t = emulation.stage_table(8192)
+    assert [r[0] for r in t.rows] == list(ozaki.STAGES) and "TOP/s" in t.rows[2][4]
+    assert "recorded on" in emulation.stage_source()
+    x = gl.bench("ozaki", 8192)
+    row = tables.speed_and_power([x]).rows[0]
+    assert row[1] == "ozaki, 8 moduli" and row[4:] == tuple(f"{v:,.0f}" for v in (
+        x.telemetry["sm_clock_mhz"], x.telemetry["power_w"], x.cublas_telemetry["sm_clock_mhz"],
+        x.cublas_telemetry["power_w"]))
+    assert int8.table((4096,)).rows[0][3].startswith(f"{int8.bench(4096).pct_cublas:.1f}%")
+
+
+def test_crt_picture_redraws_from_its_moduli_and_number():
+    for moduli, x in (((3, 5, 7), 38), ((4, 9), -11)):
+        fig = diagrams.crt(moduli, x)
+        try:
+            big = math.prod(moduli)
+            gids = _gids(fig)
+            for p in moduli:
+                assert gids.count(f"p={p}") == big // p  # every integer of the range with x's residue
+            assert gids.count("all") == 1 and not style.fits(fig)
+        finally:
+            plt.close(fig)
+    with pytest.raises(ValueError, match="pin down"):
+        diagrams.crt((3, 5, 7), 60)
+
+
+def test_pipeline_picture_redraws_from_the_instance_and_size():
+    texts = []
+    for params, size in (({"MODULI": 8}, 8192), ({"MODULI": 6}, (1000, 2000, 512))):
+        fig = diagrams.ozaki_pipeline(params, size)
+        try:
+            assert sorted(_gids(fig)) == sorted(ozaki.STAGES) and not style.fits(fig)
+            bars = [p.get_width() for p in fig.axes[1].patches]
+            t = ozaki.traffic(params["MODULI"], *((size,) * 3 if isinstance(size, int) else size))
+            assert bars == pytest.approx([t[s][0] / 1e9 for s in ozaki.STAGES] + [t[s][1] / 1e9 for s in ozaki.STAGES])
+            texts.append(" ".join(t.get_text() for ax in fig.axes for t in ax.texts))
+        finally:
+            plt.close(fig)
+    assert "8 exact INT8" in texts[0] and "6 exact INT8" in texts[1]
+    with pytest.raises(ValueError, match="MODULI must be 6 to 9"):
+        diagrams.ozaki_pipeline({"MODULI": 5}, 1024)
+
+
+def test_stage_chart_stacks_each_size_against_sgemm(replay):
+    import gemm_lab as gl
+
+    times = {s: emulation.stage_ms(s) for s in emulation.STAGE_SIZES}
+    fig = plots.stage_costs(times, [gl.cublas(s) for s in emulation.STAGE_SIZES], "test")
+    try:
+        widths = [p.get_width() for p in fig.axes[0].patches]
+        assert len(widths) == len(times) * len(ozaki.STAGES) and not style.fits(fig)
+        s = emulation.STAGE_SIZES[-1]
+        sgemm_ms = 2e-6 * s**3 / gl.cublas(s).gflops
+        assert sum(widths[-4:]) == pytest.approx(100 * sum(times[s].values()) / sgemm_ms)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="no cuBLAS SGEMM"):
+        plots.stage_costs(times, [gl.cublas(4096)], "test")
+
+
+@pytest.mark.parametrize("along", ["k", "phi"])
+def test_error_charts_draw_a_line_per_method_in_both_panels(along, replay):
+    cases = [(s, None) for s in emulation.ERROR_VS_K] if along == "k" else \
+        [(emulation.PHI_SHAPE, phi) for phi in emulation.PHIS]
+    rows = [e for shape, phi in cases for e in emulation.errors(shape, phi)]
+    fig = plots.errors(rows, along)
+    try:
+        methods = {(e.method, e.params.get("MODULI")) for e in rows}
+        for ax in fig.axes[:2]:
+            assert len(ax.lines) == len(methods) and all(len(line.get_xdata()) == len(cases) for line in ax.lines)
+        assert not style.fits(fig)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="'k' or 'phi'"):
+        plots.errors(rows, "m")
+
+
+def test_the_ozaki_rows_of_speed_charts_are_named_by_their_moduli(replay):
+    import gemm_lab as gl
+
+    assert plots.label(gl.bench("ozaki", 8192, {"MODULI": 7})) == "Ozaki, 7 moduli"
+    assert catalog.get("ozaki").chapter == "ch10_ozaki"
