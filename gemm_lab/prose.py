@@ -38,3 +38,35 @@ def publish(**numbers: str | int | float) -> dict[str, str | int | float]:
     for name, value in numbers.items():
         glue(name, value, display=False)
     return dict(numbers)
+
+
+def share(x) -> str:
+    """A measurement's share of cuBLAS as a headline quotes it: for tensor-core kernels the median of the rounds of
+    turns, with the rounds' range beside it (so a headline never hides how far the rounds spread), else the ratio.
+
+        share(gl.bench("wgmma_ws_tf32", 4096))  # '102.9 % (rounds 94.0–113.8 %)'
+    """
+    low_high = x.pct_range if x.precision != "fp32" else None
+    return f"{x.pct_cublas:.1f} %" + (f" (rounds {low_high[0]:.1f}–{low_high[1]:.1f} %)" if low_high else "")
+
+
+def fold(**objects) -> dict:
+    """Glue tables, figures and listings under names for a page's folded lab notes, where a ```{glue} name```
+    directive inside a dropdown shows each (code cells cannot sit inside a directive). Figures are closed, so the
+    cell that folds them shows nothing itself; outside a myst-nb build nothing is glued and the objects are returned.
+    """
+    for name in objects:
+        if not NAME.match(name):
+            raise ValueError(f"{name!r}: a folded name is letters, digits and underscores, starting with a letter")
+    try:
+        from myst_nb import glue
+    except ImportError:
+        return dict(objects)
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    for name, value in objects.items():
+        glue(name, value, display=False)
+        if isinstance(value, Figure):
+            plt.close(value)
+    return dict(objects)
