@@ -114,6 +114,162 @@ def levels(kernel: str, params: dict[str, int], ceilings: dict, registers: int, 
     return fig
 
 
+def _middle_thread(rows: int, cols: int) -> int:
+    """The thread whose tile sits near the middle of a rows x cols grid of thread tiles (row-major thread index),
+    so that a highlighted tile touches no edge of the picture."""
+    return rows // 2 * cols + cols // 2
+
+
+def _cells(ax, row: int, col: int, rows: int, cols: int, colour: str, gid: str = "", **kw: Any) -> None:
+    """Fill rows x cols cells whose top-left cell is (row, col), each cell its own patch (gid numbered)."""
+    for i in range(rows):
+        for j in range(cols):
+            ax.add_patch(Rectangle((col + j, row + i), 1, 1, facecolor=colour, edgecolor="white", linewidth=0.4,
+                                   gid=f"{gid} {i} {j}" if gid else None, **kw))
+
+
+def outer_product(params: dict[str, int] | None = None, thread: int | None = None, kk: int | None = None) -> Figure:
+    """One thread of the 2-D thread-tile kernel (05_thread_tile_2d.cu) at one step kk: the TM values of column kk
+    of the A tile and the TN values of row kk of the B tile it loads into registers, and the TM x TN outputs their
+    outer product updates. Left, the block's tiles in shared memory and its C tile, to scale; right, the thread's
+    registers. Patches carry gids ("a i", "b j", "acc i j") so tests can count what is drawn."""
+    p = catalog.get("thread_tile_2d").full_params(params)
+    bm, bn, bk, tm, tn = (p[x] for x in ("BM", "BN", "BK", "TM", "TN"))
+    rows, cols = bm // tm, bn // tn  # the block's grid of thread tiles
+    t = _middle_thread(rows, cols) if thread is None else thread
+    kk = bk // 2 if kk is None else kk
+    if not (0 <= t < rows * cols and 0 <= kk < bk):
+        raise ValueError(f"thread {t} and kk {kk}: a block of {rows * cols} threads, BK = {bk}")
+    tr, tc = t // cols * tm, t % cols * tn  # as the kernel computes them
+    fig, (tiles, regs) = plt.subplots(1, 2, figsize=(WIDTH, 4.4), gridspec_kw={"width_ratios": [1.2, 1]})
+    gap = max(bk, 0.1 * max(bm, bn))
+    x0, y0 = bk + gap, bk + gap  # where C starts; A to its left, B above it
+    parts = {"As": (0, y0, bk, bm), "Bs": (x0, 0, bn, bk), "C": (x0, y0, bn, bm)}
+    for x, y, w, h in parts.values():
+        tiles.add_patch(Rectangle((x, y), w, h, facecolor="#f2f2f2", edgecolor="black", linewidth=1))
+    for colour, (x, y, w, h) in (("C0", (kk, y0 + tr, 1, tm)), ("C1", (x0 + tc, kk, tn, 1)),
+                                 ("C2", (x0 + tc, y0 + tr, tn, tm))):
+        tiles.add_patch(Rectangle((x, y), w, h, facecolor=colour, edgecolor=colour, linewidth=2.5))
+    tiles.plot([kk + 1, x0 + tc], [y0 + tr + tm / 2] * 2, color="C0", linestyle=":", linewidth=1.5)
+    tiles.plot([x0 + tc + tn / 2] * 2, [kk + 1, y0 + tr], color="C1", linestyle=":", linewidth=1.5)
+    tiles.text(-0.2 * gap, y0 + bm / 2, f"As: {bm} x {bk}", ha="right", va="center", rotation=90)
+    tiles.text(x0 + bn / 2, -0.2 * gap, f"Bs: {bk} x {bn}", ha="center", va="bottom")
+    tiles.text(x0 + bn / 2, y0 + bm + 0.2 * gap, f"the C tile, {bm} x {bn}", ha="center", va="top")
+    tiles.set_xlim(-1.3 * gap, x0 + bn + 1)
+    tiles.set_ylim(y0 + bm + 1.5 * gap, -1.3 * gap)
+    tiles.set_aspect("equal")
+    tiles.axis("off")
+    for i in range(tm):
+        regs.add_patch(Rectangle((0, 1 + i), 1, 1, facecolor="C0", edgecolor="white", gid=f"a {i}"))
+        for j in range(tn):
+            regs.add_patch(Rectangle((1.5 + j, 1 + i), 1, 1, facecolor="C2", edgecolor="white", gid=f"acc {i} {j}"))
+    for j in range(tn):
+        regs.add_patch(Rectangle((1.5 + j, -0.5), 1, 1, facecolor="C1", edgecolor="white", gid=f"b {j}"))
+    regs.text(1.5 + tn / 2, -0.8, f"b: row kk of Bs, {tn} values", ha="center", va="bottom")
+    regs.text(-0.3, 1 + tm / 2, f"a: column kk of As,\n{tm} values", ha="right", va="center", rotation=90)
+    regs.text(1.5 + tn / 2, 1.4 + tm, f"acc[i][j] += a[i] × b[j]:\n{tm} x {tn} accumulators", ha="center", va="top")
+    regs.set_xlim(-2.2, 2 + tn)
+    regs.set_ylim(3.8 + tm, -2.2)
+    regs.set_aspect("equal")
+    regs.axis("off")
+    fig.suptitle(wrap(f"Thread {t} at step kk = {kk}: {tm} + {tn} loads from shared memory into registers feed "
+                      f"{tm} x {tn} = {tm * tn} FFMAs"), fontsize=TEXT)
+    fig.tight_layout()
+    return fig
+
+
+def transposed_a(params: dict[str, int] | None = None, thread: int | None = None, kk: int | None = None) -> Figure:
+    """The A tile of the vectorized kernel (06_vectorized.cu) as it sits in global memory (row-major, BM x BK) and as
+    the kernel stores it in shared memory, transposed (As[k][m], BK x BM). Green: one thread's TM values of column kk,
+    which it reads for its outer product: strided in A, contiguous (TM/4 float4s) in As. Red: one float4 that the
+    copy reads along a row of A and writes down a column of As (four scalar stores). Patches carry gids ("read ...",
+    "copy ...") so tests can count what is drawn."""
+    p = catalog.get("vectorized").full_params(params)
+    bm, bn, bk, tm, tn = (p[x] for x in ("BM", "BN", "BK", "TM", "TN"))
+    t = _middle_thread(bm // tm, bn // tn) if thread is None else thread
+    kk = bk // 2 if kk is None else kk
+    threads = (bm // tm) * (bn // tn)
+    if not (0 <= t < threads and 0 <= kk < bk):
+        raise ValueError(f"thread {t} and kk {kk}: a block of {threads} threads, BK = {bk}")
+    tr = t // (bn // tn) * tm
+    item = t % (bm * bk // 4)  # a float4 of the copy loop (thread item % threads copies it): row r, columns c..c+3
+    r, c = item // (bk // 4), item % (bk // 4) * 4
+    fig = plt.figure(figsize=(WIDTH, 5.2))
+    grid = fig.add_gridspec(2, 2, width_ratios=[max(bk, 0.25 * bm), bm], height_ratios=[bk, bm - bk])
+    a, at, note = fig.add_subplot(grid[:, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
+    for ax, (h, w) in ((a, (bm, bk)), (at, (bk, bm))):
+        ax.add_patch(Rectangle((0, 0), w, h, facecolor="#f2f2f2", edgecolor="black", linewidth=1))
+        ax.set_xlim(-1, w + 1)
+        ax.set_ylim(h + 1, -1)
+        ax.set_aspect("equal")
+        ax.set_xticks([0, w])
+        ax.set_yticks([0, h])
+        ax.spines[:].set_visible(False)
+
+    def mark(ax, x: float, y: float, w: float, h: float, colour: str, gid: str) -> None:
+        ax.add_patch(Rectangle((x, y), w, h, facecolor=colour, edgecolor=colour, linewidth=2.5, gid=gid))
+
+    for g in range(tm // 4):  # the thread's float4s of column kk: strided in A, side by side in As
+        mark(a, kk, tr + 4 * g, 1, 4, "C2", f"read A {g}")
+        mark(at, tr + 4 * g + 0.15, kk, 3.7, 1, "C2", f"read As {g}")
+    mark(a, c, r, 4, 1, "C3", "copy A")
+    mark(at, r, c, 1, 4, "C3", "copy As")
+    a.set_title(f"A tile\n{bm} x {bk}\n(row-major)", fontsize=TEXT)
+    a.set_xlabel("k")
+    a.set_ylabel("m")
+    at.set_title(f"As[k][m] in shared memory: {bk} x {bm}", fontsize=TEXT)
+    at.set_xlabel("m")
+    at.set_ylabel("k")
+    note.axis("off")
+    note.text(0, 0.95, wrap(f"green: thread {t}'s {tm} values of column kk = {kk}: {bk} floats apart in A, side by "
+                            f"side in As, read as {tm // 4} float4 load{'s' if tm > 4 else ''}", TEXT, 4.4), va="top",
+              color="C2", transform=note.transAxes)
+    note.text(0, 0.35, wrap(f"red: the float4 thread {item % threads} copies, read along a row of A, written down "
+                            "a column of As: four scalar stores", TEXT, 4.4), va="top", color="C3",
+              transform=note.transAxes)
+    fig.suptitle(wrap("Storing A transposed makes a thread's column of A a row in shared memory"), fontsize=TEXT)
+    fig.tight_layout()
+    return fig
+
+
+def float4_lanes(params: dict[str, int] | None = None) -> Figure:
+    """Which float4s of one row of the B tile (Bs[kk][·]) and of the transposed A tile (As[kk][·]) each lane of warp 0
+    reads in the vectorized kernel (06_vectorized.cu), one colour per load instruction. A thread's TN columns are
+    TN/4 groups of four spaced BN/(TN/4) apart, so the eight lanes of a quarter-warp read eight neighbouring float4s
+    (128 contiguous bytes) of Bs; the lanes that share a row of C read the same float4 of As (a broadcast). Patches
+    carry gids ("B lane float4", "A lane float4") so tests can check them against `banks.sites`."""
+    p = catalog.get("vectorized").full_params(params)
+    bm, bn, tm, tn = (p[x] for x in ("BM", "BN", "TM", "TN"))
+    cols = bn // tn  # threads along a row of the C tile
+    stride = bn // (tn // 4)  # GROUP_STRIDE: columns between a thread's float4 groups
+    reads = {
+        "Bs": (bn // 4, [[(t % cols * 4 + g * stride) // 4 for g in range(tn // 4)] for t in range(32)]),
+        "As": (bm // 4, [[(t // cols * tm + 4 * h) // 4 for h in range(tm // 4)] for t in range(32)]),
+    }
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.4))
+    for ax, (name, (float4s, lanes)) in zip(axes, reads.items()):
+        for lane, got in enumerate(lanes):
+            for load, f in enumerate(got):
+                ax.add_patch(Rectangle((f, lane), 1, 1, facecolor=f"C{load}", edgecolor="none",
+                                       gid=f"{name[0]} {lane} {f}"))
+        for q in range(1, 4):
+            ax.axhline(8 * q, color="gray", linewidth=0.8, linestyle="--")
+        ax.set_xlim(0, float4s)
+        ax.set_ylim(32, 0)
+        ax.set_xticks(range(0, float4s + 1, max(4, float4s // 4)))
+        ax.set_yticks(range(0, 33, 8))
+        ax.set_xlabel(f"float4 of {name}[kk][·]")
+        ax.set_title(f"{name}: {(tn if name == 'Bs' else tm) // 4} loads per lane", fontsize=TEXT)
+    axes[0].set_ylabel("lane (dashed: quarter-warps)")
+    handles = [Rectangle((0, 0), 1, 1, facecolor=f"C{i}") for i in range(max(tm, tn) // 4)]
+    fig.legend(handles, [f"load {i + 1}" for i in range(len(handles))], loc="lower center", ncol=len(handles),
+               frameon=False)
+    fig.suptitle(wrap("Warp 0 at one kk: each quarter-warp reads eight neighbouring float4s of Bs (128 bytes) and "
+                      "one float4 of As that all its lanes share"), fontsize=TEXT)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
 def bank_grid(access: banks.Access, title: str = "") -> Figure:
     """The 32 banks (columns) and the 128-byte rows of shared memory a warp's access touches, each touched word
     labelled with the first lane that touches it (a white corner: more lanes share it, a broadcast); red columns

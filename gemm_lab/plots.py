@@ -53,6 +53,7 @@ def bars(ms: Sequence[Measurement], title: str = "") -> Figure:
     ax.invert_yaxis()
     ax.set_xlabel("GFLOP/s (higher is better)")
     ax.set_xlim(0, max(cublas, max(x.gflops for x in ms)) * 1.5)
+    ax.xaxis.set_major_locator(plt.MaxNLocator(4))  # five-digit tick labels need the room beside long bar labels
     shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
     _title(ax, title or f"SGEMM at M x N x K = {', '.join(shapes)}")
     fig.tight_layout()
