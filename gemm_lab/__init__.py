@@ -9,7 +9,7 @@ from .compile import ptxas_report, resources
 from .device import live, mode
 from .hardware import ceilings, counters
 from .listings import changes, excerpt
-from .prose import publish
+from .prose import keep_for_notes, publish
 from .records import measurements
 from .run import gemm, verify
 from .sweeps import sweep
@@ -17,5 +17,6 @@ from .tables import banner, budget, measurements_table
 
 __all__ = [
     "KERNELS", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas", "excerpt", "gemm",
-    "live", "measurements", "measurements_table", "mode", "ptxas_report", "publish", "resources", "sweep", "validate", "verify",
+    "keep_for_notes", "live", "measurements", "measurements_table", "mode", "ptxas_report", "publish", "resources",
+    "sweep", "validate", "verify",
 ]

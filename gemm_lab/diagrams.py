@@ -388,8 +388,10 @@ def warp_tiles(params: dict[str, int] | None = None) -> Figure:
 def quarter_warps(params: dict[str, int] | None = None) -> Figure:
     """Kernel 10's lane grid beside kernel 10b's, each lane in its place and coloured by its quarter-warp, with what a
     128-bit fragment load of each operand costs: distinct float4s per quarter-warp, and wavefronts by the H100's rule
-    (`lds128_wavefronts`). Patches carry a gid ("<kernel> lane <l>")."""
-    p = catalog.get("warp_tiling").full_params(params)
+    (`lds128_wavefronts`). `params`: the tiles of either kernel (10b's other options are ignored). Patches carry a
+    gid ("<kernel> lane <l>")."""
+    spec = catalog.get("warp_tiling")
+    p = spec.full_params({k: v for k, v in (params or {}).items() if k in spec.choices})
     rows, cols = p["WM"] // p["TM"], p["WN"] // p["TN"]
     per_k = {"A": p["TM"] // 4, "B": p["TN"] // 4}  # float4 loads of each operand per k
     shades = ("#f4a582", "#92c5de", "#b8e186", "#fdd49e")

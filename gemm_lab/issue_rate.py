@@ -13,7 +13,7 @@ from typing import Sequence
 
 from . import catalog, hardware, model, sass, timing
 from .records import Measurement
-from .tables import Table, counters_provenance, provenance
+from .tables import Table, Tables, counters_provenance, provenance
 
 FMA_BUSY = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
 ISSUE_BUSY = "smsp__issue_active.avg.pct_of_peak_sustained_active"
@@ -82,9 +82,10 @@ def _or_none(read):
         return None
 
 
-def table(rs: Sequence[Row]) -> Table:
-    """The rows side by side: the two factors of the issue-bound speed, what their product accounts for, the
-    measured speed and cuBLAS's; every cell of an unrecorded instance says so."""
+def table(rs: Sequence[Row]) -> Tables:
+    """The rows side by side: the FFMA share and the ceiling it sets; the two counted factors of the issue-bound
+    speed; then (a second table, for the page's width) what their product accounts for, the measured speed and its
+    share of cuBLAS's. Every cell of an unrecorded instance says so."""
     none = "not recorded"
 
     def cells(r: Row) -> tuple[str, ...]:
@@ -102,7 +103,7 @@ def table(rs: Sequence[Row]) -> Table:
                  tuple(cells(r) for r in rs),
                  "; ".join(filter(None, (
                      f"at {size}³" if size else "", "SASS: the main loop of the offline sm_90 code",
-                     counters_provenance(counted) if counted else "", provenance(timed)))), wrap=(0,))
+                     counters_provenance(counted) if counted else "", provenance(timed)))), wrap=(0,)).split(6)
 
 
 def missing(rs: Sequence[Row]) -> list[str]:

@@ -38,3 +38,24 @@ def publish(**numbers: str | int | float) -> dict[str, str | int | float]:
     for name, value in numbers.items():
         glue(name, value, display=False)
     return dict(numbers)
+
+
+def keep_for_notes(name: str, shown: object) -> None:
+    """Glue a table or figure under `name` for a folded lab note, whose dropdown shows it with a `{glue} name`
+    directive (the cell that calls this is tagged `remove-cell`). Without myst-nb (Colab) it is displayed in place,
+    so a notebook still shows every note.
+
+        gl.keep_for_notes("lab_rules", Table(("rule",), rows))
+    """
+    try:
+        from myst_nb import glue
+    except ImportError:  # no book extra: no build to glue into
+        from IPython.display import display
+
+        display(shown)
+    else:
+        glue(name, shown, display=True)
+    if hasattr(shown, "savefig"):  # a matplotlib figure: the inline backend would show it a second time
+        import matplotlib.pyplot as plt
+
+        plt.close(shown)
