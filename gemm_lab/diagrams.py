@@ -7,6 +7,7 @@ New pictures for the chapters belong here.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -541,6 +542,72 @@ def lane_position(lane: int, params: dict[str, int]) -> tuple[int, int]:
     return (along, diagonal) if params["WM"] // params["TM"] == 8 else (diagonal, along)
 
 
+def lane_position(lane: int, params: dict[str, int], kernel: str = "warp_tiling") -> tuple[int, int]:
+    """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as the kernel's source numbers them.
+
+    warp_tiling (10_warp_tiling.cu): along the wide side of the grid by lane % 8, along the narrow one diagonally,
+    so that every quarter-warp covers all 8 x all 4. pipelined_warp_tiling (10b): a quarter-warp is 4 lanes along the
+    wide side by 2 along the narrow one."""
+    if kernel == "warp_tiling":
+        wide, narrow = lane % 8, (lane // 8 + lane % 8) % 4
+    elif kernel == "pipelined_warp_tiling":
+        wide, narrow = lane // 8 % 2 * 4 + lane % 4, lane // 16 * 2 + lane // 4 % 2
+    else:
+        raise ValueError(f"lane_position: {kernel!r} has no lane grid (warp_tiling or pipelined_warp_tiling)")
+    return (wide, narrow) if params["WM"] // params["TM"] == 8 else (narrow, wide)
+
+
+def lds128_wavefronts(float4s_per_quarter: list[int]) -> int:
+    """Wavefronts of one 128-bit shared load of a warp whose conflict-free quarter-warps read these numbers of distinct
+    float4s, by the rule Nsight Compute's counters follow on the H100 (kernel 10b's header): one wavefront per
+    quarter-warp, but the two quarter-warps of a half-warp share one when each reads at most two distinct float4s."""
+    pairs = [float4s_per_quarter[i:i + 2] for i in range(0, len(float4s_per_quarter), 2)]
+    return sum(1 if max(pair) <= 2 else len(pair) for pair in pairs)
+
+
+def loop_nest(params: dict[str, int] | None = None, size: int = 4096, kernel: str = "warp_tiling") -> Figure:
+    """The warp-tiled kernel as one loop nest (CUTLASS's way of framing a GEMM): block tile, k-step, warp tile, k,
+    thread tile, FFMA, each level boxed inside the one above with this instance's numbers at M = N = K = `size`, and
+    coloured by where its operands live (global memory, shared memory, registers)."""
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    bm, bn, bk, wm, wn, tm, tn = (p[x] for x in ("BM", "BN", "BK", "WM", "WN", "TM", "TN"))
+    tiles_m, tiles_n = -(-size // bm), -(-size // bn)
+    where = {"global": "#e6e6e6", "shared": "#d5ecd0", "registers": "#d6e4f5"}
+    levels = (
+        ("global", "for each block tile of C:", f"{tiles_m} x {tiles_n} = {tiles_m * tiles_n:,} blocks of {bm} x {bn},"
+                                                " one thread block each"),
+        ("shared", f"for k0 in 0, {bk}, ..., K - {bk}:", f"{-(-size // bk):,} steps: A {bm} x {bk} and B {bk} x {bn} into "
+                                                          "shared memory"),
+        ("shared", "for each warp tile of the block:", f"{(bm // wm) * (bn // wn)} warps of {wm} x {wn}, at once "
+                                                       f"({bm // wm} x {bn // wn})"),
+        ("registers", f"for kk in 0, ..., {bk - 1}:", f"each lane reads {(tm + tn) // 4} float4s of A and B into "
+                                                      "registers"),
+        ("registers", "for each thread tile of the warp:", f"32 lanes of {tm} x {tn}, at once ({wm // tm} x "
+                                                           f"{wn // tn} lanes)"),
+        ("registers", "acc[i][j] += a[i] * b[j]", f"{tm * tn} FFMAs per lane from those {(tm + tn) // 4} loads"),
+    )
+    indent, band, pad, inset = 0.26, 0.62, 0.08, 0.07  # inches
+    bottom = 0.1 + len(levels) * band + inset * len(levels)  # of the outermost box
+    height = bottom + 0.55
+    fig = plt.figure(figsize=(WIDTH, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set(xlim=(0, WIDTH), ylim=(height, 0))
+    ax.axis("off")
+    for i, (memory, code, text) in enumerate(levels):
+        left, top = pad + i * indent, 0.1 + i * band
+        ax.add_patch(Rectangle((left, top), WIDTH - pad - i * inset - left, bottom - i * inset - top,
+                               facecolor=where[memory], edgecolor="#555", linewidth=1, gid=f"level {i}"))
+        ax.text(pad + i * indent + 0.1, top + 0.08, code, family="monospace", weight="bold", va="top")
+        ax.text(pad + i * indent + 0.1, top + 0.33, text, va="top")
+    for j, (memory, colour) in enumerate(where.items()):
+        x = pad + j * 2.1
+        ax.add_patch(Rectangle((x, height - 0.36), 0.3, 0.24, facecolor=colour, edgecolor="#555"))
+        ax.text(x + 0.38, height - 0.24, {"global": "global memory", "shared": "shared memory",
+                                          "registers": "registers"}[memory], va="center")
+    return fig
+
+
 def warp_tiles(params: dict[str, int] | None = None) -> Figure:
     """The three tile levels of the warp-tiled kernel, drawn from its parameters (defaults: the catalog's).
 
@@ -592,6 +659,96 @@ def warp_tiles(params: dict[str, int] | None = None) -> Figure:
     lanes.set_title(f"lane grid {wm // tm} x {wn // tn}: the lane that owns each 4 x 4 square", fontsize=TEXT)
     fig.suptitle(wrap(f"{tm} x {tn} outputs per lane, as {tm // 4} x {tn // 4} squares of 4 x 4: {stride_m} rows "
                       f"and {stride_n} columns apart"), fontsize=TEXT)
+    fig.tight_layout()
+    return fig
+
+
+def quarter_warps(params: dict[str, int] | None = None) -> Figure:
+    """Kernel 10's lane grid beside kernel 10b's, each lane in its place and coloured by its quarter-warp, with what a
+    128-bit fragment load of each operand costs: distinct float4s per quarter-warp, and wavefronts by the H100's rule
+    (`lds128_wavefronts`). `params`: the tiles of either kernel (10b's other options are ignored). Patches carry a
+    gid ("<kernel> lane <l>")."""
+    spec = catalog.get("warp_tiling")
+    p = spec.full_params({k: v for k, v in (params or {}).items() if k in spec.choices})
+    rows, cols = p["WM"] // p["TM"], p["WN"] // p["TN"]
+    per_k = {"A": p["TM"] // 4, "B": p["TN"] // 4}  # float4 loads of each operand per k
+    shades = ("#f4a582", "#92c5de", "#b8e186", "#fdd49e")
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 2.8 * rows / cols + 2.7))  # panels about 2.8 in wide
+    for ax, kernel, name in zip(axes, ("warp_tiling", "pipelined_warp_tiling"), ("kernel 10", "kernel 10b")):
+        where = [lane_position(lane, p, kernel) for lane in range(32)]
+        for lane, (m, n) in enumerate(where):
+            ax.add_patch(Rectangle((n, m), 1, 1, facecolor=shades[lane // 8], edgecolor="white", linewidth=1.5,
+                                   gid=f"{kernel} lane {lane}"))
+            ax.text(n + 0.5, m + 0.5, str(lane), ha="center", va="center")
+        quarters = [where[8 * q:8 * q + 8] for q in range(4)]
+        distinct = {"A": [len({m for m, _ in q}) for q in quarters], "B": [len({n for _, n in q}) for q in quarters]}
+        waves = {op: lds128_wavefronts(distinct[op]) for op in distinct}
+        total = sum(per_k[op] * waves[op] for op in per_k)
+        ax.set(xlim=(0, cols), ylim=(rows, 0), aspect="equal")
+        ax.set_xticks([c + 0.5 for c in range(cols)], range(cols))
+        ax.set_yticks([r + 0.5 for r in range(rows)], range(rows))
+        ax.tick_params(length=0)
+        ax.set_xlabel("\n".join(["lane's column (its float4s of B)", ""]
+                                 + [f"{op}: {distinct[op][0]} float4s per quarter-warp,\n{waves[op]} wavefronts per load"
+                                    for op in per_k] + [f"per k: {total} wavefronts"]))
+        ax.set_title(name, fontsize=TEXT)
+    axes[0].set_ylabel("lane's row (its float4s of A)")
+    fig.suptitle(wrap(f"The {rows} x {cols} lanes of a warp, coloured by quarter-warp (lanes 0-7, 8-15, ...); "
+                      f"{per_k['A']} loads of A and {per_k['B']} of B per k"), fontsize=TEXT)
+    fig.tight_layout()
+    return fig
+
+
+def stream_k(params: dict[str, int] | None = None, size: int = 4096, slots: int | None = None) -> Figure:
+    """Kernel 10b's two ways to share the tiles of C among the `slots` blocks the GPU holds at once (default: its SMs
+    x the blocks of this instance that fit on one), at M = N = K = `size`: the tiles in grouped order, those of whole
+    waves and those stream-K cuts along K; and the work of a few blocks over time, one block per tile against stream-K
+    (`schedule.stream_k`), a tile's k-steps taking one unit. Patches carry a gid ("tile <t>", "piece <b>")."""
+    from . import hardware, schedule
+
+    p = catalog.get("pipelined_warp_tiling").full_params(params)
+    if slots is None:
+        slots = hardware.ceilings()["sms"] * model.resident("pipelined_warp_tiling", p)["blocks"]
+    tiles_m, tiles_n = -(-size // p["BM"]), -(-size // p["BN"])
+    tiles, steps = tiles_m * tiles_n, -(-size // p["BK"])
+    shared = tiles % slots
+    pieces = schedule.stream_k(tiles, steps, slots)
+    fig = plt.figure(figsize=(WIDTH, 8.6))
+    grid = fig.add_gridspec(3, 2, height_ratios=[1.3, 1, 1], width_ratios=[1, 1.25])
+    top, note = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    per_tile, streamed = fig.add_subplot(grid[1, :]), fig.add_subplot(grid[2, :])
+    wave_colours = ("#4c78a8", "#9ecae9")
+    for t in range(tiles):  # drawn to scale: C is size x size
+        r, c = schedule.tile_position(t, tiles_m, tiles_n)
+        colour = "#f58518" if t < shared else wave_colours[(t - shared) // slots % 2]
+        top.add_patch(Rectangle((c * p["BN"], r * p["BM"]), p["BN"], p["BM"], facecolor=colour, edgecolor="white",
+                                linewidth=0.4, gid=f"tile {t}"))
+    top.set(xlim=(0, tiles_n * p["BN"]), ylim=(tiles_m * p["BM"], 0), aspect="equal", xticks=[], yticks=[])
+    top.set_title(f"C, {size} x {size}", fontsize=TEXT)
+    note.axis("off")
+    whole = tiles - shared
+    note.text(0, 0.5, "\n".join([
+        f"{tiles:,} tiles of {p['BM']} x {p['BN']},", f"{steps:,} k-steps each;", f"{slots} blocks at once.", "",
+        f"blue: {whole // slots} whole waves,", f"{whole:,} tiles, light and dark", "",
+        f"orange: {shared} tiles left over,", f"cut along K into {slots} runs", f"of about {shared * steps / slots:,.0f} "
+        "k-steps"]), va="center", ha="left")
+    shown = sorted({round(x) for x in np.linspace(0, slots - 1, 6)})
+    one_per_tile = [[schedule.Piece(t, 0, steps) for t in range(b, tiles, slots)] for b in range(slots)]
+    for ax, plan_, label in ((per_tile, one_per_tile, "one block per tile"), (streamed, pieces, "stream-K")):
+        for row, b in enumerate(shown):
+            t0 = 0.0
+            for piece in plan_[b]:
+                cut = piece.steps < steps
+                colour = "#f58518" if cut else wave_colours[int(t0) % 2]
+                ax.add_patch(Rectangle((t0, row - 0.35), piece.steps / steps, 0.7, facecolor=colour,
+                                       edgecolor="white", linewidth=1, gid=f"piece {b}"))
+                t0 += piece.steps / steps
+        end = max(sum(x.steps for x in ps) for ps in plan_) / steps
+        ax.axvline(end, color="black", linestyle="--", linewidth=1)
+        ax.set(xlim=(0, math.ceil(tiles / slots) * 1.02), ylim=(len(shown) - 0.5, -0.5))
+        ax.set_yticks(range(len(shown)), [f"block {b}" for b in shown])
+        ax.set_title(f"{label}: the last block ends at {end:.2f} tile times", fontsize=TEXT)
+    streamed.set_xlabel("time, in tiles of work (a tile's k-steps take 1)")
     fig.tight_layout()
     return fig
 

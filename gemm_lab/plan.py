@@ -44,6 +44,9 @@ def headline_cases() -> list[tuple[str, None, int | tuple[int, int, int]]]:
         [(name, None, ODD_SHAPE) for name in ODD_SHAPE_KERNELS]
 
 
+# Chapter 7's control: chapter 6's kernel with the warp-tiled default's block tile, thread tile (8 x 16) and threads,
+# so that the two kernels differ by the warp tiling alone (timed and counted at 4096).
+WARP_TILE_CONTROL = {"BM": 128, "BN": 256, "BK": 8, "TM": 8, "TN": 16, "PREFETCH": 1}
 # Kernel 10b with 64 x 128 tiles: 128 blocks at 1024, where 128 x 256 tiles make 32 for 132 SMs.
 PIPELINED_SMALL = {"BM": 64, "BN": 128, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 3}
 
@@ -81,6 +84,7 @@ EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
     ("bank_conflicts", {"LAYOUT": 1}, 4096),
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch
+    ("prefetch", WARP_TILE_CONTROL, 4096),  # at COUNTER_SIZE, beside its counters
     # kernel 10b's measured options: stream-K, A read along k, and small tiles where 128 x 256 leaves SMs idle
     *(("pipelined_warp_tiling", {"STREAM": 1}, size) for size in SIZES),
     ("pipelined_warp_tiling", {"ALONG_K": 1}, 4096),
@@ -171,6 +175,7 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("multistage", {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "STAGES": 3}),
     ("warp_tiling", {}),  # the default: within 0.5 % of the fastest at 4096
     ("warp_tiling", {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}),  # 8 x 8 thread tiles
+    ("prefetch", WARP_TILE_CONTROL),  # chapter 6's kernel with the tiles of warp_tiling's default
     ("pipelined_warp_tiling", {}),  # kernel 10b beside cuBLAS
     ("pipelined_warp_tiling", {"STREAM": 1}),
     ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7

@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 from . import catalog, model, run
 from .records import CUBLAS, CUBLAS_KERNELS, Measurement
 from .style import TEXT, TITLE, WIDTH, stamp, wrap
-from .tables import baseline_name, params_text, provenance
+from .tables import baseline_name, counters_provenance, params_text, provenance
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -285,7 +285,7 @@ def stalls(rows: Sequence[dict], labels: Sequence[str], title: str = "") -> Figu
     _title(ax, title or "Why warps wait (Nsight Compute stall reasons)")
     fig.tight_layout()
     _legend_below(fig, ax, 1)
-    return stamp(fig, f"ncu, recorded on {rows[0]['gpu']}, {rows[0]['recorded_at'][:10]}, M=N=K={rows[0]['m']}")
+    return stamp(fig, f"{counters_provenance(rows)}, M=N=K={rows[0]['m']}")
 
 
 def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:

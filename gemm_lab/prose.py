@@ -53,7 +53,8 @@ def share(x) -> str:
 def fold(**objects) -> dict:
     """Glue tables, figures and listings under names for a page's folded lab notes, where a ```{glue} name```
     directive inside a dropdown shows each (code cells cannot sit inside a directive). Figures are closed, so the
-    cell that folds them shows nothing itself; outside a myst-nb build nothing is glued and the objects are returned.
+    cell that folds them (tagged `remove-cell`) shows nothing itself. Without myst-nb (a notebook on Colab) nothing
+    is glued: the objects are shown in place, so the notebook still has every note.
     """
     for name in objects:
         if not NAME.match(name):
@@ -61,6 +62,10 @@ def fold(**objects) -> dict:
     try:
         from myst_nb import glue
     except ImportError:
+        from IPython.display import display
+
+        for value in objects.values():
+            display(value)
         return dict(objects)
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure

@@ -1,4 +1,5 @@
-"""Chapter 7's two helpers, on the CPU: the warp-tile diagram and the instruction mix of the main loop."""
+"""Chapters 7 and 7b's helpers, on the CPU: their pictures (warp tiles, loop nest, quarter-warps, stream-K), the
+schedules they draw, the instruction mix of the main loop and the issue-rate table."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -6,7 +7,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog, diagrams, sass  # noqa: E402
+import re  # noqa: E402
+
+from gemm_lab import catalog, diagrams, issue_rate, sass, schedule, style  # noqa: E402
 
 SPEC = catalog.get("warp_tiling")
 SHAPES = [SPEC.full_params(), *(p for p in catalog.legal_grid(SPEC) if p["BK"] == 8 and p["BM"] == 256)]
@@ -66,3 +69,122 @@ def test_global_load_lead_counts_instructions_from_a_load_to_its_store():
     assert 0 < lead < len(sass.main_loop("warp_tiling"))
     # chapter 6's kernel issues its loads most of a loop ahead of the stores
     assert sass.global_load_lead("prefetch") > len(sass.main_loop("prefetch")) // 2
+
+
+def _texts(fig) -> str:
+    return " ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
+
+
+@pytest.mark.parametrize("params,size", [(None, 4096), ({"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 32, "TM": 4,
+                                                          "TN": 8}, 1024)])
+def test_loop_nest_is_drawn_from_the_instance_and_reads_at_800_px(params, size):
+    p = SPEC.full_params(params)
+    fig = diagrams.loop_nest(params, size)
+    try:
+        text = _texts(fig)
+        blocks = (size // p["BM"]) * (size // p["BN"])
+        assert f"{blocks:,} blocks of {p['BM']} x {p['BN']}" in text
+        assert f"{SPEC.threads(p) // 32} warps of {p['WM']} x {p['WN']}" in text
+        assert f"32 lanes of {p['TM']} x {p['TN']}" in text and f"{p['TM'] * p['TN']} FFMAs" in text
+        assert len(_gids(fig, "level")) == 6 and not style.fits(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_kernel_10b_numbers_its_lanes_in_quarter_warps_of_4_x_2():
+    """Kernel 10b's lane code (mirrored by lane_position): a bijection onto the lane grid, and each quarter-warp
+    4 lanes along the wide side by 2 along the narrow one."""
+    source = catalog.get("pipelined_warp_tiling").path.read_text()
+    assert "wide = lane / 8 % 2 * 4 + lane % 4, narrow = lane / 16 * 2 + lane / 4 % 2" in source
+    for params in SHAPES:
+        owned = [diagrams.lane_position(lane, params, "pipelined_warp_tiling") for lane in range(32)]
+        lanes_m, lanes_n = params["WM"] // params["TM"], params["WN"] // params["TN"]
+        assert sorted(owned) == [(m, n) for m in range(lanes_m) for n in range(lanes_n)]
+        for q in range(4):
+            quarter = owned[8 * q:8 * q + 8]
+            rows, cols = len({m for m, _ in quarter}), len({n for _, n in quarter})
+            assert (rows, cols) == ((4, 2) if lanes_m == 8 else (2, 4))
+    with pytest.raises(ValueError, match="no lane grid"):
+        diagrams.lane_position(0, SPEC.full_params(), "prefetch")
+
+
+def test_quarter_warps_counts_the_wavefronts_the_kernel_headers_state():
+    """24 wavefronts per k for kernel 10's 8 x 16 thread tiles, 16 for 10b's (both headers say so)."""
+    assert diagrams.lds128_wavefronts([8, 8, 8, 8]) == 4 and diagrams.lds128_wavefronts([2, 2, 2, 2]) == 2
+    for params, (ten, ten_b) in ((None, (24, 16)), ({"BM": 128, "BN": 128, "WM": 32, "WN": 64, "TM": 8, "TN": 8},
+                                                    (16, 12))):
+        fig = diagrams.quarter_warps(params)
+        try:
+            totals = [int(x) for x in re.findall(r"per k: (\d+) wavefronts", _texts(fig))]
+            assert totals == [ten, ten_b]
+            assert len(_gids(fig, "warp_tiling lane")) == len(_gids(fig, "pipelined_warp_tiling lane")) == 32
+            assert not style.fits(fig)
+        finally:
+            plt.close(fig)
+
+
+@pytest.mark.parametrize("tiles,steps,blocks", [(512, 64, 132), (32, 128, 132), (2048, 16, 132), (7, 3, 4),
+                                                (5, 0, 3), (132, 64, 132)])
+def test_stream_k_runs_every_k_step_of_every_tile_once(tiles, steps, blocks):
+    done = {}
+    pieces = schedule.stream_k(tiles, steps, blocks)
+    assert len(pieces) == blocks
+    for block in pieces:
+        for x in block:
+            assert x.steps > 0 or steps == 0
+            for s in range(x.first, x.first + x.steps):
+                done[(x.tile, s)] = done.get((x.tile, s), 0) + 1
+    assert done == {(t, s): 1 for t in range(tiles) for s in range(steps)}
+    work = [sum(x.steps for x in block) for block in pieces]
+    assert max(work) - min(work) <= steps  # a block has at most one tile more (and one k-step) than another
+
+
+def test_stream_k_rejects_impossible_launches():
+    with pytest.raises(ValueError, match="blocks >= 1"):
+        schedule.stream_k(10, 8, 0)
+
+
+def test_tile_order_is_the_kernels_grouped_order():
+    source = catalog.get("pipelined_warp_tiling").path.read_text()
+    assert re.search(rf"constexpr int GROUP = {schedule.GROUP};", source)
+    for tiles_m, tiles_n in ((32, 16), (8, 4), (13, 5)):
+        seen = [schedule.tile_position(t, tiles_m, tiles_n) for t in range(tiles_m * tiles_n)]
+        assert sorted(seen) == [(r, c) for r in range(tiles_m) for c in range(tiles_n)]
+    assert [schedule.tile_position(t, 32, 16) for t in (0, 1, 8)] == [(0, 0), (1, 0), (0, 1)]
+
+
+@pytest.mark.parametrize("size", [4096, 1024])
+def test_stream_k_picture_draws_every_tile_and_reads_at_800_px(size):
+    p = catalog.get("pipelined_warp_tiling").full_params()
+    fig = diagrams.stream_k(p, size, slots=132)
+    try:
+        tiles = (size // p["BM"]) * (size // p["BN"])
+        assert len(_gids(fig, "tile")) == tiles
+        assert f"orange: {tiles % 132} tiles left over" in _texts(fig)
+        assert not style.fits(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_waves_and_their_idle_tail():
+    assert schedule.waves(512, 132) == pytest.approx(3.879, abs=1e-3)
+    assert schedule.idle_share(512, 132) == pytest.approx(16 / 528)
+    assert schedule.idle_share(264, 132) == 0
+
+
+def test_issue_rate_rows_account_for_the_measured_speed(replay):
+    (row,) = issue_rate.rows([("default", "warp_tiling", None)])
+    assert row.sass_share == pytest.approx(sass.main_loop_mix("warp_tiling")["FFMA"] /
+                                           sum(sass.main_loop_mix("warp_tiling").values()))
+    assert row.ceiling_tflops > row.from_counters_tflops
+    assert row.from_counters_tflops == pytest.approx(row.measured.gflops / 1e3, rel=0.06)
+    assert issue_rate.missing([row]) == []
+
+
+def test_issue_rate_table_says_what_is_not_recorded(replay):
+    (row,) = issue_rate.rows([("default", "warp_tiling", None)])
+    bare = issue_rate.Row("bare", row.kernel, row.params, row.sass_share, row.peak_tflops, None, None)
+    first, second = issue_rate.table([row, bare]).parts
+    assert first.rows[1][1:3] == first.rows[0][1:3] and set(first.rows[1][3:]) == {"not recorded"}
+    assert set(second.rows[1][1:]) == {"not recorded"} and second.rows[1][0] == "bare"
+    assert issue_rate.missing([row, bare]) == ["gemm-lab record --only headline", "gemm-lab record --only counters"]

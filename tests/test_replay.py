@@ -91,10 +91,9 @@ def test_every_planned_counter_row_replays(name, params):
 
 def test_recorded_counters_match_the_traffic_model_exactly():
     n = plan.COUNTER_SIZE
-    for name, params in plan.COUNTERS:
-        if name == "smem_tiled":
-            sectors = gl.counters(name, (n, n, n), params)["metrics"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
-            assert sectors * 32 == model.global_load_bytes(name, n, n, n, params)
+    for name, params in [(k, p) for k, p in plan.COUNTERS if k == "smem_tiled"]:
+        sectors = gl.counters(name, (n, n, n), params)["metrics"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+        assert sectors * 32 == model.global_load_bytes(name, n, n, n, params)
 
 
 def test_ceilings_and_plots_carry_provenance():

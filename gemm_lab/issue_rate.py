@@ -1,0 +1,116 @@
+"""The issue-bound view of chapters 7 onward, as one table a page shows.
+
+Each SM's four warp schedulers issue one warp instruction per clock, and the FP32 peak needs every one of them to be
+an FFMA. So an FFMA kernel runs at most at the peak x the FFMA share of its main loop, which the offline SASS gives
+before anything runs (`model.speed_of_light`'s issue ceiling); and it runs at about the peak x the FFMA share of what
+it issued x the share of issue slots in which it issued at all, both counted by Nsight Compute. The first factor is
+the instruction mix; the second is latency hiding: a slot goes idle when every warp of its scheduler is waiting.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from . import catalog, hardware, model, sass, timing
+from .records import Measurement
+from .tables import Table, Tables, counters_provenance, provenance
+
+FMA_BUSY = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
+ISSUE_BUSY = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+WARPS_ACTIVE = "sm__warps_active.avg.pct_of_peak_sustained_active"
+WARPS_PER_SM = 64  # the most resident warps an SM holds (sm_80 and sm_90)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One instance: its FFMA share in the compiled main loop, and what the counters and the timing recorded (None
+    where they are not recorded yet)."""
+
+    label: str
+    kernel: str
+    params: dict[str, int]
+    sass_share: float
+    peak_tflops: float
+    counters: dict | None
+    measured: Measurement | None
+
+    @property
+    def ceiling_tflops(self) -> float:
+        """The issue ceiling: every slot issues, and the loop's FFMA share of them are FFMAs."""
+        return self.peak_tflops * self.sass_share
+
+    @property
+    def counted_share(self) -> float | None:
+        """FFMAs' share of what was issued: FMA-pipe cycles over issue cycles (the loop's few integer multiply-adds
+        run on the FMA pipe too)."""
+        return self.counters and self.counters["metrics"][FMA_BUSY] / self.counters["metrics"][ISSUE_BUSY]
+
+    @property
+    def issue_busy(self) -> float | None:
+        """The share of issue slots in which a warp instruction issued."""
+        return self.counters and self.counters["metrics"][ISSUE_BUSY] / 100
+
+    @property
+    def warps_per_scheduler(self) -> float | None:
+        return self.counters and self.counters["metrics"][WARPS_ACTIVE] / 100 * WARPS_PER_SM / model.SCHEDULERS_PER_SM
+
+    @property
+    def from_counters_tflops(self) -> float | None:
+        """peak x counted FFMA share x issue slots used: the speed the counters account for."""
+        return self.counters and self.peak_tflops * self.counted_share * self.issue_busy
+
+
+def rows(cases: Sequence[tuple[str, str, dict[str, int] | None]], size: int = 4096,
+         ceilings: dict | None = None) -> list[Row]:
+    """A Row per (label, kernel, params) at M = N = K = `size`: live, measured and counted now; in replay, read from
+    the records, with None where an instance is not recorded (`missing` says how to record it)."""
+    peak = (ceilings or hardware.ceilings())["peak_gflops"] / 1e3
+    out = []
+    for label, kernel, params in cases:
+        p = catalog.validate(kernel, params)
+        mix = sass.main_loop_mix(kernel, p)
+        out.append(Row(label, kernel, p, mix["FFMA"] / sum(mix.values()), peak,
+                       _or_none(lambda: hardware.counters(kernel, (size,) * 3, p)),
+                       _or_none(lambda: timing.bench(kernel, size, p))))
+    return out
+
+
+def _or_none(read):
+    try:
+        return read()
+    except (LookupError, RuntimeError):  # not recorded (replay), or ncu could not run and nothing was recorded
+        return None
+
+
+def table(rs: Sequence[Row]) -> Tables:
+    """The rows side by side: the FFMA share and the ceiling it sets; the two counted factors of the issue-bound
+    speed; then (a second table, for the page's width) what their product accounts for, the measured speed and its
+    share of cuBLAS's. Every cell of an unrecorded instance says so."""
+    none = "not recorded"
+
+    def cells(r: Row) -> tuple[str, ...]:
+        counted = (f"{r.counted_share:.2f}", f"{r.issue_busy:.0%}", f"{r.warps_per_scheduler:.1f}",
+                   f"{r.from_counters_tflops:.1f}") if r.counters else (none,) * 4
+        timed = (f"{r.measured.gflops / 1e3:.1f}", f"{r.measured.pct_cublas:.1f}%") if r.measured else (none,) * 2
+        return (r.label, f"{r.sass_share:.2f}", f"{r.ceiling_tflops:.1f}", *counted, *timed)
+
+    counted = [r.counters for r in rs if r.counters]
+    timed = [r.measured for r in rs if r.measured]
+    size = rs[0].measured.m if timed else ""
+    return Table(("instance", "FFMA share, SASS", "issue ceiling (TFLOP/s)", "FFMA share, counted",
+                  "issue slots used", "warps per scheduler", "peak x share x slots (TFLOP/s)", "measured (TFLOP/s)",
+                  "% of cuBLAS"),
+                 tuple(cells(r) for r in rs),
+                 "; ".join(filter(None, (
+                     f"at {size}³" if size else "", "SASS: the main loop of the offline sm_90 code",
+                     counters_provenance(counted) if counted else "", provenance(timed)))), wrap=(0,)).split(6)
+
+
+def missing(rs: Sequence[Row]) -> list[str]:
+    """The `gemm-lab record` commands that would fill the rows' unrecorded cells (run on a GPU)."""
+    out = []
+    if any(r.measured is None for r in rs):
+        out.append("gemm-lab record --only headline")
+    if any(r.counters is None for r in rs):
+        out.append("gemm-lab record --only counters")
+    return out
