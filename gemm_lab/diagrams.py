@@ -535,13 +535,6 @@ def cluster_reads(tiles: dict[str, tuple[int, int, int]]) -> Figure:
     return fig
 
 
-def lane_position(lane: int, params: dict[str, int]) -> tuple[int, int]:
-    """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as 10_warp_tiling.cu numbers them:
-    along the longer side of the grid by lane % 8, along the shorter one diagonally."""
-    along, diagonal = lane % 8, (lane // 8 + lane % 8) % 4
-    return (along, diagonal) if params["WM"] // params["TM"] == 8 else (diagonal, along)
-
-
 def lane_position(lane: int, params: dict[str, int], kernel: str = "warp_tiling") -> tuple[int, int]:
     """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as the kernel's source numbers them.
 
