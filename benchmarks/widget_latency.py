@@ -1,14 +1,12 @@
-"""Seconds each live tile explorer of the book takes to open and to answer slider moves, and each write-the-kernel
-exercise's checked submission takes to answer, on a GPU.
+"""Seconds each live tile explorer of the book takes to open and to answer slider moves, on a GPU.
 
-    python benchmarks/widget_latency.py [NAME ...]   # default: every explorer (plan.TILE_EXPLORERS) and exercise
+    python benchmarks/widget_latency.py [KERNEL ...]   # default: every explorer (plan.TILE_EXPLORERS)
 
 Each explorer starts from an empty cubin cache, as on a reader's first visit: opening it compiles the
 first instance and starts compiling the legal grid in the background. Once the background is done, cold
 moves go to instances not measured yet (their first verification and timing) and warm moves walk back to
-measured ones. A submission (`gl.submit` of the exercise's solution at EXERCISE_SIZE) is timed once from an empty
-cubin cache (`open_s`: compile, check, time) and then again (`warm_s`: compiled). Saves one row per explorer, and
-per exercise as "submit <name>", to records/<gpu>/widget_latency.json (`records.LATENCY`).
+measured ones. Saves one row per explorer to records/<gpu>/widget_latency.json (`records.LATENCY`);
+benchmarks/submit_latency.py adds the exercises' submissions to the same file.
 """
 from __future__ import annotations
 
@@ -18,12 +16,9 @@ import sys
 import tempfile
 import time
 
-import gemm_lab as gl
-from gemm_lab import catalog, compile, device, exercises, plan, records, widgets
+from gemm_lab import catalog, compile, device, plan, records, widgets
 
 MOVES = 6  # cold moves per explorer, then as many warm ones back
-EXERCISE_SIZE = 2048  # where a submission is timed beside the book's kernel and cuBLAS
-SUBMITS = 3  # warm submissions per exercise
 
 
 def measure(kernel: str) -> dict:
@@ -83,39 +78,13 @@ def _move(slider, value, status) -> float:
     return elapsed
 
 
-def measure_submit(name: str) -> dict:
-    os.environ[compile.CACHE_ENV] = tempfile.mkdtemp(prefix=f"cubins-{name}-")
-    compile._live_cache.clear()
-    exercise, gpu = exercises.KERNEL_EXERCISES[name], device.gpu()
-    source = catalog.get(exercise.like).path.read_text()
-
-    def once() -> float:
-        t = time.perf_counter()
-        attempt = gl.submit(source, exercise.like, exercise.params, size=EXERCISE_SIZE)
-        if not attempt.ok:
-            raise RuntimeError(f"{name}: the solution did not pass: {attempt.wrong or attempt.compile_log}")
-        return time.perf_counter() - t
-
-    open_s = once()
-    return {"kernel": f"submit {name}", "open_s": open_s, "cold_s": [], "warm_s": [once() for _ in range(SUBMITS)],
-            "size": EXERCISE_SIZE, "gpu": gpu.name,
-            "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "versions": {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy}}
-
-
-def main(names: list[str]) -> None:
+def main(kernels: list[str]) -> None:
     if not device.live():
-        sys.exit("widget_latency.py measures live explorers and submissions: it needs a CUDA GPU")
-    for name in names or [*plan.TILE_EXPLORERS, *exercises.KERNEL_EXERCISES]:
-        if name in exercises.KERNEL_EXERCISES:
-            row = measure_submit(name)
-            records.save_latency([row])
-            print(f"{'submit ' + name:>24}: first {row['open_s']:.2f} s, then {max(row['warm_s']):.2f} s at most",
-                  flush=True)
-            continue
-        row = measure(name)
+        sys.exit("widget_latency.py measures live explorers: it needs a CUDA GPU")
+    for kernel in kernels or plan.TILE_EXPLORERS:
+        row = measure(kernel)
         records.save_latency([row])
-        print(f"{name:>16}: open {row['open_s']:.2f} s, grid of {row['grid_instances']} in {row['grid_s']:.0f} s, "
+        print(f"{kernel:>16}: open {row['open_s']:.2f} s, grid of {row['grid_instances']} in {row['grid_s']:.0f} s, "
               f"cold {max(row['cold_s']):.2f} s at most, warm {max(row['warm_s']):.2f} s at most", flush=True)
 
 

@@ -66,26 +66,25 @@ def test_cublas_counters_replay_with_the_same_metrics():
     assert row["kernel"] == "cublas" and row["params"] == {} and set(hardware.METRICS) <= set(row["metrics"])
 
 
-UNRECORDED_SWEEPS = {"mma_tf32_tma"}  # in the plan, not yet recorded: `gemm-lab record --only sweeps` on an H100
-
-
-@pytest.mark.parametrize("name", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="sweep not recorded yet"))
-                                  if k in UNRECORDED_SWEEPS else k for k in plan.SWEEPS])
+@pytest.mark.parametrize("name", list(plan.SWEEPS))
 def test_sweeps_replay_the_whole_grid(name):
     choices = plan.SWEEPS[name]
     assert len(gl.sweep(name, plan.EXPLORER_SIZE, choices)) == len(catalog.legal_grid(name, choices))
 
 
-UNRECORDED_COUNTERS = {"mma_tf32", "mma_tf32_tma"}  # in the plan, not yet recorded: `gemm-lab record --only counters`
-
-
-@pytest.mark.parametrize("name, params", [
-    pytest.param(k, p, marks=pytest.mark.xfail(strict=True, reason="counters not recorded yet"))
-    if k in UNRECORDED_COUNTERS else (k, p) for k, p in plan.COUNTERS], ids=[k for k, _ in plan.COUNTERS])
+@pytest.mark.parametrize("name, params", plan.COUNTERS, ids=[k for k, _ in plan.COUNTERS])
 def test_every_planned_counter_row_replays(name, params):
     from gemm_lab import hardware
 
     n = plan.COUNTER_SIZE
+    assert set(hardware.metrics_for(name)) <= set(gl.counters(name, (n, n, n), params)["metrics"])
+
+
+@pytest.mark.parametrize("name, params", plan.ENERGY_COUNTERS, ids=[f"{k}-{p}" for k, p in plan.ENERGY_COUNTERS])
+def test_every_energy_counter_row_replays(name, params):
+    from gemm_lab import hardware
+
+    n = plan.ENERGY_SIZE
     assert set(hardware.metrics_for(name)) <= set(gl.counters(name, (n, n, n), params)["metrics"])
 
 
