@@ -354,16 +354,40 @@ KERNEL_EXERCISES = {e.name: e for e in (
 )}
 
 
+def _hole_indices(name: str) -> tuple[list[str], list[int]]:
+    """The lines of exercise `name`'s kernel file and the index (from 0) of each hole's line in it, in the order of
+    `holes`; a LookupError when a hole's line is not in the file exactly once (the kernel changed)."""
+    exercise = KERNEL_EXERCISES[name]
+    lines = catalog.get(exercise.like).path.read_text().splitlines()
+    found = []
+    for hole in exercise.holes:
+        at = [i for i, text in enumerate(lines) if text.strip() == hole.line]
+        if len(at) != 1:
+            raise LookupError(f"exercise {name}: the line {hole.line!r} is in {exercise.like}'s file "
+                              f"{len(at)} times, not once (the kernel changed: update the exercise)")
+        found.append(at[0])
+    return lines, found
+
+
 def skeleton(name: str) -> str:
     """The source of write-the-kernel exercise `name`: its chapter's kernel file with each hole's line replaced by a
     TODO that says what the line must do (the reader fills them in and passes the text to `submit`)."""
-    exercise = KERNEL_EXERCISES[name]
-    lines = catalog.get(exercise.like).path.read_text().splitlines()
-    for hole in exercise.holes:
-        found = [i for i, text in enumerate(lines) if text.strip() == hole.line]
-        if len(found) != 1:
-            raise LookupError(f"exercise {name}: the line {hole.line!r} is in {exercise.like}'s file "
-                              f"{len(found)} times, not once (the kernel changed: update the exercise)")
-        indent = lines[found[0]][:len(lines[found[0]]) - len(lines[found[0]].lstrip())]
-        lines[found[0]] = f"{indent}// TODO: {hole.hint}"
+    lines, found = _hole_indices(name)
+    for hole, i in zip(KERNEL_EXERCISES[name].holes, found):
+        indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+        lines[i] = f"{indent}// TODO: {hole.hint}"
     return "\n".join(lines) + "\n"
+
+
+def hole_lines(name: str) -> str:
+    """The numbers of exercise `name`'s hole lines in its kernel file, as `gl.excerpt(..., highlight=)` takes them
+    ("24-26, 30"): a solution shows the chapter's kernel with the lines the reader wrote marked, found in the file
+    when the page builds, so they follow the kernel when it changes."""
+    numbers = sorted(i + 1 for i in _hole_indices(name)[1])
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)

@@ -33,26 +33,31 @@ def _spec(name: str) -> tuple[catalog.KernelSpec, dict[str, int]]:
     return spec, spec.full_params()
 
 
+OCCUPANCY_KERNEL = "prefetch"  # the primer works chapter 4's kernel through; its exercise takes chapter 6's
+
+
+def _resident() -> tuple[catalog.KernelSpec, dict[str, int], dict, model.SMLimits]:
+    """The occupancy exercise's kernel at its defaults, what fits of it on one SM, and that SM's limits."""
+    spec, p = _spec(OCCUPANCY_KERNEL)
+    sm = memory.sm_limits(memory.find())
+    return spec, p, model.resident(spec, p, sm), sm
+
+
 def _occupancy() -> tuple[float, str]:
-    spec, p = _spec(memory.OCCUPANCY_KERNEL)
-    r = model.resident(spec, p)
-    smem = spec.smem_bytes(p) + model.SM_90.smem_reserved_per_block
-    per = {"registers": model.SM_90.registers // (-(-r["registers"] // 8) * 8 * spec.threads(p)),
-           "shared memory": model.SM_90.smem_bytes // smem, "threads": model.SM_90.threads // spec.threads(p),
-           "blocks": model.SM_90.blocks}
-    how = "; ".join(f"{k}: {v}" for k, v in per.items())
-    return r["blocks"], (f"Each limit on its own: {how}. The smallest wins: {r['blocks']} blocks per SM, held back by "
-                         f"{r['limited_by']} (registers are allocated in multiples of 8 per thread).")
+    _, _, r, _ = _resident()
+    how = ", ".join(f"{k} {v}" for k, v in r["limits"].items())
+    return r["blocks"], (f"The blocks each limit allows on its own: {how}. The smallest wins: {r['blocks']} blocks per SM "
+                         f"({r['warps']} warps), held back by {r['limited_by']} (registers are allocated in multiples "
+                         "of 8 per thread).")
 
 
 def _occupancy_ask() -> str:
-    spec, p = _spec(memory.OCCUPANCY_KERNEL)
-    r = model.resident(spec, p)
-    return (f"Chapter 4's kernel at its defaults runs {spec.threads(p)} threads per block with {r['registers']} "
+    spec, p, r, sm = _resident()
+    return (f"Chapter 6's kernel at its defaults runs {spec.threads(p)} threads per block with {r['registers']} "
             f"registers each and {spec.smem_bytes(p):,} bytes of shared memory per block. An SM holds "
-            f"{model.SM_90.registers:,} registers, {model.SM_90.threads:,} threads, {model.SM_90.smem_bytes:,} bytes "
-            f"of shared memory (and keeps {model.SM_90.smem_reserved_per_block:,} of them per block) and at most "
-            f"{model.SM_90.blocks} blocks. How many blocks of it fit on one SM?")
+            f"{sm.registers:,} registers, {sm.threads:,} threads, {sm.smem_bytes:,} bytes of shared memory (and keeps "
+            f"{sm.smem_reserved_per_block:,} of them per block) and at most {sm.blocks} blocks. How many blocks of it "
+            "fit on one SM?")
 
 
 def _littles_law() -> tuple[float, str]:
@@ -60,10 +65,13 @@ def _littles_law() -> tuple[float, str]:
     if rec is None:
         raise LookupError("the memory probes are not recorded on this GPU: run `gemm-lab record --only memory`")
     gbs, ns = rec.bandwidth_of("DRAM")["gbs"], rec.latency_of("DRAM")["ns"]
-    kib = gbs * ns / ceil["sms"] / 1024
-    return kib, (f"In flight = bandwidth x latency = {gbs:,.0f} GB/s x {ns:.0f} ns = {gbs * ns / 1024:,.0f} KiB for "
-                 f"the GPU, {kib:.1f} KiB for each of its {ceil['sms']} SMs: that many bytes of loads must be on their "
-                 "way at every moment, or DRAM idles.")
+    warps = _resident()[2]["warps"]
+    per_sm = gbs * ns / ceil["sms"]
+    per_warp = per_sm / warps
+    return per_warp, (f"In flight = bandwidth x latency = {gbs:,.0f} GB/s x {ns:.0f} ns = {gbs * ns / 1024:,.0f} KiB "
+                      f"for the GPU, {per_sm / 1024:.1f} KiB for each of its {ceil['sms']} SMs, shared by {warps} "
+                      f"warps: {per_warp:,.0f} bytes each, {per_warp / memory.WARP_FLOAT4:.1f} warp-wide float4 loads "
+                      "on their way at every moment, or DRAM idles.")
 
 
 def _littles_law_ask() -> str:
@@ -71,8 +79,9 @@ def _littles_law_ask() -> str:
     if rec is None:
         return "(The memory probes are not recorded on this GPU yet.)"
     return (f"DRAM on {rec.gpu} answers a load in {rec.latency_of('DRAM')['ns']:.0f} ns and streams "
-            f"{rec.bandwidth_of('DRAM')['gbs']:,.0f} GB/s. How many KiB of loads must each of its {ceil['sms']} SMs "
-            "keep in flight to keep DRAM busy?")
+            f"{rec.bandwidth_of('DRAM')['gbs']:,.0f} GB/s to its {ceil['sms']} SMs. With the {_resident()[2]['warps']} "
+            "warps per SM of the exercise above, how many bytes of loads must each warp keep in flight to keep DRAM "
+            "busy?")
 
 
 def _peak() -> tuple[float, str]:
@@ -196,14 +205,14 @@ def _bits() -> tuple[float, str]:
 
 QUESTIONS = {q.name: q for q in (
     Question("occupancy", "gpu_primer", _occupancy_ask, "blocks", _occupancy, 0),
-    Question("littles_law", "gpu_primer", _littles_law_ask, "KiB", _littles_law, 0.05),
+    Question("littles_law", "gpu_primer", _littles_law_ask, "bytes", _littles_law, 0.05),
     Question("fp32_peak", "ch00_measuring", lambda: (
         "An SM has {lanes} FP32 lanes, each doing one fused multiply-add (2 FLOP) per clock; this GPU has {sms} SMs "
         "at a boost clock of {mhz:,.0f} MHz. What is its FP32 peak, in TFLOP/s?").format(
         lanes=hardware.ceilings()["fp32_lanes_per_sm"], sms=hardware.ceilings()["sms"],
         mhz=hardware.ceilings()["clock_mhz"]), "TFLOP/s", _peak),
     Question("time_at_peak", "ch00_measuring", lambda: "How many milliseconds does an 8192 x 8192 x 8192 SGEMM take at "
-             "that peak?", "ms", _at_peak),
+             "the FP32 peak of the exercise above?", "ms", _at_peak),
     Question("naive_sectors", "ch01_naive_coalesced", lambda: (
         "In the naive kernel a warp's 32 lanes take 32 consecutive rows of C. When they all read A[row][k] (A "
         "row-major, K = 4096 floats per row), how many 32-byte sectors does that one load touch?"), "sectors",
@@ -222,11 +231,12 @@ QUESTIONS = {q.name: q for q in (
         "A thread of chapter 3's 2-D kernel computes a TM x TN = {TM} x {TN} tile. How many shared-memory loads does "
         "it make per FFMA?").format(**_spec("thread_tile_2d")[1]), "loads per FFMA", _loads_per_ffma),
     Question("register_floor", "ch03_register_blocking", lambda: (
-        "How many registers must such a thread hold at least, for its accumulators and one k's fragments?"),
+        "Such a thread keeps its TM x TN results in registers, and for each k its TM values of A and TN values of B. "
+        "How many registers must it hold at least, before any address or loop index?"),
         "registers", _register_floor, 0),
     Question("float4_loads", "ch04_vectorized", lambda: (
         "Chapter 4's kernel at its defaults (BM = {BM}, BK = {BK}, {threads} threads) copies its A tile as float4s. "
-        "How many float4 loads does each thread make per step?").format(
+        "How many float4 loads of A does each thread make per BK-deep step?").format(
         threads=catalog.get("vectorized").threads(_spec("vectorized")[1]), **_spec("vectorized")[1]),
         "loads", _float4_loads, 0),
     Question("float4_sectors", "ch04_vectorized", lambda: (
@@ -237,7 +247,9 @@ QUESTIONS = {q.name: q for q in (
         "its first value to As[c][r]. Lanes 8j to 8j + 7 share row r = j and take c = 0, 4, ..., 28; with the plain "
         "layout a row of As is BM = {BM} floats. How many wavefronts does one such store of a warp take?").format(
         **_spec("bank_conflicts")[1]), "wavefronts", lambda: _store_wavefronts(0), 0),
-    Question("padded_store", "ch05_bank_conflicts", lambda: "And with each row padded by 4 floats?", "wavefronts",
+    Question("padded_store", "ch05_bank_conflicts", lambda: (
+        "The same store with each row of As padded by 4 floats (BM + 4 = {row} floats a row): how many wavefronts?"
+    ).format(row=_spec("bank_conflicts")[1]["BM"] + catalog.a_pad({"LAYOUT": 1})), "wavefronts",
              lambda: _store_wavefronts(1), 0),
     Question("issue_ceiling", "ch07_warp_tiling", lambda: (
         "Chapter 7's main loop, as compiled, issues some FFMAs among other instructions; each SM issues at most 4 "
@@ -286,10 +298,15 @@ def _number(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:.4g}"
 
 
+def glued(name: str) -> tuple[str, str]:
+    """The names `publish` glues question `name`'s text and reasoning under."""
+    return f"{name}_ask", f"{name}_how"
+
+
 def publish(name: str) -> dict[str, str]:
     """Glue question `name`'s text (`<name>_ask`) and reasoning (`<name>_how`) for a page's exercise and solution."""
     q = QUESTIONS[name]
-    return prose.publish(**{f"{name}_ask": q.ask(), f"{name}_how": q.solve()[1]})
+    return prose.publish(**dict(zip(glued(name), (q.ask(), q.solve()[1]))))
 
 
 def ask(name: str) -> Markdown:

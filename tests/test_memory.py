@@ -155,11 +155,13 @@ def test_record_has_a_memory_part():
 
 
 def rendered(numbers: dict[str, str]) -> str:
-    """The primer's markdown with every {glue:text} role replaced as myst-nb renders it (a glued string's quotes
-    dropped), or a KeyError naming a role the numbers lack."""
+    """The primer's markdown up to its exercises (their text is the questions', tests/test_pages_exercises.py) with
+    every {glue:text} role replaced as myst-nb renders it (a glued string's quotes dropped), or a KeyError naming a
+    role the numbers lack."""
     from myst_nb.core.variables import format_plain_text
 
-    return GLUE.sub(lambda m: format_plain_text(repr(numbers[m[1]]), m[2] or ""), PRIMER.read_text())
+    return GLUE.sub(lambda m: format_plain_text(repr(numbers[m[1]]), m[2] or ""),
+                    PRIMER.read_text().split("\n## Exercises\n")[0])
 
 
 def test_the_primer_prose_reads_right_once_recorded(sandbox):

@@ -101,7 +101,7 @@ def test_the_measure_sees_what_prose_stats_sees():
 
 def _published(md: Path) -> set[str]:
     """Names a page glues: keywords of its publish(...) calls (a `**mapping` is evaluated in replay, after the page's
-    imports) and the first argument of glue("name", ...)."""
+    imports), the text and reasoning of the questions it publishes and the first argument of glue("name", ...)."""
     import gemm_lab
 
     names: set[str] = set()
@@ -117,7 +117,9 @@ def _published(md: Path) -> set[str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-                if fn == "publish":
+                if fn == "publish" and node.args and isinstance(node.args[0], ast.Constant):  # a question's
+                    names |= set(gemm_lab.questions.glued(node.args[0].value))  # gl.questions.publish("name")
+                elif fn == "publish":
                     names |= {k.arg for k in node.keywords if k.arg}
                     names |= {n for k in node.keywords if k.arg is None for n in eval(ast.unparse(k.value), scope)}
                 elif fn == "glue" and node.args and isinstance(node.args[0], ast.Constant):
