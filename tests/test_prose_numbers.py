@@ -101,7 +101,7 @@ def test_the_measure_sees_what_prose_stats_sees():
 
 def _published(md: Path) -> set[str]:
     """Names a page glues: keywords of its publish(...) calls (a `**mapping` is evaluated in replay, after the page's
-    imports) and the first argument of glue("name", ...)."""
+    imports), a question's two texts for gl.questions.publish("name") and the first argument of glue("name", ...)."""
     import gemm_lab
 
     names: set[str] = set()
@@ -120,6 +120,8 @@ def _published(md: Path) -> set[str]:
                 if fn == "publish":
                     names |= {k.arg for k in node.keywords if k.arg}
                     names |= {n for k in node.keywords if k.arg is None for n in eval(ast.unparse(k.value), scope)}
+                    names |= {f"{a.value}_{part}" for a in node.args[:1] if isinstance(a, ast.Constant)
+                              for part in ("ask", "how")}  # gl.questions.publish(name) glues name_ask, name_how
                 elif fn == "glue" and node.args and isinstance(node.args[0], ast.Constant):
                     names.add(node.args[0].value)
     return names
