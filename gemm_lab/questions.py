@@ -301,7 +301,7 @@ QUESTIONS = {q.name: q for q in (
     Question("stages_fit", "ch09_hopper_pipeline", _stages_fit_ask, "stages", _stages_fit, 0),
     Question("empty_arrivals", "ch09_hopper_pipeline", lambda: (
         "With {CONSUMERS} consumer warpgroups and clusters of {CLUSTER} blocks, how many arrivals does a stage's "
-        "`empty` barrier count before the producer may refill it?").format(**_spec("wgmma_ws_tf32")[1]), "arrivals",
+        "empty barrier count before the producer may refill it?").format(**_spec("wgmma_ws_tf32")[1]), "arrivals",
         _empty_arrivals, 0),
     Question("crt_by_hand", "ch10_ozaki", lambda: (
         "An integer between 0 and 104 leaves 2 after division by 3, 3 after division by 5 and 2 after division by "
