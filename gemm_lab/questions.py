@@ -168,7 +168,8 @@ def _double_buffer_smem() -> tuple[float, str]:
 
 
 def _mma_flop(m: int, n: int, k: int, what: str) -> tuple[float, str]:
-    return 2 * m * n * k, f"{what} multiplies an {m} x {k} by a {k} x {n} tile: 2 x {m} x {n} x {k} = {2 * m * n * k:,} FLOP."
+    return 2 * m * n * k, (f"{what} multiplies A ({m} x {k}) by B ({k} x {n}) into C ({m} x {n}): {m} x {n} x {k} = "
+                           f"{m * n * k:,} multiply-adds of 2 FLOP each, {2 * m * n * k:,} FLOP.")
 
 
 def _tf32_roundoff() -> tuple[float, str]:
@@ -181,6 +182,31 @@ def _kernel14_stage() -> tuple[float, str]:
     bm, bn = spec.tile(p)
     return 4 * 32 * (bm + bn), (f"A's box is BM x 32 floats = {bm * 128:,} bytes and B's boxes 32 x BN floats = "
                                 f"{bn * 128:,} bytes: {4 * 32 * (bm + bn):,} bytes land per 32-deep stage.")
+
+
+def _stages(spec: catalog.KernelSpec, p: dict[str, int]) -> tuple[int, int]:
+    """Bytes of shared memory one more stage adds to a block of `spec`, and the bytes it needs besides its stages."""
+    one, two = (spec.smem_bytes({**p, "STAGES": s}) for s in (1, 2))
+    return two - one, 2 * one - two
+
+
+def _stages_fit_ask() -> str:
+    spec, p = _spec("wgmma_ws_tf32")
+    stage, fixed = _stages(spec, p)
+    return (f"At its defaults a stage of kernel 14 takes {stage:,} bytes of shared memory (its boxes of A and B and "
+            f"three mbarriers), and a block needs {fixed:,} bytes besides its stages (buffers for the TMA stores of C, "
+            f"and room to align). A block may use at most {catalog.DYNAMIC_SMEM_LIMIT:,} bytes of shared memory. How "
+            "many stages fit?")
+
+
+def _stages_fit() -> tuple[float, str]:
+    spec, p = _spec("wgmma_ws_tf32")
+    stage, fixed = _stages(spec, p)
+    fit = max(s for s in range(1, 64) if spec.smem_bytes({**p, "STAGES": s}) <= catalog.DYNAMIC_SMEM_LIMIT)
+    return fit, (f"({catalog.DYNAMIC_SMEM_LIMIT:,} - {fixed:,}) / {stage:,} = "
+                 f"{(catalog.DYNAMIC_SMEM_LIMIT - fixed) / stage:.2f}, so {fit} whole stages fit: "
+                 f"{spec.smem_bytes({**p, 'STAGES': fit}):,} bytes in all; one more would need "
+                 f"{spec.smem_bytes({**p, 'STAGES': fit + 1}):,}.")
 
 
 def _empty_arrivals() -> tuple[float, str]:
@@ -267,7 +293,9 @@ QUESTIONS = {q.name: q for q in (
                             "the stores suffices: it both publishes the new tiles and retires the old ones."), 0),
     Question("mma_flop", "ch08_tensor_cores", lambda: "How many FLOP does one mma.sync.m16n8k8 do?", "FLOP",
              lambda: _mma_flop(16, 8, 8, "mma.sync.m16n8k8"), 0),
-    Question("wgmma_flop", "ch08_tensor_cores", lambda: "And one wgmma m64n256k8, issued by a warpgroup?", "FLOP",
+    Question("wgmma_flop", "ch08_tensor_cores", lambda: (
+        "How many FLOP does one wgmma m64n256k8 do (one instruction, issued together by the four warps of a "
+        "warpgroup)?"), "FLOP",
              lambda: _mma_flop(64, 256, 8, "wgmma m64n256k8"), 0),
     Question("tf32_roundoff", "ch08b_precision", lambda: (
         "Rounded to TF32, by how much can an FP32 value change, relative to itself, at most?"), "", _tf32_roundoff,
@@ -282,9 +310,10 @@ QUESTIONS = {q.name: q for q in (
         "in one 32-deep stage?").format(bm=catalog.get("wgmma_ws_tf32").tile(_spec("wgmma_ws_tf32")[1])[0],
                                         bn=catalog.get("wgmma_ws_tf32").tile(_spec("wgmma_ws_tf32")[1])[1]),
         "bytes", _kernel14_stage, 0),
+    Question("stages_fit", "ch09_hopper_pipeline", _stages_fit_ask, "stages", _stages_fit, 0),
     Question("empty_arrivals", "ch09_hopper_pipeline", lambda: (
         "With {CONSUMERS} consumer warpgroups and clusters of {CLUSTER} blocks, how many arrivals does a stage's "
-        "`empty` barrier count before the producer may refill it?").format(**_spec("wgmma_ws_tf32")[1]), "arrivals",
+        "empty barrier count before the producer may refill it?").format(**_spec("wgmma_ws_tf32")[1]), "arrivals",
         _empty_arrivals, 0),
     Question("crt_by_hand", "ch10_ozaki", lambda: (
         "An integer between 0 and 104 leaves 2 after division by 3, 3 after division by 5 and 2 after division by "
