@@ -94,6 +94,29 @@ def test_random_illegal_parameters_are_refused_before_launch(kernel):
     case()
 
 
+@pytest.mark.gpu
+def test_kernel_15_int8_products_are_exact_on_random_shapes():
+    """Kernel 15 alone (the Ozaki products): random shapes, rounded up to its 16-byte rows, and parameters from the
+    ozaki spec's grid, each checked exactly against float64."""
+    import cupy
+
+    from gemm_lab import int8
+
+    if catalog.unsupported(int8.PROBE, device.gpu().cc):
+        pytest.skip(catalog.unsupported(int8.PROBE, device.gpu().cc))
+    grid = sorted({tuple(int8.full_params(p).items()) for p in catalog.legal_grid("ozaki")})
+
+    @settings(FUZZ, max_examples=CASES)
+    @given(params=st.sampled_from(grid), shape=shapes())
+    def case(params, shape):
+        m, n, k = shape[0], -(-shape[1] // 4) * 4, min(-(-shape[2] // 16) * 16, catalog.OZAKI_MAX_K)
+        a, bt = int8.operands(m, n, k, seed=m + n + k)
+        c = cupy.empty((m, n), cupy.int32)
+        assert int8.exact(int8.launcher(dict(params), a, bt, c), a, bt, c), f"kernel 15 {dict(params)} at {m, n, k}"
+
+    case()
+
+
 def _combinations(choices: dict[str, tuple[int, ...]]) -> list[dict[str, int]]:
     combos: list[dict[str, int]] = [{}]
     for name, values in choices.items():
