@@ -148,16 +148,83 @@ def _store_wavefronts(layout: int) -> tuple[float, str]:
                               f"holds {store.wavefronts} of them, one wavefront each.")
 
 
+ISSUE_PARAMS = {"WN": 32, "TN": 8}  # chapter 7's 16-warp instance with 8 x 8 thread tiles (its "Try it")
+
+
+def _issue_loop() -> tuple[dict[str, int], int, int]:
+    """The issue exercise's instance, and the FFMAs and instructions of its compiled main loop."""
+    from . import sass
+
+    spec = catalog.get("warp_tiling")
+    p = spec.full_params(ISSUE_PARAMS)
+    body = sass.main_loop(spec, p)
+    return p, body.count("FFMA"), len(body)
+
+
+def _issue_ceiling_ask() -> str:
+    p, ffma, total = _issue_loop()
+    c = hardware.ceilings()
+    return (f"Chapter 7's kernel with {p['TM']} x {p['TN']} thread tiles in a {p['BM']} x {p['BN']} block (WM = "
+            f"{p['WM']}, WN = {p['WN']}: {catalog.get('warp_tiling').threads(p) // 32} warps) compiles to a main loop "
+            f"of {total:,} instructions, {ffma:,} of them FFMAs. Each of the GPU's {c['sms']} SMs issues at most 4 "
+            f"warp instructions per clock, at {c['clock_mhz']:,.0f} MHz, and an FFMA does 32 lanes x 2 FLOP. At what "
+            "TFLOP/s does instruction issue cap this kernel?")
+
+
 def _issue_ceiling() -> tuple[float, str]:
-    b = model.speed_of_light("warp_tiling", None, 4096, hardware.ceilings())
-    issue = b["issue"]
-    return issue.tflops, f"{issue.how}: {issue.tflops:.1f} TFLOP/s."
+    p, ffma, total = _issue_loop()
+    c = hardware.ceilings()
+    issue = model.speed_of_light("warp_tiling", p, 4096, c)["issue"]
+    all_ffma = 4 * 32 * 2 * c["sms"] * c["clock_mhz"] / 1e6
+    return issue.tflops, (f"If every instruction were an FFMA: 4 x 32 x 2 FLOP x {c['sms']} SMs x "
+                          f"{c['clock_mhz']:,.0f} MHz = {all_ffma:.1f} TFLOP/s, the FP32 peak. Only {ffma:,} of "
+                          f"{total:,} are: a share of {ffma / total:.3f}, so issue caps the kernel at "
+                          f"{all_ffma:.1f} x {ffma / total:.3f} = {issue.tflops:.1f} TFLOP/s.")
 
 
 def _warps() -> tuple[float, str]:
     spec, p = _spec("warp_tiling")
     return spec.threads(p) // 32, (f"(BM / WM) x (BN / WN) = ({p['BM']} / {p['WM']}) x ({p['BN']} / {p['WN']}) = "
                                    f"{spec.threads(p) // 32} warps.")
+
+
+def _stream_k_givens() -> tuple[dict[str, int], int, int, int]:
+    """Kernel 10b's default at 4096: its parameters, tiles, k-steps per tile and resident slots."""
+    spec, p = _spec("pipelined_warp_tiling")
+    slots = hardware.ceilings()["sms"] * model.resident(spec, p)["blocks"]
+    return p, math.prod(spec.grid(p, 4096, 4096)), -(-4096 // p["BK"]), slots
+
+
+def _stream_k_steps() -> tuple[float, str]:
+    _, tiles, steps, slots = _stream_k_givens()
+    shared = tiles % slots
+    value = shared * steps / slots
+    return value, (f"{tiles} tiles make {tiles // slots} whole waves of {slots} and leave {tiles} mod {slots} = "
+                   f"{shared} tiles over: {shared} x {steps} = {shared * steps:,} k-steps, shared by {slots} blocks, "
+                   f"about {value:.0f} each (a run may span two tiles).")
+
+
+def _lane_float4s(kernel: str, p: dict[str, int]) -> tuple[list[int], list[int]]:
+    """Distinct float4s that each quarter-warp reads in one fragment load of A and of B (its lanes' rows of the A
+    fragment, their columns of the B fragment)."""
+    from .diagrams import lane_position
+
+    lanes = [lane_position(lane, p, kernel) for lane in range(32)]
+    quarters = [lanes[8 * q:8 * q + 8] for q in range(4)]
+    return [len({m for m, _ in q}) for q in quarters], [len({n for _, n in q}) for q in quarters]
+
+
+def _wavefronts_per_k() -> tuple[float, str]:
+    from .diagrams import lds128_wavefronts
+
+    p = _spec("pipelined_warp_tiling")[1]
+    a, b = _lane_float4s("pipelined_warp_tiling", p)
+    wa, wb = lds128_wavefronts(a), lds128_wavefronts(b)
+    value = p["TM"] // 4 * wa + p["TN"] // 4 * wb
+    return value, (f"In one load a quarter-warp reads {a[0]} distinct float4s of A and {b[0]} of B. Two or fewer: the "
+                   "two quarter-warps of a half-warp share a wavefront; more: one wavefront each. So a load of A takes "
+                   f"{wa} wavefronts and a load of B {wb}; per k: {p['TM'] // 4} x {wa} + {p['TN'] // 4} x {wb} = "
+                   f"{value} wavefronts.")
 
 
 def _double_buffer_smem() -> tuple[float, str]:
@@ -277,13 +344,27 @@ QUESTIONS = {q.name: q for q in (
         "The same store with each row of As padded by 4 floats (BM + 4 = {row} floats a row): how many wavefronts?"
     ).format(row=_spec("bank_conflicts")[1]["BM"] + catalog.a_pad({"LAYOUT": 1})), "wavefronts",
              lambda: _store_wavefronts(1), 0),
-    Question("issue_ceiling", "ch07_warp_tiling", lambda: (
-        "Chapter 7's main loop, as compiled, issues some FFMAs among other instructions; each SM issues at most 4 "
-        "warp instructions per clock. At what TFLOP/s does instruction issue cap it? (Count the FFMAs and the "
-        "instructions of the loop in the listing above.)"), "TFLOP/s", _issue_ceiling),
+    Question("issue_ceiling", "ch07_warp_tiling", _issue_ceiling_ask, "TFLOP/s", _issue_ceiling),
     Question("warps_per_block", "ch07_warp_tiling", lambda: (
-        "How many warps does a block of chapter 7's kernel have at BM = {BM}, BN = {BN}, WM = {WM}, WN = {WN}?"
+        "How many warps does a block of chapter 7's kernel have at its defaults, BM = {BM}, BN = {BN}, WM = {WM}, "
+        "WN = {WN} (each warp computes one WM x WN warp tile of the BM x BN block tile)?"
     ).format(**_spec("warp_tiling")[1]), "warps", _warps, 0),
+    Question("stream_k_steps", "ch07b_pipelined_warp_tiling", lambda: (
+        "At 4096 kernel 10b's default makes {tiles} tiles of {BM} x {BN}, each {steps} k-steps deep, and the GPU "
+        "holds {slots} of its blocks at once. With stream-K, the tiles of whole waves stay whole and the tiles left "
+        "over are cut along K into one equal run per block. About how many k-steps of the leftover tiles does each "
+        "block run?").format(tiles=_stream_k_givens()[1], steps=_stream_k_givens()[2], slots=_stream_k_givens()[3],
+                              **_stream_k_givens()[0]), "k-steps", _stream_k_steps, 0.01),
+    Question("wavefronts_per_k", "ch07b_pipelined_warp_tiling", lambda: (
+        "With its {TM} x {TN} thread tile, each lane of kernel 10b loads {a} float4s of A and {b} of B per k. The warp's "
+        "lanes form a grid of {rows} rows (of A) by {cols} columns (of B), and a quarter-warp is 4 lanes along the "
+        "wide side by 2 along the narrow one. By the rule of step 2 (the two quarter-warps of a half-warp share one "
+        "wavefront when each reads at most two distinct float4s; otherwise each takes its own), how many wavefronts "
+        "do a warp's fragment loads take per k?").format(
+        a=_spec("pipelined_warp_tiling")[1]["TM"] // 4, b=_spec("pipelined_warp_tiling")[1]["TN"] // 4,
+        rows=_spec("pipelined_warp_tiling")[1]["WM"] // _spec("pipelined_warp_tiling")[1]["TM"],
+        cols=32 * _spec("pipelined_warp_tiling")[1]["TM"] // _spec("pipelined_warp_tiling")[1]["WM"],
+        **_spec("pipelined_warp_tiling")[1]), "wavefronts", _wavefronts_per_k, 0),
     Question("double_buffer_smem", "ch06_prefetch", lambda: (
         "How many bytes of shared memory does a block of chapter 6's kernel use at its defaults (BM = {BM}, "
         "BN = {BN}, BK = {BK}) with two buffers?").format(**_spec("prefetch")[1]), "bytes", _double_buffer_smem, 0),
