@@ -68,6 +68,11 @@ CARDS = (
 )
 
 
+def card_of(gpu_name: str) -> Card | None:
+    """The datasheet card of a GPU as the driver names it ("NVIDIA H100 80GB HBM3" -> H100), or None."""
+    return next((c for c in CARDS if c.short in gpu_name), None)
+
+
 def chapters() -> dict[str, list[str]]:
     """Each chapter with kernels, in the book's order, and its kernels; chapter 0 (cuBLAS alone) first."""
     out: dict[str, list[str]] = {MEASURING_CHAPTER: []}
@@ -136,19 +141,19 @@ def facts_table(cards: tuple[Card, ...] = CARDS) -> Table:
     hopper = catalog.ARCH_SPECIFIC["sm_90a"][0]
     cp_async, mma = catalog.get("multistage").min_cc, catalog.get("mma_tf32").min_cc  # the first kernels using them
     rows = (
-        ("compute capability", *(f"{c.cc[0]}.{c.cc[1]} ({c.arch.family})" for c in cards)),
+        ("architecture", *(c.arch.family for c in cards)),
+        ("compute capability", *(f"{c.cc[0]}.{c.cc[1]}" for c in cards)),
         ("SMs", *(str(c.sms) for c in cards)),
         ("boost clock (MHz)", *(f"{c.boost_mhz:,}" for c in cards)),
         ("FP32 lanes per SM", *(str(device.FP32_LANES_PER_SM[c.cc]) for c in cards)),
         ("FP32 peak (TFLOP/s)", *(f"{c.peak_tflops:.1f}" for c in cards)),
-        ("threads (warps) per SM", *(f"{c.arch.max_threads_per_sm:,} ({c.arch.max_threads_per_sm // 32})"
-                                     for c in cards)),
+        ("threads per SM", *(f"{c.arch.max_threads_per_sm:,}" for c in cards)),
         ("blocks per SM", *(str(c.arch.max_blocks_per_sm) for c in cards)),
         ("shared memory per SM (KiB)", *(str(c.arch.smem_per_sm // KIB) for c in cards)),
         ("shared memory + L1 (KiB)", *(str(c.arch.l1_smem_bytes // KIB) for c in cards)),
         ("L2 (MiB)", *(str(c.l2_mib) for c in cards)),
         ("DRAM (GB)", *(str(c.dram_gb) for c in cards)),
-        ("DRAM bandwidth (GB/s)", *(f"{c.dram_gbs:,}" for c in cards)),
+        ("DRAM bandwidth, datasheet (GB/s)", *(f"{c.dram_gbs:,}" for c in cards)),
         ("cp.async (chapters 6, 7b)", *(yes(c.cc >= cp_async) for c in cards)),
         ("TF32 tensor cores, mma.sync (8)", *(yes(c.cc >= mma) for c in cards)),
         ("TMA, wgmma, clusters (8, 9)", *(yes(c.cc == hopper) for c in cards)),

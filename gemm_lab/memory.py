@@ -13,7 +13,7 @@ import datetime
 import functools
 from typing import Any, Sequence
 
-from . import catalog, device, model, records
+from . import catalog, device, gpus, model, records
 from .compile import NVRTC_OPTIONS
 from .records import MemoryRecord
 from .tables import Banner, Table
@@ -254,7 +254,8 @@ def table(gpus: Sequence[str]) -> Table:
     origin = "; ".join(provenance(rec) for rec in found.values() if rec)
     caption = ("latency: one thread's chain of dependent loads over the working set in brackets; copy: every SM "
                "copying the working set in brackets, bytes read + written per second")
-    return Table(("", *gpus), tuple(rows), caption + (f"; {origin}" if origin else ""), wrap=(0,))
+    return Table(("(working set in brackets)", *gpus), tuple(rows), caption + (f"; {origin}" if origin else ""),
+                 wrap=(0,))
 
 
 def _size(nbytes: float) -> str:
@@ -294,8 +295,13 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
         "ffma_slots": _ffma_slots(ceilings["fp32_lanes_per_sm"] // catalog.SCHEDULERS_PER_SM),
         "clock": f"{ceilings['clock_mhz']:,.0f} MHz", "peak": f"{ceilings['peak_gflops'] / 1e3:.1f} TFLOP/s",
         "issue_rate": f"{ceilings['sms'] * catalog.SCHEDULERS_PER_SM * ceilings['clock_mhz'] / 1e6:.2f} trillion",
+        "warp_ffma_rate": f"{ceilings['sms'] * ceilings['fp32_lanes_per_sm'] / 32 * ceilings['clock_mhz'] / 1e6:.2f} "
+                          "trillion",
         "l2": _size(ceilings["l2_bytes"]),
+        "dram_copy_1gib": f"{ceilings['dram_gbs'] / 1e3:.1f} TB/s",
     }
+    card = gpus.card_of(ceilings["gpu"])
+    out["dram_datasheet"] = f"{card.dram_gbs / 1e3:.2f} TB/s" if card else MISSING
     out.update({f"{what}_{level}": MISSING for level in records.MEMORY_LEVELS for what in ("lat", "lat_ns", "ws")})
     out.update({f"{what}_{level}": MISSING for level in records.MEMORY_BANDWIDTH_LEVELS
                 for what in ("bw", "inflight", "inflight_sm", "loads_sm")})

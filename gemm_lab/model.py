@@ -208,9 +208,9 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
       kernels: not computed (one HGMMA instruction does a warpgroup's 64 x N x 8 product; issue never binds).
     * shared memory: `shared_load_bytes` (conflict-free; a thread's, or an mma.sync warp's, tile of C per load)
       at 32 banks x 4 bytes per clock per SM.
-    * registers: the FFMAs' register-bank conflicts in the SASS (`sass.report`, the Volta model of two banks; an
-      assumption for Hopper, see `sass`): a conflict costs the FFMA a second cycle, so the FFMA peak x FFMAs /
-      (FFMAs + conflicts). Occupancy x ILP by Little's law never binds here (even the naive kernel keeps 16 warps per
+    * registers: the register-bank conflicts of the main loop's FFMAs, the same loop the issue row counts
+      (`sass.loop_report`, the Volta model of two banks; an assumption for Hopper, see `sass`): a conflict costs the
+      FFMA a second cycle, so the FFMA peak x FFMAs / (FFMAs + conflicts). Occupancy x ILP by Little's law never binds here (even the naive kernel keeps 16 warps per
       scheduler against a 4-clock FFMA latency), so it is not the register-level ceiling we show.
     * L2: every global request (`global_load_bytes` + the stores of C) goes through the L2: shown when `l2_gbs`,
       a measured L2 bandwidth, is given.
@@ -265,9 +265,9 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
                            f"(32 banks x 4 B per clock per SM)"))
     # registers
     if instruction == "FFMA":
-        r = sass.report(spec, p)
+        r = sass.loop_report(spec, p)
         out.append(Ceiling("registers", ceilings["peak_gflops"] / 1e3 * r.ffma / (r.ffma + r.volta_conflicts),
-                           f"{r.volta_conflicts} of {r.ffma} FFMAs with a register-bank conflict"))
+                           f"{r.volta_conflicts} of the main loop's {r.ffma} FFMAs with a register-bank conflict"))
     else:
         out.append(Ceiling("registers", None, "tensor cores: operands in fragments, no FFMA bank conflicts"))
     # L2 and DRAM
@@ -278,6 +278,6 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
                            f"{flop / requested:.1f} FLOP per requested byte x {l2_gbs / 1e3:,.1f} TB/s (measured)"))
     least = compulsory_bytes(m, n, k) + stores
     out.append(Ceiling("DRAM", flop / least * ceilings["dram_gbs"] / 1e3,
-                       f"{flop / least:.0f} FLOP per byte (A, B, C once) x {ceilings['dram_gbs'] / 1e3:.2f} TB/s "
-                       "(measured)"))
+                       f"{flop / least:.0f} FLOP per byte (A, B read, C read and written once) x "
+                       f"{ceilings['dram_gbs'] / 1e3:.1f} TB/s (a 1 GiB copy, measured)"))
     return Budget(spec.name, p, (m, n, k), ceilings["gpu"], tuple(out))

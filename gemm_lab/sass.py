@@ -135,16 +135,23 @@ MATH = ("FFMA", "HMMA", "HGMMA")  # FP32 FMAs, mma.sync and wgmma tensor-core in
 
 
 def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[str]:
-    """Opcodes (FFMA, LDS, ...) of the kernel's hottest loop in the offline SASS, in program order.
+    """Opcodes (FFMA, LDS, ...) of the kernel's hottest loop in the offline SASS, in program order
+    (`main_loop_lines`)."""
+    return [_INSTRUCTION.match(line).group(1) for line in main_loop_lines(kernel, params)]
+
+
+def main_loop_lines(kernel: str | KernelSpec, params: Params | None = None) -> list[str]:
+    """The SASS lines of the kernel's hottest loop in the offline SASS, in program order.
 
     The hottest loop is the innermost backward branch whose body holds the most math (`MATH`: FFMAs, or the
     tensor cores' HMMAs and HGMMAs): a loop around it (over the tiles of a persistent kernel) runs it, and
     not the other way round. A backward branch from past the kernel's EXIT is no loop: it returns from a block the
-    compiler placed out of line (an mbarrier wait's retry), and the span it would close holds the EXIT. Where two bodies hold as many (the bounds-checked and unchecked copies of a
-    main loop), the shorter one, which the blocks wholly inside C run. What it says about issue slots holds
-    for large, tile-aligned shapes.
+    compiler placed out of line (an mbarrier wait's retry), and the span it would close holds the EXIT. Where two
+    bodies hold as many (the bounds-checked and unchecked copies of a main loop), the shorter one, which the blocks
+    wholly inside C run. What it says about issue slots holds for large, tile-aligned shapes.
     """
     labels: dict[str, int] = {}
+    lines: list[str] = []
     opcodes: list[str] = []
     loops: list[tuple[int, int]] = []  # (first, last) instruction of each loop body
     exits: list[int] = []  # unconditional EXITs
@@ -156,6 +163,7 @@ def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[st
         instruction = _INSTRUCTION.match(line)
         if not instruction:
             continue
+        lines.append(line)
         opcodes.append(instruction.group(1))
         if instruction.group(1) == "EXIT" and "@" not in line:
             exits.append(len(opcodes) - 1)
@@ -168,7 +176,14 @@ def main_loop(kernel: str | KernelSpec, params: Params | None = None) -> list[st
     math = {ab: sum(op in MATH for op in opcodes[ab[0]:ab[1] + 1]) for ab in loops}
     innermost = [ab for ab in loops if not any(o != ab and ab[0] <= o[0] and o[1] <= ab[1] and math[o] for o in loops)]
     first, last = max(innermost, key=lambda ab: (math[ab], ab[0] - ab[1]))
-    return opcodes[first:last + 1]
+    return lines[first:last + 1]
+
+
+def loop_report(kernel: str | KernelSpec, params: Params | None = None) -> Report:
+    """`report`'s counts over the FFMAs of the hottest loop only (`main_loop_lines`): the instructions the budget's
+    issue row counts, so that its registers row counts the same ones."""
+    f = ffmas("\n".join(main_loop_lines(kernel, params)))
+    return Report(len(f), sum(any(x.reuse) for x in f), sum(conflicts(f, "volta")), sum(conflicts(f, "maxwell")))
 
 
 def main_loop_mix(kernel: str | KernelSpec, params: Params | None = None) -> dict[str, int]:

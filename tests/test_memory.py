@@ -173,7 +173,8 @@ def test_the_primer_prose_reads_right_once_recorded(sandbox):
                      "A load that misses L1 and hits L2 takes 260 clock cycles (131 ns), and all the SMs copying data "
                      "that sit in L2 move 9.0 TB/s between them.",
                      "takes 960 clock cycles (485 ns), about 28 times an L1 hit", "this one has 132.",
-                     "issue 1.05 trillion warp instructions per second, and the FP32 peak is 66.9 TFLOP/s.",
+                     "issue 1.05 trillion warp instructions per second, and the FP32 peak is 66.9 TFLOP/s: at most 1.05 trillion "
+                     "warp FFMAs per second, × 32 lanes, × 2 FLOP",
                      "(fused multiply-add) in almost every issue slot of every scheduler.",
                      "From DRAM: 3.0 TB/s × 485 ns is 1.5 MB in flight across the GPU, 11 KiB per SM: 22 warp-wide",
                      "out of 65,536, fit 2 blocks", "2 blocks, 16 warps of the 64 an SM can hold, an occupancy of 25%, "

@@ -36,12 +36,12 @@ GPU = {"gpu": "test GPU", "sms": 100, "clock_mhz": 1000.0, "fp32_lanes_per_sm": 
 
 @pytest.fixture
 def sass_of(monkeypatch):
-    """Give the budget a main loop and an FFMA bank report of our choosing (no compile)."""
+    """Give the budget a main loop and its FFMAs' bank report, of our choosing (no compile)."""
     from gemm_lab import sass
 
     def use(loop: list[str], ffma: int = 100, conflicts: int = 0) -> None:
         monkeypatch.setattr(sass, "main_loop", lambda kernel, params=None: loop)
-        monkeypatch.setattr(sass, "report", lambda kernel, params=None: sass.Report(ffma, 0, conflicts, 0))
+        monkeypatch.setattr(sass, "loop_report", lambda kernel, params=None: sass.Report(ffma, 0, conflicts, 0))
     return use
 
 
@@ -92,3 +92,11 @@ def test_issue_ceiling_of_warp_tiling_is_its_ffma_share_of_the_peak(replay):
     view = gl.budget("warp_tiling", ceilings=ceil)
     assert view.measured.gflops / 1e3 < b.bound.tflops  # no kernel beats its speed of light
     assert "issue" in view.caption() and "recorded on" in str(view) and "<table" in view._repr_html_()
+
+
+def test_the_registers_row_counts_the_ffmas_the_issue_row_counts():
+    """Both rows read the same main loop: the registers row's FFMAs are the issue row's (chapter 6's prefetch kernel
+    has more FFMAs outside its loop than in it)."""
+    b = model.speed_of_light("prefetch", None, 4096, GPU)
+    in_loop = b["issue"].how.split(" FFMA")[0]
+    assert f"of the main loop's {in_loop} FFMAs" in b["registers"].how
