@@ -431,7 +431,8 @@ def memory_latency(recs: Sequence[Any]) -> Figure:
 
 def stage_costs(times: dict[int, dict[str, float]], sgemm: Sequence[Measurement], source: str) -> Figure:
     """The Ozaki pipeline's time at each M = N = K, stage by stage (`emulation.stage_ms`), as a share of one cuBLAS
-    SGEMM's time at that size (`sgemm`: cuBLAS measurements, one per size): a bar shorter than 100 % beats SGEMM.
+    SGEMM's time at that size (`sgemm`: cuBLAS measurements, one per size), with SGEMM's own bar (100 %) and time
+    below it: a stage bar shorter than SGEMM's beats it.
     `source` says where the stage times come from."""
     from .ozaki import STAGES
 
@@ -441,23 +442,27 @@ def stage_costs(times: dict[int, dict[str, float]], sgemm: Sequence[Measurement]
         raise ValueError(f"no cuBLAS SGEMM measurement at M = N = K = {missing}")
     sizes = sorted(times)
     longest = max(100 * sum(times[s].values()) / sgemm_ms[s] for s in sizes)
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.75 * len(sizes) + 2.2))
+    fig, ax = plt.subplots(figsize=(WIDTH, 1.0 * len(sizes) + 2.2))
+    pad = 0.015 * max(100, longest)
     for row, size in enumerate(sizes):
         left = 0.0
         for i, stage in enumerate(STAGES):
             share = 100 * times[size][stage] / sgemm_ms[size]
-            ax.barh(row, share, left=left, color=f"C{i}", label=stage if row == 0 else None, height=0.6)
+            ax.barh(row - 0.17, share, left=left, color=f"C{i}", label=stage if row == 0 else None, height=0.42)
             if share > 0.06 * max(100, longest):  # wide enough for its number
-                ax.text(left + share / 2, row, f"{share:.0f}", ha="center", va="center", color="white")
+                ax.text(left + share / 2, row - 0.17, f"{share:.0f}", ha="center", va="center", color="white")
             left += share
         total = sum(times[size].values())
-        ax.text(left + 0.015 * max(100, longest), row, f"{total:.2f} ms", va="center")
-    ax.axvline(100, **CUBLAS_STYLE, label="one cuBLAS SGEMM")
+        ax.text(left + pad, row - 0.17, f"{total:.2f} ms", va="center")
+        # the baseline beside the stages: one SGEMM, 100 % by definition, and its time
+        ax.barh(row + 0.25, 100, color="lightgrey", edgecolor="black", linewidth=0.6, height=0.3,
+                label="one cuBLAS SGEMM" if row == 0 else None)
+        ax.text(100 + pad, row + 0.25, f"{sgemm_ms[size]:.2f} ms", va="center")
     ax.set_yticks(range(len(sizes)), [f"{s:,}" for s in sizes])
     ax.set_ylim(len(sizes) - 0.5, -0.5)
     ax.set_ylabel("M = N = K")
-    ax.set_xlim(0, 1.22 * max(100, longest))
-    ax.set_xlabel("% of one cuBLAS SGEMM's time (bars: each stage's share)")
+    ax.set_xlim(0, 1.25 * max(100, longest))
+    ax.set_xlabel("% of one cuBLAS SGEMM's time (grey: that SGEMM)")
     _title(ax, "Where the Ozaki scheme's time goes, stage by stage")
     fig.tight_layout()
     _legend_below(fig, ax, 3)
