@@ -464,8 +464,8 @@ def _pipelined_warp_tiling() -> KernelSpec:
         static_smem=static_smem,
         ptxas_options=("--register-usage-level=10",),  # keeps the fragments loaded a k ahead live (see the .cu file)
         notes="warp tiling with tiles copied by cp.async STAGES deep, A transposed by 4-byte copies (ALONG_K 0) or "
-              "read along k as float4s (ALONG_K 1), grouped tile order, stream-K (STREAM 1) over the tiles left after "
-              "whole waves",
+              "read along k as float4s (ALONG_K 1), grouped tile order; optional stream-K over the tiles left after "
+              "whole waves (STREAM 1; the defaults run STREAM 0)",
     )
 
 

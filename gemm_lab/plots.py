@@ -77,8 +77,9 @@ def instance_labels(ms: Sequence[Measurement], width: int = 22) -> list[str]:
     return out
 
 
-def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size") -> Figure:
-    """GFLOP/s against M = N = K for each kernel, with cuBLAS (median of the same runs) as reference."""
+def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size", *, log: bool = True) -> Figure:
+    """GFLOP/s against M = N = K for each kernel, with cuBLAS (median of the same runs) as reference; `log=False`
+    gives GFLOP/s a linear axis, which separates kernels that lie close together near cuBLAS."""
     fig, ax = plt.subplots(figsize=(WIDTH, 4))
     series: dict[str, list[Measurement]] = {}
     for x in ms:
@@ -94,10 +95,13 @@ def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size") ->
     ax.plot(sizes, [sorted(cublas[s])[len(cublas[s]) // 2] for s in sizes], **CUBLAS_STYLE, marker="s",
             label="cuBLAS SGEMM")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    if log:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
     ax.set_xticks(sizes, [str(s) for s in sizes])
     ax.set_xlabel("M = N = K")
-    ax.set_ylabel("GFLOP/s (log scale)")
+    ax.set_ylabel("GFLOP/s (log scale)" if log else "GFLOP/s")
     _title(ax, title)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
