@@ -464,8 +464,8 @@ def _pipelined_warp_tiling() -> KernelSpec:
         static_smem=static_smem,
         ptxas_options=("--register-usage-level=10",),  # keeps the fragments loaded a k ahead live (see the .cu file)
         notes="warp tiling with tiles copied by cp.async STAGES deep, A transposed by 4-byte copies (ALONG_K 0) or "
-              "read along k as float4s (ALONG_K 1), grouped tile order, stream-K (STREAM 1) over the tiles left after "
-              "whole waves",
+              "read along k as float4s (ALONG_K 1), grouped tile order; optional stream-K over the tiles left after "
+              "whole waves (STREAM 1; the defaults run STREAM 0)",
     )
 
 
@@ -549,13 +549,14 @@ def _mma_tma() -> KernelSpec:
 
 
 WGMMA_N = (64, 128, 256)  # the wgmma shapes m64nNk8 that kernels/wgmma.cuh instantiates
+WGMMA_BK = 32  # K per step of 12_tf32_wgmma.cu (its BK): one 128-byte swizzle row of A's tile
 
 
 def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
     """wgmma kernels (12_tf32_wgmma.cu): one warpgroup per 64 columns of C, each computing C^T = B^T A^T."""
     threads = lambda p: p["BN"] // 64 * 128  # noqa: E731
     copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
-    stage = lambda p: copies * p["BM"] * 128 + -(-32 * (p["BN"] + 8) * 4 // 1024) * 1024  # noqa: E731 - A 1024-aligned
+    stage = lambda p: copies * p["BM"] * 4 * WGMMA_BK + -(-WGMMA_BK * (p["BN"] + 8) * 4 // 1024) * 1024  # noqa: E731
     smem = lambda p: p["STAGES"] * stage(p) + 1024  # noqa: E731 - 1024 more to align the base for the swizzle
     # BM/2 accumulators (and as many per-step sums), two sets of 16 B fragments (and 16 small ones), about 32 others
     need = lambda p: copies * p["BM"] // 2 + (copies + 1) * 16 + 32  # noqa: E731

@@ -398,20 +398,22 @@ def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, la
         if i >= stages:  # the stage's empty barrier: every consumer is done with step i - STAGES
             free_at = max(free_at, *(done[c][i - stages] for c in range(consumers)))
         bars.append((0, free_at, 40, ""))
-        bars.append((1, free_at, latency, f"s{i % stages}"))
+        bars.append((1 + i % stages, free_at, latency, f"{i}"))  # each stage on its own lane: copies overlap
         landed = free_at + latency
         free_at += 40
         for c in range(consumers):
             start = max(landed, ready[c], pipe)
             pipe = ready[c] = done[c][i] = start + step_clk
-            bars.append((2 + c, start, step_clk, f"k{i % steps}"))
+            bars.append((1 + stages + c, start, step_clk, f"{i}"))
             if i % steps == steps - 1:  # the tile's last step: its epilogue stores C
-                bars.append((2 + consumers, ready[c], epilogue, "C" if c == 0 else ""))
+                bars.append((1 + stages + consumers, ready[c], epilogue, "C" if c == 0 else ""))
                 ready[c] += epilogue
-    rows = ("TMA issue", "copies (stage)", *(f"consumer {c + 1}" for c in range(consumers)), "epilogues")
-    fig, ax = plt.subplots(figsize=(WIDTH, 1.6 + 0.5 * len(rows)))
+    rows = ("TMA issue", *(f"copy into stage {s}" for s in range(stages)),
+            *(f"consumer {c + 1} wgmmas" for c in range(consumers)), "epilogues (C)")
+    fig, ax = plt.subplots(figsize=(WIDTH, 1.6 + 0.45 * len(rows)))
     end = _timeline(ax, bars, rows)
-    ax.set_xlabel("clock cycles on one SM (model durations); k: a consumer's wgmma step")
+    ax.set_xlabel(wrap("clock cycles on one SM (model durations); a bar's number: the 32-deep step it copies or "
+                       f"multiplies ({steps} steps per tile)", TEXT))
     ax.set_title(wrap(f"Warp specialisation: {stages} stages, {consumers} consumer warpgroup(s), BM = {params['BM']}: "
                       "copies run ahead while the tensor cores work", style.TITLE), fontsize=style.TITLE)
     busy = total * consumers * step_clk / (end - first_landing)

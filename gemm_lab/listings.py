@@ -144,15 +144,18 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
 
 
 def excerpt(source: str, *, function: str | None = None, start_at: str | None = None, end_before: str | None = None,
-            end_at: str | None = None, highlight: str = "") -> Listing:
+            end_at: str | None = None, highlight: str = "", skip: str = "", skipped: str = "not shown") -> Listing:
     """One file of `kernels/` (a kernel's name or a file name such as "staging.cuh"), whole or in part: the lines of
     `function` (with its template line and the comment above it), or from the first line containing `start_at` to
     the line before the next containing `end_before` (or up to the one containing `end_at`). `highlight` marks lines
-    by their number in the file ("14-15, 27").
+    by their number in the file ("14-15, 27"); `skip` leaves lines out (a branch the page does not discuss), each run
+    of them shown as one line saying how many, and `skipped` what they are ("of the 3xTF32 path").
 
         gl.excerpt("warp_tiling", highlight="32-33, 63-80")
         gl.excerpt("14_tf32_wgmma_ws.cu", start_at="if (wg == 0) {", end_before="else if (HELPERS")
         gl.excerpt("tf32.cuh", function="mma_tf32")
+        gl.excerpt("wgmma_tf32", start_at="    wgmma_fence();", end_before="  };", skip="100-104, 106",
+                   skipped="of the 3xTF32 path")
     """
     path = source_path(source)
     lines = _lines(path)
@@ -169,15 +172,24 @@ def excerpt(source: str, *, function: str | None = None, start_at: str | None = 
             last = _find(path, lines, end_before, first + 1) - 1
         elif end_at:
             last = _find(path, lines, end_at, first)
-    marked = _line_numbers(highlight)
-    outside = sorted(n for n in marked if not first <= n <= last)
-    if outside:
-        raise ValueError(f"highlight={highlight!r}: line(s) {outside} of {_name(path)} are outside the shown lines "
-                         f"{first}-{last}")
-    shown = tuple(Line(None, n, "!" if n in marked else " ", lines[n - 1]) for n in range(first, last + 1))
+    marked, left_out = _line_numbers(highlight), _line_numbers(skip)
+    for name, spec, chosen in (("highlight", highlight, marked), ("skip", skip, left_out)):
+        outside = sorted(n for n in chosen if not first <= n <= last)
+        if outside:
+            raise ValueError(f"{name}={spec!r}: line(s) {outside} of {_name(path)} are outside the shown lines "
+                             f"{first}-{last}")
+    if marked & left_out:
+        raise ValueError(f"line(s) {sorted(marked & left_out)} are both highlighted and skipped")
+    shown: list[Line] = []
+    for n in range(first, last + 1):
+        if n not in left_out:
+            shown.append(Line(None, n, "!" if n in marked else " ", lines[n - 1]))
+        elif n - 1 not in left_out or n == first:  # the first line of a skipped run stands for the run
+            run = next(m for m in range(n, last + 2) if m not in left_out) - n
+            shown.append(Line(None, None, "…", f"{run} line{'s' if run > 1 else ''} {skipped}"))
     part = f"{function}()" if function else f"lines {first}-{last}" if (first, last) != (1, len(lines)) else ""
     title = _name(path) + (f": {part}" if part else "")
-    return Listing(title, path, None, shown, whole=(first, last) == (1, len(lines)))
+    return Listing(title, path, None, tuple(shown), whole=(first, last) == (1, len(lines)) and not left_out)
 
 
 def source_path(source: str) -> Path:
@@ -268,7 +280,7 @@ def _line_numbers(spec: str) -> set[int]:
     for part in filter(None, (p.strip() for p in spec.split(","))):
         match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
         if not match:
-            raise ValueError(f"highlight={spec!r}: write line numbers and ranges such as '14-15, 27'")
+            raise ValueError(f"{spec!r}: write line numbers and ranges such as '14-15, 27'")
         a, b = int(match.group(1)), int(match.group(2) or match.group(1))
         out.update(range(a, b + 1))
     return out

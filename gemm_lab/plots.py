@@ -77,8 +77,9 @@ def instance_labels(ms: Sequence[Measurement], width: int = 22) -> list[str]:
     return out
 
 
-def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size") -> Figure:
-    """GFLOP/s against M = N = K for each kernel, with cuBLAS (median of the same runs) as reference."""
+def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size", *, log: bool = True) -> Figure:
+    """GFLOP/s against M = N = K for each kernel, with cuBLAS (median of the same runs) as reference; `log=False`
+    gives GFLOP/s a linear axis, which separates kernels that lie close together near cuBLAS."""
     fig, ax = plt.subplots(figsize=(WIDTH, 4))
     series: dict[str, list[Measurement]] = {}
     for x in ms:
@@ -94,10 +95,13 @@ def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size") ->
     ax.plot(sizes, [sorted(cublas[s])[len(cublas[s]) // 2] for s in sizes], **CUBLAS_STYLE, marker="s",
             label="cuBLAS SGEMM")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    if log:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
     ax.set_xticks(sizes, [str(s) for s in sizes])
     ax.set_xlabel("M = N = K")
-    ax.set_ylabel("GFLOP/s (log scale)")
+    ax.set_ylabel("GFLOP/s (log scale)" if log else "GFLOP/s")
     _title(ax, title)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
@@ -329,20 +333,24 @@ def label(x: Measurement) -> str:
 def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K (float64 reference)") -> Figure:
     """max_rel_err against K for each kernel, with the two models of chapter 8b: FP32's accumulation error, u * sqrt(K)
     for FP32's unit roundoff u, which grows with K; and TF32's rounding of the inputs, about TF32's u whatever K (the
-    error is relative to the largest |C|, which grows like sqrt(K) too on random inputs)."""
+    error is relative to the largest |C|, which grows like sqrt(K) too on random inputs). Kernels whose errors are
+    identical at every K (they sum in the same order) share one line and one legend entry, so none hides another."""
     fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
     series: dict[str, list[Measurement]] = {}
     for x in ms:
         series.setdefault(label(x), []).append(x)
+    lines: dict[tuple, list[tuple[str, list[Measurement]]]] = {}
     for name, xs in series.items():
         xs = sorted(xs, key=lambda x: x.k)
+        lines.setdefault(tuple((x.k, x.max_rel_err) for x in xs), []).append((name, xs))
+    for same in lines.values():
+        xs = same[0][1]
         dashed = {"linestyle": "--"} if xs[0].kernel in CUBLAS_KERNELS.values() else {}
         ax.plot([x.k for x in xs], [x.max_rel_err for x in xs], marker=PRECISION_MARKERS.get(xs[0].precision, "o"),
-                color=color(xs[0].kernel), label=name, **dashed)
+                color=color(xs[0].kernel), label=_same_line([name for name, _ in same]), **dashed)
     ks = sorted({x.k for x in ms})
     for name, u, grows in (("FP32 u·√K", run.UNIT_ROUNDOFF["fp32"], True), ("TF32 u", run.UNIT_ROUNDOFF["tf32"], False)):
-        ax.plot(ks, [u * k**0.5 if grows else u for k in ks], ":", color="grey", linewidth=1)
-        ax.text(ks[-1], u * ks[-1] ** 0.5 if grows else u, f" {name}", color="grey", va="center")
+        ax.plot(ks, [u * k**0.5 if grows else u for k in ks], ":", color="grey", linewidth=1.5, label=f"model: {name}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(ks, [f"{k:,}" for k in ks])
@@ -357,39 +365,38 @@ def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K 
     return stamp(fig, provenance(ms))
 
 
+def _same_line(names: list[str]) -> str:
+    """One legend entry for the series drawn as one line: "a (TF32)" and "b (TF32)" -> "a, b (TF32, identical)"."""
+    if len(names) == 1:
+        return names[0]
+    kernels = [n.rsplit(" (", 1)[0] for n in names]
+    kinds = {n.rsplit(" (", 1)[-1].rstrip(")") for n in names}
+    kind = f"{kinds.pop()}, " if len(kinds) == 1 else ""
+    return wrap(", ".join(kernels), 48) + f" ({kind}identical errors)"
+
+
 def accuracy_vs_speed(ms: Sequence[Measurement], title: str = "") -> Figure:
-    """Each kernel (and cuBLAS) as one point: TFLOP/s against max relative error, on one shape."""
+    """Each kernel (and cuBLAS) as one point: TFLOP/s against max relative error, on one shape; the legend below
+    names the points (labels beside them would print over each other where kernels nearly coincide), and cuBLAS's
+    points are open rings, so a kernel that matches cuBLAS shows inside its ring."""
     fig, ax = plt.subplots(figsize=(WIDTH, 4.5))
     for x in ms:
-        ax.scatter(x.gflops / 1e3, x.max_rel_err, s=60, marker=PRECISION_MARKERS.get(x.precision, "o"),
-                   color=color(x.kernel), edgecolor="black", linewidth=0.6, zorder=3)
+        ring = x.kernel in CUBLAS_KERNELS.values()
+        ax.scatter(x.gflops / 1e3, x.max_rel_err, s=220 if ring else 60, marker=PRECISION_MARKERS.get(x.precision, "o"),
+                   color="none" if ring else color(x.kernel), edgecolor=color(x.kernel) if ring else "black",
+                   linewidth=2 if ring else 0.6, zorder=2 if ring else 3, label=label(x))
     ax.set_yscale("log")
-    ax.set_xlim(0, max(x.gflops for x in ms) / 1e3 * 1.35)
+    ax.set_xlim(0, max(x.gflops for x in ms) / 1e3 * 1.1)
     lo, hi = min(x.max_rel_err for x in ms), max(x.max_rel_err for x in ms)
     ax.set_ylim(lo / 4, hi * 4)
-    _label_points(ax, [((x.gflops / 1e3, x.max_rel_err), label(x)) for x in ms])
     ax.set_xlabel("TFLOP/s (higher is better)")
     ax.set_ylabel("max relative error vs float64 (lower is better)")
     shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
     _title(ax, title or f"Accuracy and speed at M x N x K = {', '.join(shapes)}")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
+    _legend_below(fig, ax, 1)
     return stamp(fig, provenance(ms))
-
-
-def _label_points(ax: Any, points: list[tuple[tuple[float, float], str]], size: float = TEXT) -> None:
-    """Label each point to its upper right, lifting a label in steps of a line until it clears those placed
-    before (points with nearly equal values, such as kernels of one precision, would print over each other)."""
-    placed: list[tuple[float, float, float, float]] = []  # label boxes in points: left, bottom, right, top
-    scale = 72 / ax.figure.dpi
-    for (x, y), text in sorted(points, key=lambda p: (p[0][1], p[0][0])):
-        px, py = (v * scale for v in ax.transData.transform((x, y)))
-        width, lift = 0.6 * size * len(text), 4.0
-        while any(px + 6 < r and l < px + 6 + width and py + lift < t and b < py + lift + size + 2
-                  for l, b, r, t in placed):
-            lift += size + 3
-        placed.append((px + 6, py + lift, px + 6 + width, py + lift + size + 2))
-        ax.annotate(text, (x, y), textcoords="offset points", xytext=(6, lift), fontsize=size)
 
 
 def memory_latency(recs: Sequence[Any]) -> Figure:
@@ -428,7 +435,8 @@ def memory_latency(recs: Sequence[Any]) -> Figure:
 
 def stage_costs(times: dict[int, dict[str, float]], sgemm: Sequence[Measurement], source: str) -> Figure:
     """The Ozaki pipeline's time at each M = N = K, stage by stage (`emulation.stage_ms`), as a share of one cuBLAS
-    SGEMM's time at that size (`sgemm`: cuBLAS measurements, one per size): a bar shorter than 100 % beats SGEMM.
+    SGEMM's time at that size (`sgemm`: cuBLAS measurements, one per size), with SGEMM's own bar (100 %) and time
+    below it: a stage bar shorter than SGEMM's beats it.
     `source` says where the stage times come from."""
     from .ozaki import STAGES
 
@@ -438,23 +446,27 @@ def stage_costs(times: dict[int, dict[str, float]], sgemm: Sequence[Measurement]
         raise ValueError(f"no cuBLAS SGEMM measurement at M = N = K = {missing}")
     sizes = sorted(times)
     longest = max(100 * sum(times[s].values()) / sgemm_ms[s] for s in sizes)
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.75 * len(sizes) + 2.2))
+    fig, ax = plt.subplots(figsize=(WIDTH, 1.0 * len(sizes) + 2.2))
+    pad = 0.015 * max(100, longest)
     for row, size in enumerate(sizes):
         left = 0.0
         for i, stage in enumerate(STAGES):
             share = 100 * times[size][stage] / sgemm_ms[size]
-            ax.barh(row, share, left=left, color=f"C{i}", label=stage if row == 0 else None, height=0.6)
+            ax.barh(row - 0.17, share, left=left, color=f"C{i}", label=stage if row == 0 else None, height=0.42)
             if share > 0.06 * max(100, longest):  # wide enough for its number
-                ax.text(left + share / 2, row, f"{share:.0f}", ha="center", va="center", color="white")
+                ax.text(left + share / 2, row - 0.17, f"{share:.0f}", ha="center", va="center", color="white")
             left += share
         total = sum(times[size].values())
-        ax.text(left + 0.015 * max(100, longest), row, f"{total:.2f} ms", va="center")
-    ax.axvline(100, **CUBLAS_STYLE, label="one cuBLAS SGEMM")
+        ax.text(left + pad, row - 0.17, f"{total:.2f} ms", va="center")
+        # the baseline beside the stages: one SGEMM, 100 % by definition, and its time
+        ax.barh(row + 0.25, 100, color="lightgrey", edgecolor="black", linewidth=0.6, height=0.3,
+                label="one cuBLAS SGEMM" if row == 0 else None)
+        ax.text(100 + pad, row + 0.25, f"{sgemm_ms[size]:.2f} ms", va="center")
     ax.set_yticks(range(len(sizes)), [f"{s:,}" for s in sizes])
     ax.set_ylim(len(sizes) - 0.5, -0.5)
     ax.set_ylabel("M = N = K")
-    ax.set_xlim(0, 1.22 * max(100, longest))
-    ax.set_xlabel("% of one cuBLAS SGEMM's time (bars: each stage's share)")
+    ax.set_xlim(0, 1.25 * max(100, longest))
+    ax.set_xlabel("% of one cuBLAS SGEMM's time (grey: that SGEMM)")
     _title(ax, "Where the Ozaki scheme's time goes, stage by stage")
     fig.tight_layout()
     _legend_below(fig, ax, 3)

@@ -131,11 +131,14 @@ def test_stage_chart_stacks_each_size_against_sgemm(replay):
     times = {s: emulation.stage_ms(s) for s in emulation.STAGE_SIZES}
     fig = plots.stage_costs(times, [gl.cublas(s) for s in emulation.STAGE_SIZES], "test")
     try:
-        widths = [p.get_width() for p in fig.axes[0].patches]
-        assert len(widths) == len(times) * len(ozaki.STAGES) and not style.fits(fig)
+        widths = [p.get_width() for p in fig.axes[0].patches]  # per size: its stages, then SGEMM's own bar
+        per_size = len(ozaki.STAGES) + 1
+        assert len(widths) == len(times) * per_size and not style.fits(fig)
+        assert widths[per_size - 1::per_size] == [100] * len(times)
         s = emulation.STAGE_SIZES[-1]
         sgemm_ms = 2e-6 * s**3 / gl.cublas(s).gflops
-        assert sum(widths[-4:]) == pytest.approx(100 * sum(times[s].values()) / sgemm_ms)
+        assert sum(widths[-per_size:-1]) == pytest.approx(100 * sum(times[s].values()) / sgemm_ms)
+        assert f"{sgemm_ms:.2f} ms" in {t.get_text() for t in fig.axes[0].texts}  # SGEMM's time beside its bar
     finally:
         plt.close(fig)
     with pytest.raises(ValueError, match="no cuBLAS SGEMM"):

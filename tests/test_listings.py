@@ -33,6 +33,10 @@ def test_excerpt_of_a_function_and_highlighted_lines():
     marked = listings.excerpt("03_smem_tiling.cu", highlight="27, 31")
     assert [x.new for x in marked.lines if x.kind == "!"] == [27, 31]
     assert marked._repr_html_().count("<tr class='hl'>") == 2
+    trimmed = listings.excerpt("03_smem_tiling.cu", highlight="27", skip="28-30, 32", skipped="of another path")
+    gaps = [x.text for x in trimmed.lines if x.kind == "…"]
+    assert gaps == ["3 lines of another path", "1 line of another path"] and not trimmed.whole
+    assert not {28, 29, 30, 32} & {x.new for x in trimmed.lines} and 31 in {x.new for x in trimmed.lines}
 
 
 def test_changes_rebuild_both_functions():
@@ -64,6 +68,8 @@ def test_changes_and_excerpts_refuse_what_does_not_exist():
         listings.excerpt("03_smem_tiling.cu", start_at="no such marker")
     with pytest.raises(ValueError, match="outside the shown lines"):
         listings.excerpt("tf32.cuh", function="mma_tf32", highlight="1")
+    with pytest.raises(ValueError, match="both highlighted and skipped"):
+        listings.excerpt("03_smem_tiling.cu", highlight="27", skip="27")
     with pytest.raises(ValueError, match="no definition of nothing_here"):
         listings.excerpt("tf32.cuh", function="nothing_here")
 
