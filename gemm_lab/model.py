@@ -275,7 +275,7 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
     if l2_gbs:
         requested = global_load_bytes(spec, m, n, k, p) + stores
         out.append(Ceiling("L2", flop / requested * l2_gbs / 1e3,
-                           f"{flop / requested:.1f} FLOP per requested byte x {l2_gbs / 1e3:,.1f} TB/s (measured)"))
+                           f"{flop / requested:.1f} FLOP per requested byte x {l2_gbs / 1e3:,.1f} TB/s (an L2 copy, measured: an estimate)"))
     least = compulsory_bytes(m, n, k) + stores
     out.append(Ceiling("DRAM", flop / least * ceilings["dram_gbs"] / 1e3,
                        f"{flop / least:.0f} FLOP per byte (A, B read, C read and written once) x "
