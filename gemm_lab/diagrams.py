@@ -308,15 +308,16 @@ def bank_grid(access: banks.Access, title: str = "") -> Figure:
     return fig
 
 
-def _timeline(ax, bars: list[tuple[int, float, float, str]], rows: tuple[str, ...], right: float = 0) -> float:
-    """Draw (row, start, length, label) bars on rows of a timeline, up to `right` at least; label each bar where its
-    label does not run into the one before it on its row; return where the last bar ends."""
+def _timeline(ax, bars: list[tuple], rows: tuple[str, ...], right: float = 0) -> float:
+    """Draw (row, start, length, label[, colour]) bars on rows of a timeline, up to `right` at least (a bar without a
+    colour takes its row's); label each bar where its label does not run into the one before it on its row; return
+    where the last bar ends."""
     lo, end = min(b[1] for b in bars), max(b[1] + b[2] for b in bars)
     ax.set_xlim(lo - 50, max(end, right) + 50)
     clocks_per_px = (max(end, right) - lo + 100) / (ax.get_position().width * ax.figure.get_figwidth() * style.DPI)
     label_end: dict[int, float] = {}
-    for row, start, length, label in bars:
-        ax.add_patch(Rectangle((start, row - 0.35), length, 0.7, color=f"C{row}", alpha=0.75))
+    for row, start, length, label, *colour in bars:
+        ax.add_patch(Rectangle((start, row - 0.35), length, 0.7, color=colour[0] if colour else f"C{row}", alpha=0.75))
         half = 0.3 * TEXT * style.DPI / 72 * len(label) * clocks_per_px + 30 * clocks_per_px
         middle = start + length / 2
         if label and middle - half >= label_end.get(row, -float("inf")):
@@ -331,50 +332,68 @@ def _timeline(ax, bars: list[tuple[int, float, float, str]], rows: tuple[str, ..
 def pipeline(params: dict[str, int], steps: int = 3, blocks_per_sm: int = 2, latency: int = 600) -> Figure:
     """A schematic timeline of main-loop steps of one block: when tiles travel and when FFMAs run.
 
-    Durations are a model, not a measurement: a step's FFMAs take BM*BN*BK / (128 / blocks_per_sm)
-    clocks (the SM's 128 FP32 lanes shared by the resident blocks), a global load `latency` clocks,
-    a shared store and a __syncthreads a few dozen. PREFETCH 0/1 is 08_prefetch.cu, STAGES is
-    09_multistage.cu.
+    One lane per kind of work; each bar is numbered and coloured by the tile (the BK-deep slice of A and B) it works
+    on, so one tile can be followed from its load to its FFMAs. Durations are a model, not a measurement: a step's
+    FFMAs take BM*BN*BK / (128 / blocks_per_sm) clocks (the SM's 128 FP32 lanes shared by the resident blocks), a
+    global load `latency` clocks, a shared store and a __syncthreads a few dozen. PREFETCH 0/1 is 08_prefetch.cu,
+    STAGES is 09_multistage.cu.
     """
     compute = params["BM"] * params["BN"] * params["BK"] / (128 / blocks_per_sm)
     store, sync = 40, 30
-    rows = ("global loads", "regs → shared", "sync", "FFMAs")
-    fig, ax = plt.subplots(figsize=(WIDTH, 3.4))
-    bars: list[tuple[int, float, float, str]] = []
-    t = 0.0
-    if "STAGES" in params:
-        ahead = params["STAGES"] - 1
-        for s in range(steps + ahead):
-            issue = (s - ahead) * (compute + sync)
-            bars.append((0, max(issue, -ahead * (compute + sync)), latency, f"tile {s}"))
-        for s in range(steps):
-            bars += [(2, t, sync, ""), (3, t + sync, compute, f"step {s}")]
-            t += sync + compute
-        title = f"cp.async, {params['STAGES']} stages: copies run {ahead} step(s) ahead, straight into shared memory"
-    elif params.get("PREFETCH"):
-        bars.append((0, -latency - store - sync, latency, "tile 0"))
-        bars += [(1, -store - sync, store, ""), (2, -sync, sync, "")]
-        for s in range(steps):
-            step = max(compute, latency)
-            bars += [(0, t, latency, f"tile {s + 1}"), (3, t, compute, f"step {s}"),
-                     (1, t + step, store, ""), (2, t + step + store, sync, "")]
-            t += step + store + sync
-        title = "PREFETCH=1: the next tile loads during the FFMAs; one __syncthreads per step"
+    bars: list[tuple] = []
+
+    def tile(row: int, start: float, length: float, n: int) -> tuple:
+        return row, start, length, str(n), f"C{n % 10}"
+
+    def barrier(row: int, start: float) -> tuple:
+        return row, start, sync, "", "dimgray"
+
+    t = loop = 0.0  # the clock at the end of the last step, and where the main loop starts
+    if "STAGES" in params:  # one lane per buffer of the ring: tile n goes to buffer n % STAGES
+        stages, ahead = params["STAGES"], params["STAGES"] - 1
+        rows = (*(f"cp.async → buffer {b}" for b in range(stages)), "__syncthreads", "FFMAs on tile n")
+        landed = {}
+        for n in range(ahead):  # the prologue issues the first STAGES - 1 copies back to back
+            bars.append(tile(n, n * store, latency, n))
+            landed[n] = n * store + latency
+        for s in range(steps):  # wait for tile s, sync, refill the buffer step s - 1 read, multiply
+            start = max(t, landed[s])
+            n = s + ahead
+            bars += [barrier(stages, start), tile(n % stages, start + sync, latency, n),
+                     tile(stages + 1, start + sync, compute, s)]
+            landed[n] = start + sync + latency
+            t = start + sync + compute
+        loop = landed[0]
+        title = f"cp.async, {stages} stages: copies run {ahead} step(s) ahead, straight into shared memory"
     else:
-        for s in range(steps):
-            bars += [(0, t, latency, f"tile {s}"), (1, t + latency, store, ""), (2, t + latency + store, sync, ""),
-                     (3, t + latency + store + sync, compute, f"step {s}"),
-                     (2, t + latency + store + sync + compute, sync, "")]
-            t += latency + store + 2 * sync + compute
-        title = "PREFETCH=0: load, wait, store, sync, multiply, sync: the FFMAs wait for every tile"
-    _timeline(ax, bars, rows, right=t)
-    ax.set_xlabel("clock cycles of one block (model durations)")
+        rows = ("loads of tile n", "registers → shared", "__syncthreads", "FFMAs on tile n")
+        if params.get("PREFETCH"):
+            bars += [tile(0, -latency - store - sync, latency, 0), tile(1, -store - sync, store, 0), barrier(2, -sync)]
+            for s in range(steps):
+                step = max(compute, latency)
+                bars += [tile(0, t, latency, s + 1), tile(3, t, compute, s), tile(1, t + step, store, s + 1),
+                         barrier(2, t + step + store)]
+                t += step + store + sync
+            title = "PREFETCH=1: the next tile loads during the FFMAs; one __syncthreads per step"
+        else:
+            for s in range(steps):
+                bars += [tile(0, t, latency, s), tile(1, t + latency, store, s), barrier(2, t + latency + store),
+                         tile(3, t + latency + store + sync, compute, s),
+                         barrier(2, t + latency + store + sync + compute)]
+                t += latency + store + 2 * sync + compute
+            title = "PREFETCH=0: load, wait, store, sync, multiply, sync: the FFMAs wait for every tile"
+    fig, ax = plt.subplots(figsize=(WIDTH, 1.9 + 0.4 * len(rows)))
+    first = min(b[1] for b in bars)  # the clock starts with the first load
+    bars = [(row, start - first, *rest) for row, start, *rest in bars]
+    _timeline(ax, bars, rows, right=t - first)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("time in SM clock cycles (model durations)")
     ax.set_title(wrap(title, style.TITLE), fontsize=style.TITLE)
-    busy = steps * compute / t if t else 0
+    busy = steps * compute / (t - loop)
     fig.tight_layout()
-    return stamp(fig, f"model: FFMAs {compute:.0f} clk/step ({params['BM']}x{params['BN']}x{params['BK']} tile, "
-                      f"{blocks_per_sm} blocks/SM), load latency {latency} clk (assumed); FFMA busy {busy:.0%} of the "
-                      "steps shown")
+    return stamp(fig, f"Bars are numbered and coloured by tile n (grey: a barrier). Model: FFMAs {compute:.0f} clk per "
+                      f"step ({params['BM']}x{params['BN']}x{params['BK']} tile, {blocks_per_sm} blocks/SM), load "
+                      f"latency {latency} clk (assumed); FFMA busy {busy:.0%} of the steps shown")
 
 
 def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, latency: int = 1200,
