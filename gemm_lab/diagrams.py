@@ -318,7 +318,7 @@ def _timeline(ax, bars: list[tuple], rows: tuple[str, ...], right: float = 0) ->
     label_end: dict[int, float] = {}
     for row, start, length, label, *colour in bars:
         ax.add_patch(Rectangle((start, row - 0.35), length, 0.7, color=colour[0] if colour else f"C{row}", alpha=0.75))
-        half = 0.3 * TEXT * style.DPI / 72 * len(label) * clocks_per_px + 30 * clocks_per_px
+        half = 0.3 * TEXT * style.DPI / 72 * len(label) * clocks_per_px + 4 * clocks_per_px
         middle = start + length / 2
         if label and middle - half >= label_end.get(row, -float("inf")):
             ax.text(middle, row, label, ha="center", va="center")
