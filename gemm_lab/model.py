@@ -261,7 +261,7 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
     else:
         smem = WORD * m * n * k * (1 / tile[0] + 1 / tile[1])
         out.append(Ceiling("shared memory", flop / smem * shared_bandwidth_gbs(ceilings) / 1e3,
-                           f"{flop / smem:.1f} FLOP per byte x {shared_bandwidth_gbs(ceilings) / 1e3:,.1f} TB/s "
+                           f"{flop / smem:.3g} FLOP per byte x {shared_bandwidth_gbs(ceilings) / 1e3:,.1f} TB/s "
                            f"(32 banks x 4 B per clock per SM)"))
     # registers
     if instruction == "FFMA":
@@ -275,7 +275,7 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
     if l2_gbs:
         requested = global_load_bytes(spec, m, n, k, p) + stores
         out.append(Ceiling("L2", flop / requested * l2_gbs / 1e3,
-                           f"{flop / requested:.1f} FLOP per requested byte x {l2_gbs / 1e3:,.1f} TB/s (an L2 copy, measured: an estimate)"))
+                           f"{flop / requested:.3g} FLOP per requested byte x {l2_gbs / 1e3:,.1f} TB/s (an L2 copy, measured: an estimate)"))
     least = compulsory_bytes(m, n, k) + stores
     out.append(Ceiling("DRAM", flop / least * ceilings["dram_gbs"] / 1e3,
                        f"{flop / least:.0f} FLOP per byte (A, B read, C read and written once) x "
