@@ -9,7 +9,6 @@ records/<gpu>/widget_latency.json beside the explorers' (`records.LATENCY`).
 """
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 import tempfile
@@ -38,8 +37,8 @@ def measure(name: str) -> dict:
     open_s = once()
     return {"kernel": f"submit {name}", "open_s": open_s, "cold_s": [], "warm_s": [once() for _ in range(SUBMITS)],
             "size": SIZE, "gpu": gpu.name,
-            "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "versions": {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy}}
+            "recorded_at": records.utc_now(),
+            "versions": records.versions(gpu)}
 
 
 def main(names: list[str]) -> None:

@@ -10,7 +10,6 @@ benchmarks/submit_latency.py adds the exercises' submissions to the same file.
 """
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 import tempfile
@@ -49,8 +48,8 @@ def measure(kernel: str) -> dict:
         warm.append(_move(sliders[param], back[param], status))
     return {"kernel": kernel, "open_s": open_s, "cold_s": cold, "warm_s": warm, "grid_s": grid_s,
             "grid_instances": box.warmup.total + 1, "workers": box.warmup.workers, "size": plan.EXPLORER_SIZE,
-            "gpu": gpu.name, "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "versions": {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy}}
+            "gpu": gpu.name, "recorded_at": records.utc_now(),
+            "versions": records.versions(gpu)}
 
 
 def _next_step(spec, sliders, here, seen, smem_limit):

@@ -9,7 +9,6 @@ process times its first cuBLAS call only once.
 """
 from __future__ import annotations
 
-import datetime
 import json
 import statistics
 import subprocess
@@ -47,10 +46,10 @@ def measure(size: int | tuple[int, int, int]) -> list[dict[str, Any]]:
     dev = tuple(cupy.asarray(x) for x in host)
     ms = {way: _child(way, m, n, k) if way in IN_CHILD else _in_process(way, host, dev) for way in WAYS}
     gpu = device.gpu()
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    now = records.utc_now()
     return [{"way": way, "label": WAYS[way], "m": m, "n": n, "k": k, "time_ms": t,
              "gflops": timing.gflops(m, n, k, t), "gpu": gpu.name, "recorded_at": now,
-             "versions": {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy}}
+             "versions": records.versions(gpu)}
             for way, t in ms.items()]
 
 

@@ -8,7 +8,6 @@ Imamura's (rand - 0.5) exp(phi randn), whose exponents spread wider as phi grows
 """
 from __future__ import annotations
 
-import datetime
 import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -85,7 +84,7 @@ def measure(shape: tuple[int, int, int], phi: float | None, methods: Sequence[tu
     a, b = inputs(m, n, k, phi)
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
     scale, magnitude = float(cupy.abs(ref).max()) or 1.0, cupy.maximum(cupy.abs(ref), 1e-300)
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    now = records.utc_now()
     out = []
     for name, params in methods:
         if name in catalog.KERNELS and catalog.unsupported(name, device.gpu().cc):
@@ -158,7 +157,7 @@ def record_stages(params: dict[str, int] | None = None) -> None:
     """Record `stage_ms` at each of STAGE_SIZES (live only)."""
     spec = catalog.get("ozaki")
     p, gpu = spec.full_params(params), device.gpu()
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    now = records.utc_now()
     rows = [{"kernel": spec.name, "source": spec.source, "source_sha256": spec.source_sha256(),
              "build_sha256": spec.build_sha256(), "params": p, "m": s, "n": s, "k": s, "stages_ms": stage_ms(s, p),
              "gpu": gpu.name, "recorded_at": now} for s in STAGE_SIZES]

@@ -16,7 +16,6 @@ A kernel that never returns cannot be stopped from the host: interrupt the Pytho
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
 import json
 import math
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import catalog, compile, device, run, sanitize, timing
+from . import catalog, compile, device, records, run, sanitize, timing
 from .catalog import KernelSpec, Params, Shape
 from .records import Measurement
 from .tables import Markdown
@@ -270,7 +269,7 @@ def _remember(x: Measurement, like: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = scoreboard() + [{"like": like, "params": x.params, "size": x.m, "gflops": x.gflops,
                             "cublas_gflops": x.cublas_gflops, "gpu": x.gpu,
-                            "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}]
+                            "at": records.utc_now()}]
     path.write_text(json.dumps(rows, indent=1))
 
 

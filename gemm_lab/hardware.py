@@ -8,7 +8,6 @@ Both are recorded (`ncu.json`, `device.json`) and replayed without a GPU.
 from __future__ import annotations
 
 import csv
-import datetime
 import functools
 import io
 import json
@@ -101,7 +100,7 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
         return _recorded_or_raise(name, p, (m, n, k), f"ncu failed ({out.returncode}):\n{out.stdout[-2000:]}\n"
                                                       f"{out.stderr[-2000:]}", fallback)
     return {**identity, "params": p, "m": m, "n": n, "k": k, "metrics": values, "gpu": device.gpu().name,
-            "recorded_at": _now()}
+            "recorded_at": records.utc_now()}
 
 
 def _recorded_or_raise(name: str, p: dict[str, int], size: tuple[int, int, int], why: str = "",
@@ -158,10 +157,10 @@ def ceilings() -> dict:
     ms = median_ms([functools.partial(cupy.copyto, dst, src)], 20)
     gpu = device.gpu()
     return {
-        "gpu": gpu.name, "recorded_at": _now(), "peak_gflops": gpu.peak_gflops, "sms": gpu.sms,
+        "gpu": gpu.name, "recorded_at": records.utc_now(), "peak_gflops": gpu.peak_gflops, "sms": gpu.sms,
         "clock_mhz": gpu.clock_mhz, "fp32_lanes_per_sm": gpu.fp32_lanes_per_sm, "l2_bytes": gpu.l2_bytes,
         "dram_gbs": 2 * src.nbytes / (ms * 1e-3) / 1e9, **tensor_core_ceilings(),
-        "versions": {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy},
+        "versions": records.versions(gpu),
     }
 
 
@@ -206,10 +205,6 @@ def peak_launches(iters: int, blocks_per_sm: int | None = None) -> list[tuple[st
 
 def save_ceilings(row: dict) -> None:
     records.upsert(records.gpu_dir(row["gpu"]) / "device.json", [row], ("gpu",))
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _launch_once(argv: list[str]) -> None:

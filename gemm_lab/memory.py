@@ -9,7 +9,6 @@ law and an occupancy worked through included.
 """
 from __future__ import annotations
 
-import datetime
 import functools
 from typing import Any, Sequence
 
@@ -90,8 +89,8 @@ def measure() -> MemoryRecord:
     return MemoryRecord(
         kernel=PROBE.name, source=PROBE.source, source_sha256=PROBE.source_sha256(),
         build_sha256=PROBE.build_sha256(), gpu=gpu.name,
-        recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        versions={"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy},
+        recorded_at=records.utc_now(),
+        versions=records.versions(gpu),
         properties=props, latency=latency, bandwidth=bandwidth, sweep=sweep)
 
 

@@ -12,6 +12,7 @@ A row that names a kernel source carries its sha256, so `check()` notices edited
 from __future__ import annotations
 
 import contextlib
+import datetime
 import fcntl
 import json
 import os
@@ -32,6 +33,16 @@ REQUIRED = ("kernel", "source", "source_sha256", "params", "m", "n", "k", "preci
 class RecordError(ValueError):
     """A record file that cannot be read; the message names the file and the field."""
 
+
+
+def utc_now() -> str:
+    """The moment a record is made, as every record stamps it (UTC, to the second)."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def versions(gpu: Any) -> dict[str, str]:
+    """The software a live measurement ran under, as every record names it."""
+    return {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy}
 
 @dataclass(frozen=True)
 class Measurement:

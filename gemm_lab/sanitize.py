@@ -14,7 +14,6 @@ their warps spin on mbarriers, and under racecheck's instrumentation the same on
 """
 from __future__ import annotations
 
-import datetime
 import json
 import re
 import shutil
@@ -164,8 +163,7 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
         if why:
             tqdm.write(f"skipping {name}: {why}")
     specs = [spec for spec in specs if not why_not[spec.name]]
-    versions = {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy,
-                "compute_sanitizer": _version(exe)}
+    versions = {**records.versions(gpu), "compute_sanitizer": _version(exe)}
     recorded = {} if fresh else {(r.kernel, r.tool): r for r in records.sanitizer_runs(gpu.name)}
     out = []
     bar = tqdm([(spec, tool) for spec in specs for tool in tools], desc="compute-sanitizer", disable=not progress)
@@ -181,7 +179,7 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
         out.append(SanitizerRun(
             kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(),
             build_sha256=spec.build_sha256(), tool=tool, errors=errors, cases=todo, gpu=gpu.name,
-            recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            recorded_at=records.utc_now(),
             versions=versions,
         ))
         records.save_sanitizer(out[-1:])

@@ -19,7 +19,6 @@ run reads from DRAM, as a real workload would.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import functools
 import math
 import os
@@ -98,9 +97,9 @@ def measurement(spec: KernelSpec | Probe | None, precision: str, params: dict[st
         params=params, m=m, n=n, k=k,
         precision=precision, gflops=gflops(m, n, k, mine.ms), cublas_gflops=gflops(m, n, k, theirs.ms),
         max_rel_err=err, gpu=gpu.name,
-        recorded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        recorded_at=records.utc_now(),
         time_ms=mine.ms, cublas_time_ms=theirs.ms, runs=mine.runs, peak_gflops=gpu.peak_gflops,
-        versions={"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy},
+        versions=records.versions(gpu),
         telemetry=mine.telemetry, cublas_telemetry=theirs.telemetry if rounds else {}, rounds_pct=rounds,
     )
 
