@@ -649,8 +649,13 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
 
 
 OZAKI_CHAPTER = "ch10_ozaki"
-OZAKI_MAX_K = 2**17 - 1  # K products of int8 residues (|r| <= 128) and their sum stay below 2^31: exact in int32
-COL_NORM_ROWS = 64  # rows of B per block of kernel 16's column norms
+INT8_MAX_K = 2**17 - 1  # K products of int8 (|r| <= 128) and their sum stay below 2^31: exact in int32 (kernel 15 alone;
+# the Ozaki pipeline cuts longer K into chunks, `ozaki.K_CHUNK`)
+# The kernels of kernels/16_ozaki.cu that every instance's cubin carries (the scaling, the equilibration, the estimate
+# and SGEMM's infinities and NaNs); MODULI = 0 (auto) launches no products of its own: each call runs the instance of
+# the number of moduli it chose.
+OZAKI_ANALYSIS = ("ozaki_stats_a", "ozaki_stats_b", "ozaki_equilibrate", "ozaki_rescale_a", "ozaki_rescale_b",
+                  "ozaki_extremes", "ozaki_gather_b", "ozaki_sample", "ozaki_decide", "ozaki_nonfinite")
 
 
 def _ozaki() -> KernelSpec:
@@ -659,10 +664,11 @@ def _ozaki() -> KernelSpec:
     threads = lambda p: 128 * (p["CONSUMERS"] + 1)  # noqa: E731
     smem = lambda p: p["STAGES"] * ((64 * p["CONSUMERS"] + p["BN"]) * 128 + 16) + 1024  # noqa: E731 - +align
     rules = (
-        _positive("MODULI", "BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
-        Rule("MODULI must be 6 to 9: fewer leave the integers too few bits for FP32's accuracy, and with more the scaled "
-             "integers outgrow the 35 bits the residue kernels split exactly in FP32",
-             lambda p: 6 <= p["MODULI"] <= 9),
+        _positive("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
+        Rule("MODULI must be 0 (auto: the fewest moduli that a per-call estimate finds as accurate as SGEMM) or 6 to 9: "
+             "fewer leave the integers too few bits for FP32's accuracy, and with more the scaled integers outgrow the "
+             "35 bits the residue kernels split exactly in FP32",
+             lambda p: p["MODULI"] == 0 or 6 <= p["MODULI"] <= 9),
         Rule("BN must be 128 or 256 (the wgmma's N: kernels/wgmma_s8.cuh instantiates these)",
              lambda p: p["BN"] in (128, 256)),
         Rule("CONSUMERS must be 1 or 2 (warpgroups of 64 rows: tiles of 64 or 128 rows)",
@@ -679,16 +685,14 @@ def _ozaki() -> KernelSpec:
     return KernelSpec(
         name="ozaki", source="kernels/16_ozaki.cu", function="ozaki_products",
         title="Ozaki scheme II: SGEMM on INT8 tensor cores",
-        choices={"MODULI": (7, 8, 9), "BN": (128, 256), "CONSUMERS": (1, 2), "STAGES": (3, 4), "CLUSTER": (1, 2),
+        choices={"MODULI": (0, 7, 8, 9), "BN": (128, 256), "CONSUMERS": (1, 2), "STAGES": (3, 4), "CLUSTER": (1, 2),
                  "GROUP": (8,)},
-        defaults={"MODULI": 8, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "GROUP": 8},
+        defaults={"MODULI": 0, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "GROUP": 8},
         tile=lambda p: (64 * p["CONSUMERS"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
         chapter=OZAKI_CHAPTER, precision="ozaki", min_cc=(9, 0), dynamic_smem=True, arch="sm_90a",
         cluster=lambda p: p["CLUSTER"], persistent=lambda p: True,
-        companions=lambda p: (f"ozaki_row_exponents<{p['MODULI']}>", f"ozaki_col_norms<{COL_NORM_ROWS}>",
-                              f"ozaki_residues_a<{p['MODULI']}>", f"ozaki_residues_b<{p['MODULI']}>",
-                              f"ozaki_reconstruct<{p['MODULI']}>"),
-        max_k=OZAKI_MAX_K,
+        companions=lambda p: OZAKI_ANALYSIS + tuple(f"{kernel}<{p['MODULI']}>" for kernel in (
+            "ozaki_exponents", "ozaki_residues_a", "ozaki_residues_b", "ozaki_reconstruct") if p["MODULI"]),
         notes="FP32 products emulated with MODULI exact INT8 tensor-core products of the operands' residues (rows of A "
               "and columns of B scaled to integers by powers of two) and the Chinese remainder theorem",
     )

@@ -4,11 +4,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import (baselines, catalog, device, emulation, folders, hardware, int8, memory, plan, records, sanitize, sweeps,
-               tables, timing)
+from . import (baselines, catalog, device, emulation, folders, hardware, int8, memory, plan, power, records, sanitize,
+               sweeps, tables, timing)
 
 # What `record` measures, in order.
-PARTS = ("device", "memory", "headline", "sweeps", "autotune", "claims", "tensor_cores", "ozaki", "counters")
+PARTS = ("device", "memory", "headline", "sweeps", "autotune", "claims", "tensor_cores", "ozaki", "power", "counters")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="record only these parts (repeatable)")
     p.add_argument("--fresh", action="store_true",
                    help="re-measure cases already recorded from the current kernel sources")
+    p.add_argument("--chapter", action="append", metavar="PAGE",
+                   help="only the races of kernels this chapter introduces, e.g. ch10_ozaki (repeatable)")
 
     p = sub.add_parser("sanitize", help="run compute-sanitizer's four tools over kernels on tail shapes, into records/")
     p.add_argument("kernels", nargs="*", help="kernel names (default: every catalogued kernel)")
@@ -88,12 +90,15 @@ def _record(args: argparse.Namespace) -> int:
     if "device" in parts:
         hardware.save_ceilings(hardware.ceilings())
         records.save(timing.cublas(size, math) for size in (*plan.SIZES, plan.ODD_SHAPE)
-                     for math in plan.CUBLAS_PRECISIONS)
+                     for math in plan.CUBLAS_PRECISIONS
+                     if args.fresh or getattr(records.lookup_or_none(records.CUBLAS_KERNELS[math], {},
+                                                                     *timing.shape_of(size), gpu=device.gpu().name),
+                                              "method", "") != "sustained")
     gpu = device.gpu().name
     if "memory" in parts:
         memory.save(memory.measure())
     if "headline" in parts:
-        cases = _runnable(plan.headline_cases() + list(plan.EXTRA))
+        cases = _runnable(_of_chapters(plan.headline_cases() + list(plan.EXTRA), args.chapter))
         todo = [c for c in cases if args.fresh or not _recorded(*c, gpu)]
         timing.bench_all(todo, desc="headline", save=True)
     if "sweeps" in parts:
@@ -108,7 +113,7 @@ def _record(args: argparse.Namespace) -> int:
             todo = [(name, x.params, size) for x in best if args.fresh or not _recorded(name, x.params, size, gpu)]
             timing.bench_all(todo, desc=f"best of {name} at {size}", save=True)
     if "claims" in parts:
-        todo = [c for c in plan.claim_cases() if args.fresh or not _recorded(*c, gpu)]
+        todo = [c for c in _of_chapters(plan.claim_cases(), args.chapter) if args.fresh or not _recorded(*c, gpu)]
         timing.bench_all(todo, desc="published claims", save=True)
         for size in plan.CUBLAS_WAYS_SIZES:
             baselines.save(baselines.measure(size))
@@ -119,10 +124,12 @@ def _record(args: argparse.Namespace) -> int:
     if "ozaki" in parts and catalog.unsupported("ozaki", device.gpu().cc) is None:
         for size in plan.INT8_SIZES:
             x = records.lookup_or_none(int8.PROBE.name, int8.full_params(), *timing.shape_of(size), gpu=gpu)
-            if args.fresh or x is None or x.build_sha256 != int8.PROBE.build_sha256():
+            if args.fresh or x is None or x.build_sha256 != int8.PROBE.build_sha256() or x.method != "sustained":
                 records.save([int8.bench(size)])
         emulation.record_accuracy()
         emulation.record_stages()
+    if "power" in parts and catalog.unsupported(power.CASES[0][0], device.gpu().cc) is None:
+        power.sweep()
     if "counters" in parts:
         for size, cases in ((plan.COUNTER_SIZE, plan.COUNTERS), (plan.ENERGY_SIZE, plan.ENERGY_COUNTERS)):
             for name, p in cases:
@@ -154,13 +161,23 @@ def _runnable(cases: list[tuple]) -> list[tuple]:
 
 
 def _recorded(name: str, params: dict | None, size: int | tuple[int, int, int], gpu: str) -> bool:
-    """Is this case recorded on this GPU from the current kernel source (with its headers)?"""
+    """Is this case recorded on this GPU from the current kernel source (with its headers), in a sustained race?"""
     spec = catalog.get(name)
     try:
         x = records.lookup(name, spec.full_params(params), *timing.shape_of(size), gpu=gpu)
     except LookupError:
         return False
-    return x.build_sha256 == spec.build_sha256()
+    return x.build_sha256 == spec.build_sha256() and x.method == "sustained"
+
+
+def _of_chapters(cases: list[tuple], chapters: list[str] | None) -> list[tuple]:
+    """The cases (kernel name first) of kernels that these chapters introduce; all of them without `chapters`."""
+    if chapters:
+        unknown = set(chapters) - {spec.chapter for spec in catalog.KERNELS.values()}
+        if unknown:
+            raise ValueError(f"--chapter {', '.join(sorted(unknown))}: no kernel is introduced there; chapters with "
+                             f"kernels: {', '.join(sorted({s.chapter for s in catalog.KERNELS.values()}))}")
+    return [c for c in cases if not chapters or catalog.get(c[0]).chapter in chapters]
 
 
 def _sanitize(args: argparse.Namespace) -> int:

@@ -127,7 +127,8 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
         return attempt
     attempt.wrong, attempt.checked = check(sub, inst.params)
     if not attempt.wrong:
-        attempt.timed = [timing.bench(sub, size, inst.params), timing.bench(like, size, inst.params)]
+        attempt.timed = [timing.bench(sub, size, inst.params, method=timing.SHORT),
+                        timing.bench(like, size, inst.params, method=timing.SHORT)]
         _remember(attempt.timed[0], like)
     return attempt
 

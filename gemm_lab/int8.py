@@ -36,9 +36,9 @@ def _validate_shape(m: int, n: int, k: int) -> None:
     if k % 16 or n % 4:
         raise ValueError(f"shape M={m}, N={n}, K={k}: K must be a multiple of 16 and N of 4 (TMA reads and writes rows "
                          "of whole 16 bytes)")
-    if k > catalog.OZAKI_MAX_K:
+    if k > catalog.INT8_MAX_K:
         raise ValueError(f"shape M={m}, N={n}, K={k}: int32 sums of K products of int8 stay exact up to "
-                         f"K = {catalog.OZAKI_MAX_K}")
+                         f"K = {catalog.INT8_MAX_K}")
 
 
 @functools.cache
@@ -112,9 +112,10 @@ def exact(launch: Callable[[], Any], a: Any, bt: Any, c: Any) -> bool:
     return bool((c.astype(cupy.float64) == a.astype(cupy.float64) @ bt.astype(cupy.float64).T).all())
 
 
-def bench(size: int | Sequence[int], params: dict[str, int] | None = None, *, runs: int = timing.MIN_RUNS) -> Measurement:
-    """Kernel 15 beside cuBLAS's INT8 GEMM on one shape, both checked exactly first; `gflops` counts 2 M N K integer
-    operations (replay: the recorded result)."""
+def bench(size: int | Sequence[int], params: dict[str, int] | None = None, *, runs: int = timing.MIN_RUNS,
+          method: timing.Method | None = None) -> Measurement:
+    """Kernel 15 beside cuBLAS's INT8 GEMM on one shape, both checked exactly first, in a race of `method`; `gflops`
+    counts 2 M N K integer operations (replay: the recorded result)."""
     m, n, k = timing.shape_of(size)
     p = full_params(params)
     _validate_shape(m, n, k)
@@ -128,9 +129,10 @@ def bench(size: int | Sequence[int], params: dict[str, int] | None = None, *, ru
     if not (exact(ours, a, bt, c) and exact(theirs, a, bt, c)):
         raise timing.VerificationError(f"kernel 15 {p} or cuBLAS at M={m}, N={n}, K={k}: not the exact int32 product")
     sets = [(a, bt, c)] + [(*operands(m, n, k), cupy.empty((m, n), cupy.int32)) for _ in range(_extra_sets(m, n, k))]
+    method = method or timing.SUSTAINED
     mine, cublas_side = timing.race([[launcher(p, *s) for s in sets], [cublas_launcher(*s) for s in sets]], runs,
-                                     timing.TENSOR_ROUNDS)
-    return timing.measurement(PROBE, PROBE.precision, p, (m, n, k), mine, cublas_side, 0.0)
+                                     method)
+    return timing.measurement(PROBE, PROBE.precision, p, (m, n, k), mine, cublas_side, 0.0, method)
 
 
 def _extra_sets(m: int, n: int, k: int) -> int:

@@ -1,29 +1,64 @@
 """SGEMM by the Ozaki scheme II on INT8 tensor cores (kernels/16_ozaki.cu): the moduli, the constants of the Chinese
-remainder theorem, and a launch of the whole pipeline (scale, split into residues, INT8 products, reconstruct).
+remainder theorem, the equilibration along K, the per-call estimate that chooses how many moduli a product needs, and
+the launch of the whole pipeline (scale, equilibrate, estimate, split into residues, INT8 products, reconstruct).
 
 The scheme (Ozaki, Uchino and Imamura, "Ozaki Scheme II: A GEMM-oriented emulation of floating-point matrix
 multiplication using an integer modular technique", 2025) turns A and B into integers by scaling each row of A and
 each column of B by a power of two, multiplies their residues modulo a few small coprime moduli exactly with INT8
 GEMMs, and rebuilds each integer product sum from its residues. `residues` and `reconstruct` do the same on the CPU,
-in NumPy, so that the arithmetic can be checked without a GPU.
+in NumPy, so that the arithmetic can be checked without a GPU; `sample_errors` and `choose` are the estimate's model
+and rule, in NumPy too.
+
+**The accuracy contract.** Rounding the scaled rows and columns to integers is the scheme's only error (the integer
+products and the reconstruction are exact). Before the products, the estimate compares it with SGEMM's own on a sample
+of 64 x 32 elements of C: for each number of moduli, the error each element gets from the integers' actual rounding
+(its standard deviation, as the roundings add up), and the error SGEMM makes there (each FP32 addition along K off by
+at most half an ulp of its partial sum, uniformly, and never by more than the term it adds: the standard probabilistic
+model of rounding errors, applied to the exact partial sums in SGEMM's order). Both are componentwise and both are
+of the same kind, a standard deviation, so neither side is given a worst case the other is spared. A number of moduli
+qualifies when, on the sample, its median relative error and its largest error are no larger than SGEMM's (the sample
+always holds the element of the largest-norm row and column, where the scheme's error is largest). `MODULI = 0`
+(auto, the default) takes the fewest that qualify; past 9 the call falls back to kernel 14's 3xTF32, whose error is
+SGEMM's; a pinned number that does not qualify warns (`AccuracyWarning`).
 """
 from __future__ import annotations
 
 import math
+import time
+import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import compile, tma
-from .catalog import COL_NORM_ROWS, Instance
+from . import catalog, compile, tma
+from .catalog import Instance
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
 # per INT8 product (the kernel takes the first MODULI).
 MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229)
+AUTO = 0  # MODULI = 0: the fewest moduli the per-call estimate finds as accurate as SGEMM
+CANDIDATES = (6, 7, 8, 9)  # what the estimate weighs (kernels/16_ozaki.cu's CANDIDATES, from 6)
+SAMPLE_ROWS, SAMPLE_COLS = 64, 32  # the estimate's sample of C: rows x columns (the kernel's)
+SAMPLE_FIELDS = 8  # doubles per sampled element: |c|, SGEMM's variance, the scheme's error per candidate, row, column
+SPLIT_K = 2048  # SGEMM's partial sums are modelled as restarting every SPLIT_K terms, as a split of K would have them
 K_ALIGN = 16  # residue rows are padded to whole 16 bytes: TMA's row stride
 N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32-bit load per 4 columns
+# An int32 sum of int8 residue products (|r| <= 128) is exact for up to 2^17 - 1 terms: longer K is cut into chunks of
+# this many (a multiple of the products' 128-deep steps), whose residues add up modulo each modulus.
+K_CHUNK = 2**17 - 128
+UNIT_ROUNDOFF = 2.0**-24
+WAIT_S = 2e-5  # between two looks at whether the estimate's verdict has arrived
 
 Moduli = int | Sequence[int]  # the first that many of MODULI (as the kernels take them), or moduli of your own
+
+
+class AccuracyWarning(UserWarning):
+    """A pinned number of moduli that the estimate finds less accurate than SGEMM on these inputs."""
+
+
+class Fallback(UserWarning):
+    """No number of moduli the kernels carry is as accurate as SGEMM on these inputs: kernel 14's 3xTF32 ran instead."""
 
 
 def chosen(moduli: Moduli) -> tuple[int, ...]:
@@ -72,14 +107,18 @@ def bits(moduli: Moduli, k: int) -> dict[str, float]:
 
 def traffic(moduli: int, m: int, n: int, k: int) -> dict[str, tuple[int, int]]:
     """Bytes each stage of the kernels' pipeline (`STAGES`) must read and write at least, A (m x k) and B (k x n)
-    float32: (read, written). Residue rows are padded to Kp and Np bytes as the kernels pad them; C is written
-    once (beta = 0); the products read each residue plane once, as if L2 served every re-read."""
+    float32, when no column needs equilibrating: (read, written). Residue rows are padded to Kp and Np bytes as the
+    kernels pad them; C is written once (beta = 0); the products read each residue plane once, as if L2 served every
+    re-read; the estimate reads its sample's rows of A and columns of B."""
     kp, np_ = -(-k // K_ALIGN) * K_ALIGN, -(-n // N_ALIGN) * N_ALIGN
-    operands, exps = 4 * (m * k + k * n), 4 * (m + n)
+    operands, norms, stats = 4 * (m * k + k * n), 8 * (m + n), 8 * k
     planes = moduli * (m + n) * kp
     products = moduli * m * np_
-    return {"scale": (operands, exps + 8 * n), "split": (operands + exps + 8 * n, planes),
-            "products": (planes, products), "reconstruct": (products + exps, 4 * m * n)}
+    sample = 4 * (SAMPLE_ROWS + SAMPLE_COLS) * k
+    return {"scale": (operands, norms + stats), "equilibrate": (stats, 4 * k),
+            "estimate": (norms + sample, SAMPLE_ROWS * SAMPLE_COLS * SAMPLE_FIELDS * 8),
+            "split": (operands + norms + 4 * (m + n), planes),
+            "products": (planes, products), "reconstruct": (products + 4 * (m + n), 4 * m * n)}
 
 
 def norm_bound(moduli: Moduli, k: int) -> float:
@@ -94,30 +133,58 @@ def norm_bound(moduli: Moduli, k: int) -> float:
 
 
 def constants(moduli: int, k: int) -> np.ndarray:
-    """The doubles kernels/16_ozaki.cu reads: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G."""
-    big = product(moduli)
-    return np.array([*MODULI[:moduli], *map(float, weights(moduli)), float(big), 1 / big, norm_bound(moduli, k)],
+    """The doubles kernels/16_ozaki.cu reads: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
+    modulus's 1 / p rounded to a float (as FP32 divides) and 2^20 mod p."""
+    big, mods = product(moduli), MODULI[:moduli]
+    return np.array([*mods, *map(float, weights(moduli)), float(big), 1 / big, norm_bound(moduli, k),
+                     *(float(np.float32(1) / np.float32(p)) for p in mods), *((1 << 20) % p for p in mods)],
                     dtype=np.float64)
 
 
+def shifts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Equilibration along K (the kernels' `ozaki_equilibrate`): s_h, the nearest integer to half the difference of
+    the mean binary exponents of the nonzero entries of row h of B and of column h of A (0 where either has none), so
+    that A 2^s and 2^-s B have balanced exponents along K and the same product. Infinities and NaNs count as zeros."""
+    def mean_exponent(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+        x = np.where(np.isfinite(x), x, 0)
+        nonzero = x != 0
+        e = np.where(nonzero, np.frexp(x.astype(np.float64))[1] - 1, 0).sum(axis=axis)
+        count = nonzero.sum(axis=axis)
+        return e / np.maximum(count, 1), count
+
+    ea, ca = mean_exponent(a, 0)
+    eb, cb = mean_exponent(b, 1)
+    return np.where((ca > 0) & (cb > 0), np.rint(0.5 * (eb - ea)), 0).astype(np.int64)
+
+
 def exponents(x: np.ndarray, axis: int, moduli: Moduli, k: int) -> np.ndarray:
-    """The kernels' powers of two (as integers e, scale 2^e) of the rows (axis 1) or columns (axis 0) of x."""
-    norm2 = (x.astype(np.float64) ** 2).sum(axis=axis)
+    """The kernels' powers of two (as integers e, scale 2^e) of the rows (axis 1) or columns (axis 0) of x (already
+    equilibrated, infinities and NaNs as zeros)."""
+    norm2 = (np.where(np.isfinite(x), x, 0).astype(np.float64) ** 2).sum(axis=axis)
     with np.errstate(divide="ignore"):
         e = np.floor(norm_bound(moduli, k) - 0.5 * np.log2(norm2))
     return np.where(norm2 == 0, 0, e).astype(np.int64)
 
 
-def residues(a: np.ndarray, b: np.ndarray, moduli: Moduli) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray]:
-    """NumPy's version of the kernels' first two steps: A's and B's residues (symmetric, as int64) per modulus and the
-    exponents of A's rows and B's columns. Moduli whose product is so large that the scaled integers would outgrow
-    int64 are refused."""
+def _equilibrated(a: np.ndarray, b: np.ndarray, shift: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    a64, b64 = (np.where(np.isfinite(x), x, 0).astype(np.float64) for x in (a, b))
+    if shift is None:
+        return a64, b64
+    return np.ldexp(a64, shift[None, :]), np.ldexp(b64, -shift[:, None])
+
+
+def residues(a: np.ndarray, b: np.ndarray, moduli: Moduli, shift: np.ndarray | None = None
+             ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray]:
+    """NumPy's version of the kernels' scaling and split: A's and B's residues (symmetric, in [-p/2, p/2), as int64)
+    per modulus and the exponents of A's rows and B's columns, after equilibrating by `shift` (`shifts`; None: none).
+    Moduli whose product is so large that the scaled integers would outgrow int64 are refused."""
     k = a.shape[1]
     if norm_bound(moduli, k) > 62:
         raise ValueError(f"moduli {chosen(moduli)}: P is too large for the scaled integers to fit int64")
-    e, f = exponents(a, 1, moduli, k), exponents(b, 0, moduli, k)
-    ai = np.rint(np.ldexp(a.astype(np.float64), e[:, None])).astype(np.int64)
-    bi = np.rint(np.ldexp(b.astype(np.float64), f[None, :])).astype(np.int64)
+    a64, b64 = _equilibrated(a, b, shift)
+    e, f = exponents(a64, 1, moduli, k), exponents(b64, 0, moduli, k)
+    ai = np.rint(np.ldexp(a64, e[:, None])).astype(np.int64)
+    bi = np.rint(np.ldexp(b64, f[None, :])).astype(np.int64)
     sym = [lambda x, p=p: (x + p // 2) % p - p // 2 for p in chosen(moduli)]
     return [s(ai) for s in sym], [s(bi) for s in sym], e, f
 
@@ -131,59 +198,342 @@ def reconstruct(products: list[np.ndarray], e: np.ndarray, f: np.ndarray, moduli
     return np.ldexp(x, -(e[:, None] + f[None, :]))
 
 
-STAGES = ("scale", "split", "products", "reconstruct")  # the pipeline's parts, in order
+def sample_errors(a: np.ndarray, b: np.ndarray, rows: Sequence[int], cols: Sequence[int],
+                  shift: np.ndarray | None = None) -> np.ndarray:
+    """NumPy's version of the kernels' `ozaki_sample` on the elements rows x cols of C: per element |c|, the variance
+    of SGEMM's error, the scheme's error (a standard deviation) with each of CANDIDATES moduli, row and column
+    (SAMPLE_FIELDS columns)."""
+    k = a.shape[1]
+    x, y = (np.where(np.isfinite(v), v, 0).astype(np.float32) for v in (a, b))
+    ae, be = _equilibrated(a, b, shift)
+    out = []
+    for i in rows:
+        for j in cols:
+            p = x[i].astype(np.float64) * y[:, j].astype(np.float64)
+            s = np.concatenate([np.cumsum(p[h:h + SPLIT_K]) for h in range(0, k, SPLIT_K)]) if k else p
+            biased = (np.abs(s.astype(np.float32)).view(np.uint32) >> 23) & 0xFF
+            ulp = np.exp2(np.maximum(biased, 1).astype(np.float64) - 150)
+            row = [abs(p.sum()), float(np.minimum(p * p, ulp * ulp / 12).sum())]
+            for m in CANDIDATES:
+                g = norm_bound(m, k)
+                ei = 0 if not (ae[i] ** 2).sum() else math.floor(g - 0.5 * math.log2((ae[i] ** 2).sum()))
+                fj = 0 if not (be[:, j] ** 2).sum() else math.floor(g - 0.5 * math.log2((be[:, j] ** 2).sum()))
+                xs, ys = np.ldexp(ae[i], ei), np.ldexp(be[:, j], fj)
+                var = ((xs - np.rint(xs)) ** 2 * ys**2 + xs**2 * (ys - np.rint(ys)) ** 2).sum()
+                row.append(math.sqrt(var) * 2.0 ** -(ei + fj))
+            out.append(row + [i, j])
+    return np.array(out, dtype=np.float64)
 
 
-def stages(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any,
-           slots: int) -> list[tuple[str, Callable[[], None]]]:
-    """The pipeline of a validated ozaki instance on its operands, as (stage of `STAGES`, a call launching that
-    stage's kernels on the current stream). Allocates the residues and exponents and encodes the products' tensor
-    maps once; `slots`: blocks of the persistent products the GPU holds at once."""
-    import cupy
+@dataclass(frozen=True)
+class Estimate:
+    """What the estimate found on one call, and what the call did with it: the run-time report of `gemm("ozaki")`."""
 
-    spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
-    moduli, (bm, bn) = p["MODULI"], spec.tile(p)
-    kp, np_ = -(-k // K_ALIGN) * K_ALIGN, -(-n // N_ALIGN) * N_ALIGN
-    products, kernels = compile.load(inst), compile.companions(inst)
-    consts = cupy.asarray(constants(moduli, k))
-    norm_b = cupy.empty(n, cupy.float64)
-    e_a, f_b = cupy.empty(m, cupy.int32), cupy.empty(n, cupy.int32)
-    planes_a, planes_b = cupy.empty((moduli, m, kp), cupy.int8), cupy.empty((moduli, n, kp), cupy.int8)
-    r = cupy.empty((moduli, m, np_), cupy.uint8)
-    maps = (tma.planes_map(planes_a, bm), tma.planes_map(planes_b, bn // p["CLUSTER"]))
-    i32, f32, threads = np.int32, np.float32, (256,)
+    moduli: int  # the number of moduli that ran (0: none, the call fell back)
+    pinned: bool  # the caller chose the number of moduli (MODULI != 0)
+    sgemm_median: float  # SGEMM's median relative error on the sample (the model's standard deviation over |c|)
+    median: dict[int, float]  # the scheme's, per number of moduli
+    largest: dict[int, float]  # the scheme's largest error on the sample over SGEMM's (>= its output rounding)
+    equilibrated: int  # columns of A (rows of B) the equilibration shifted
+    largest_shift: int  # the largest |s_h|
+    nonfinite: bool  # A or B held an infinity or a NaN
+    fallback: str = ""  # the kernel that ran instead, if any
 
-    def scale() -> None:
-        norm_b.fill(0)
-        kernels[f"ozaki_row_exponents<{moduli}>"]((-(-m // 8),), threads, (i32(m), i32(k), a, consts, e_a))
-        kernels[f"ozaki_col_norms<{COL_NORM_ROWS}>"]((-(-n // 256), -(-k // COL_NORM_ROWS)), threads,
-                                                     (i32(k), i32(n), b, norm_b))
+    def ratio(self, moduli: int) -> float:
+        """The scheme's median relative error over SGEMM's, with that many moduli (on the sample)."""
+        return self.median[moduli] / self.sgemm_median if self.sgemm_median else 0.0 if not self.median[moduli] else math.inf
 
-    def split() -> None:
-        kernels[f"ozaki_residues_a<{moduli}>"]((-(-m * kp // 1024),), threads,
-                                               (i32(m), i32(k), i32(kp), a, e_a, consts, planes_a))
-        kernels[f"ozaki_residues_b<{moduli}>"]((-(-n // 64), -(-kp // 64)), threads,
-                                               (i32(k), i32(n), i32(kp), b, norm_b, consts, f_b, planes_b))
+    def qualifies(self, moduli: int) -> bool:
+        """No larger an error than SGEMM's, in the median and at the largest, on the sample."""
+        return self.ratio(moduli) <= 1.0 and self.largest[moduli] <= 1.0
 
-    def multiply() -> None:
-        products(spec.grid(p, m, n, slots), (spec.threads(p),), (i32(m), i32(n), i32(kp), i32(np_), consts, r, *maps),
-                 shared_mem=spec.launch_smem(p))
-
-    def rebuild() -> None:
-        kernels[f"ozaki_reconstruct<{moduli}>"]((-(-m * -(-n // 4) // 256),), threads,
-                                                (i32(m), i32(n), i32(np_), f32(alpha), f32(beta), out, r, e_a, f_b,
-                                                 consts))
-
-    return list(zip(STAGES, (scale, split, multiply, rebuild)))
+    def as_dict(self) -> dict[str, Any]:
+        return {"moduli": self.moduli, "pinned": self.pinned, "sgemm_median": self.sgemm_median,
+                "median": {str(m): v for m, v in self.median.items()},
+                "largest": {str(m): v for m, v in self.largest.items()}, "equilibrated": self.equilibrated,
+                "largest_shift": self.largest_shift, "nonfinite": self.nonfinite, "fallback": self.fallback}
 
 
-def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int) -> Callable[[], Any]:
-    """`run.launcher` for the ozaki spec: a call that launches the whole pipeline (`stages`) and returns C."""
-    parts = [launch for _, launch in stages(inst, a, b, alpha=alpha, beta=beta, out=out, slots=slots)]
+def choose(sample: np.ndarray, flags: Sequence[int], pinned: int = AUTO) -> Estimate:
+    """The estimate's rule (the kernels' `ozaki_decide`, which bins the relative errors for their medians) on a sample
+    (`sample_errors`) and the kernels' flags (nonfinite, equilibrated, shifted columns, largest shift): `pinned`, or the
+    fewest CANDIDATES that qualify; 0 if none does."""
+    c, sgemm = sample[:, 0], np.sqrt(sample[:, 1])
+    seen = c > 0
+    sgemm_median = float(np.median(sgemm[seen] / c[seen])) if seen.any() else 0.0
+    sgemm_top = max(float(sgemm.max(initial=0.0)), float(c.max(initial=0.0)) * UNIT_ROUNDOFF / math.sqrt(12))
+    median, largest = {}, {}
+    for q, m in enumerate(CANDIDATES):
+        mine = sample[:, 2 + q]
+        median[m] = float(np.median(mine[seen] / c[seen])) if seen.any() else 0.0
+        top = float(mine.max(initial=0.0))
+        largest[m] = top / sgemm_top if sgemm_top else (math.inf if top else 0.0)
+    draft = Estimate(pinned, bool(pinned), sgemm_median, median, largest, int(flags[2]), int(flags[3]), bool(flags[0]))
+    return verdict([pinned or next((m for m in CANDIDATES if draft.qualifies(m)), 0), sgemm_median,
+                    *median.values(), *largest.values(), *flags[:4]], bool(pinned))
 
-    def launch() -> Any:
-        for part in parts:
-            part()
-        return out
 
-    return launch
+def verdict(result: Sequence[float], pinned: bool) -> Estimate:
+    """The `Estimate` of `ozaki_decide`'s result: the number of moduli it ran with (pinned, or chosen), SGEMM's median
+    relative error, the scheme's per candidate, its largest error over SGEMM's per candidate, the four flags."""
+    n = len(CANDIDATES)
+    median = dict(zip(CANDIDATES, map(float, result[2:2 + n])))
+    largest = dict(zip(CANDIDATES, map(float, result[2 + n:2 + 2 * n])))
+    flags = [int(x) for x in result[2 + 2 * n:6 + 2 * n]]
+    return Estimate(int(result[0]), pinned, float(result[1]), median, largest, flags[2], flags[3], bool(flags[0]))
+
+
+def sample_picks(m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sample's rows and columns (slot 0 is the largest-norm one, chosen on the GPU): spread evenly with a fixed
+    pseudo-random offset each, so any shape gets the same picks."""
+    def spread(size: int, count: int) -> np.ndarray:
+        rng = np.random.default_rng(size)
+        return ((np.arange(count) + rng.random(count)) * size / count).astype(np.int32).clip(0, size - 1)
+
+    return spread(m, SAMPLE_ROWS), spread(n, SAMPLE_COLS)
+
+
+STAGES = ("scale", "equilibrate", "estimate", "split", "products", "reconstruct")  # the pipeline's parts, in order
+
+
+class Pipeline:
+    """The scheme on one validated ozaki instance and its operands, as a call that launches it and returns C (`run`'s
+    launcher for the ozaki spec). Each call scales and equilibrates A and B, estimates on a sample which numbers of
+    moduli are as accurate as SGEMM (`ozaki_decide` writes the verdict on the GPU), splits, multiplies and reconstructs
+    with the number it expects (the last call's choice, or the pinned number: those kernels run only if the verdict
+    agrees, so the GPU never waits for the host), then reads the verdict back and, if the choice was another, queues
+    that number's kernels; it falls back to 3xTF32 if no number qualifies, and puts SGEMM's infinities and NaNs back.
+    `report` is the last call's `Estimate`; `stages()` the same work as separately launched parts, for timing each."""
+
+    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int):
+        import cupy
+
+        self.inst, self.a, self.b, self.alpha, self.beta, self.out, self.slots = inst, a, b, alpha, beta, out, slots
+        m, n, k = inst.shape
+        self.pinned = inst.params["MODULI"]
+        most = self.pinned or CANDIDATES[-1]
+        self.kp, self.np = -(-k // K_ALIGN) * K_ALIGN, -(-n // N_ALIGN) * N_ALIGN
+        self.chunks = [(k0, min(self.kp, k0 + K_CHUNK)) for k0 in range(0, self.kp, K_CHUNK)]
+        self.kernels = compile.companions(inst)  # the analysis kernels are in every instance's cubin
+        # one buffer for everything a call zeroes first: a single memset
+        sizes = {"rn2": (m, np.float64), "cn2": (n, np.float64), "cn2_eq": (n, np.float64), "best": (2, np.uint64),
+                 "col_exp": (k, np.int32), "col_count": (k, np.int32), "row_exp": (k, np.int32),
+                 "row_count": (k, np.int32), "row_bad": (m, np.int32), "col_bad": (n, np.int32), "flags": (4, np.int32)}
+        offsets, at = {}, 0
+        for name, (count, dtype) in sizes.items():
+            offsets[name] = at
+            at += -(-count * np.dtype(dtype).itemsize // 8) * 8
+        self.zeroed = cupy.empty(at, cupy.uint8)
+        self.z = {name: self.zeroed[offsets[name]:offsets[name] + count * np.dtype(dtype).itemsize].view(dtype)
+                  for name, (count, dtype) in sizes.items()}
+        self.shift = cupy.empty(k, cupy.int32)
+        rows, cols = sample_picks(m, n)
+        self.rows, self.cols = cupy.asarray(rows), cupy.asarray(cols)
+        self.bt = cupy.empty((SAMPLE_COLS, k), cupy.float32)
+        self.sample = cupy.empty(SAMPLE_ROWS * SAMPLE_COLS * SAMPLE_FIELDS, cupy.float64)
+        self.verdict = cupy.empty(16, cupy.float64)  # ozaki_decide's, read back into pinned host memory
+        self.host = np.frombuffer(cupy.cuda.alloc_pinned_memory(self.verdict.nbytes), np.float64, self.verdict.size)
+        self.decided = cupy.cuda.Event()
+        self.gs = cupy.asarray([norm_bound(c, k) for c in CANDIDATES], dtype=cupy.float64)
+        self.e_a, self.f_b = cupy.empty(m, cupy.int32), cupy.empty(n, cupy.int32)
+        self.planes_a = cupy.empty((most, m, self.kp), cupy.int8)
+        self.planes_b = cupy.empty((most, n, self.kp), cupy.int8)
+        self.r = cupy.empty((len(self.chunks), most, m, self.np), cupy.uint8)
+        self.expected = self.pinned or CANDIDATES[1]  # the number the later kernels are queued for before the verdict
+        self.report: Estimate | None = None
+        self._instances: dict[int, tuple[Any, dict[str, Any], list[tuple[Any, Any]], Any]] = {}
+        self._fallback: Callable[[], Any] | None = None
+
+    # the parts of a call, in order
+    def scale(self) -> None:
+        m, n, k = self.inst.shape
+        z, i32, threads = self.z, np.int32, (256,)
+        self.zeroed.fill(0)
+        self.kernels["ozaki_stats_a"]((-(-k // 1024), -(-m // STATS_ROWS)), threads,
+                                      (i32(m), i32(k), self.a, z["rn2"], z["col_exp"], z["col_count"], z["row_bad"],
+                                       z["flags"]))
+        self.kernels["ozaki_stats_b"]((-(-n // 256), -(-k // STATS_ROWS)), threads,
+                                      (i32(k), i32(n), self.b, z["cn2"], z["row_exp"], z["row_count"], z["col_bad"],
+                                       z["flags"]))
+
+    def equilibrate(self) -> None:
+        m, n, k = self.inst.shape
+        z, i32, threads = self.z, np.int32, (256,)
+        self.kernels["ozaki_equilibrate"]((-(-k // 256),), threads,
+                                          (i32(k), z["col_exp"], z["col_count"], z["row_exp"], z["row_count"],
+                                           self.shift, z["flags"]))
+        self.kernels["ozaki_rescale_a"]((-(-m // 8),), threads, (i32(m), i32(k), self.a, self.shift, z["flags"], z["rn2"]))
+        self.kernels["ozaki_rescale_b"]((-(-n // 256), -(-k // STATS_ROWS)), threads,
+                                        (i32(k), i32(n), self.b, self.shift, z["flags"], z["cn2_eq"]))
+
+    def estimate(self) -> None:
+        """Queue the estimate and its verdict's copy to the host (read by `verdict`)."""
+        import cupy
+
+        m, n, k = self.inst.shape
+        z, i32 = self.z, np.int32
+        self.kernels["ozaki_extremes"]((min(1024, -(-(m + n) // 256)),), (256,),
+                                       (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"], z["best"]))
+        self.kernels["ozaki_gather_b"]((-(-k // 256), SAMPLE_COLS), (256,),
+                                       (i32(k), i32(n), self.b, self.cols, z["best"], self.bt))
+        self.kernels["ozaki_sample"]((SAMPLE_ROWS * SAMPLE_COLS // 4,), (128,),
+                                     (i32(m), i32(n), i32(k), self.a, self.bt, self.rows, self.cols, z["best"],
+                                      self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample))
+        self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict))
+        self.verdict.get(out=self.host, stream=cupy.cuda.get_current_stream(), blocking=False)
+        self.decided.record()
+
+    def read_verdict(self) -> Estimate:
+        """Wait for the estimate's verdict and keep it as `report`; warn when a pinned number does not qualify."""
+        while not self.decided.done:  # a sleep, unlike a CUDA synchronisation, lets other Python threads run
+            time.sleep(WAIT_S)
+        self.report = report = verdict(self.host, bool(self.pinned))
+        if report.pinned and not report.qualifies(report.moduli):
+            warnings.warn(f"{report.moduli} moduli: on a sample of these inputs the estimated error is "
+                          f"{report.ratio(report.moduli):.3g} times SGEMM's in the median and "
+                          f"{report.largest[report.moduli]:.3g} times at its largest; "
+                          f"{self._advice(report)}", AccuracyWarning, stacklevel=4)
+        return report
+
+    def split(self, moduli: int) -> None:
+        m, n, k = self.inst.shape
+        _, kernels, _, consts = self._instance(moduli)
+        i32, threads, z = np.int32, (256,), self.z
+        kernels[f"ozaki_exponents<{moduli}>"]((-(-(m + n) // 256),), threads,
+                                              (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"],
+                                               np.float64(norm_bound(moduli, k)), self.verdict, self.e_a, self.f_b))
+        kernels[f"ozaki_residues_a<{moduli}>"]((-(-m * self.kp // 1024),), threads,
+                                               (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
+                                                self.verdict, consts, self.planes_a))
+        kernels[f"ozaki_residues_b<{moduli}>"]((-(-n // 64), -(-self.kp // 64)), threads,
+                                               (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
+                                                self.verdict, consts, self.planes_b))
+
+    def multiply(self, moduli: int) -> None:
+        m, n, _ = self.inst.shape
+        products, _, maps, consts = self._instance(moduli)
+        spec, p = self.inst.spec, {**self.inst.params, "MODULI": moduli}
+        for c, ((k0, k1), (map_a, map_b)) in enumerate(zip(self.chunks, maps)):
+            products(spec.grid(p, m, n, self.slots), (spec.threads(p),),
+                     (np.int32(m), np.int32(n), np.int32(k1 - k0), np.int32(self.np), consts, self.r[c], map_a, map_b,
+                      self.verdict), shared_mem=spec.launch_smem(p))
+
+    def rebuild(self, moduli: int) -> None:
+        m, n, _ = self.inst.shape
+        _, kernels, _, consts = self._instance(moduli)
+        kernels[f"ozaki_reconstruct<{moduli}>"]((-(-m * -(-n // 4) // 256),), (256,),
+                                                (np.int32(m), np.int32(n), np.int32(self.np),
+                                                 np.int32(len(self.chunks)), np.int64(self.r[0].nbytes),
+                                                 np.float32(self.alpha), np.float32(self.beta), self.out, self.r,
+                                                 self.e_a, self.f_b, self.verdict, consts))
+
+    def finish(self) -> None:
+        """After the verdict: the chosen number's kernels if it was not the expected one, or the fallback; then
+        SGEMM's infinities and NaNs."""
+        m, n, k = self.inst.shape
+        moduli = self.report.moduli
+        if moduli and moduli != self.expected:
+            self.split(moduli)
+            self.multiply(moduli)
+            self.rebuild(moduli)
+            self.expected = moduli  # inputs like these come again: expect the same next time
+        elif not moduli:
+            self._fallen_back()
+        if self.report.nonfinite:
+            self.kernels["ozaki_nonfinite"]((-(-n // 256), m), (256,),
+                                            (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), self.a,
+                                             self.b, self.z["row_bad"], self.z["col_bad"], self.out))
+
+    def stages(self) -> list[tuple[str, Callable[[], Any]]]:
+        """The pipeline as (stage of `STAGES`, a call launching that stage's kernels on the current stream), with the
+        verdict read at the end of the estimate and the number it chose."""
+        def estimate() -> None:
+            self.estimate()
+            self.read_verdict()
+
+        def chosen(part: Callable[[int], None]) -> Callable[[], None]:
+            return lambda: part(self.report.moduli) if self.report.moduli else None
+
+        return list(zip(STAGES, (self.scale, self.equilibrate, estimate, chosen(self.split), chosen(self.multiply),
+                                 chosen(self.rebuild))))
+
+    def __call__(self) -> Any:
+        self.scale()
+        self.equilibrate()
+        self.estimate()
+        expected = self.expected
+        self.split(expected)
+        self.multiply(expected)
+        self.rebuild(expected)
+        self.read_verdict()
+        self.finish()
+        return self.out
+
+    # what the parts share
+    def _instance(self, moduli: int) -> tuple[Any, dict[str, Any], list[tuple[Any, Any]], Any]:
+        """The products kernel, the companions, the chunks' tensor maps and the CRT constants of the instance with
+        `moduli` moduli."""
+        import cupy
+
+        if moduli not in self._instances:
+            inst = catalog.instance(self.inst.spec, {**self.inst.params, "MODULI": moduli}, self.inst.shape)
+            bm, bn = inst.spec.tile(inst.params)
+            maps = [(tma.planes_map(self.planes_a, bm, k0, k1), tma.planes_map(self.planes_b, bn // inst.params["CLUSTER"],
+                                                                                 k0, k1)) for k0, k1 in self.chunks]
+            self._instances[moduli] = (compile.load(inst), compile.companions(inst), maps,
+                                       cupy.asarray(constants(moduli, self.inst.shape[2])))
+        return self._instances[moduli]
+
+    def _advice(self, report: Estimate) -> str:
+        fit = next((m for m in CANDIDATES if report.qualifies(m)), 0)
+        return (f"{fit} moduli would be (MODULI={fit}), or MODULI=0 chooses per call" if fit else
+                "no number of moduli up to 9 is: use MODULI=0 (it falls back to 3xTF32) or gl.gemm('wgmma_ws_3xtf32', ...)")
+
+    def _fallen_back(self) -> None:
+        """No number of moduli qualified: kernel 14's 3xTF32 computes C (whose error is SGEMM's), on zero-padded copies
+        of A and B where their shape breaks its rules (rows of whole 16 bytes), infinities and NaNs as zeros."""
+        import cupy
+
+        from . import run
+
+        if self._fallback is None:
+            m, n, k = self.inst.shape
+            spec = catalog.get("wgmma_ws_3xtf32")
+            if catalog.unsupported(spec, self._cc()):
+                raise ValueError(f"the inputs' exponents spread too widely for {CANDIDATES[-1]} moduli (estimated "
+                                 f"error {self.report.ratio(CANDIDATES[-1]):.3g} times SGEMM's), and kernel 14's 3xTF32, "
+                                 "the fallback, does not run on this GPU: use cuBLAS SGEMM")
+            np4, kp4 = -(-n // 4) * 4, -(-k // 4) * 4
+            a = cupy.zeros((m, kp4), cupy.float32)
+            b = cupy.zeros((kp4, np4), cupy.float32)
+            c = cupy.empty((m, np4), cupy.float32)
+            inst = catalog.instance(spec, None, (m, np4, kp4))
+            launch = run.launcher(inst, a, b, out=c)
+
+            def fallback() -> None:
+                a[:, :k] = cupy.where(cupy.isfinite(self.a), self.a, 0)
+                b[:k, :n] = cupy.where(cupy.isfinite(self.b), self.b, 0)
+                launch()
+                product = c[:, :n]
+                self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
+
+            self._fallback = fallback
+        warnings.warn(f"no number of moduli up to {CANDIDATES[-1]} is as accurate as SGEMM on these inputs (estimated "
+                      f"median error {self.report.ratio(CANDIDATES[-1]):.3g} times SGEMM's with {CANDIDATES[-1]}): "
+                      "kernel 14's 3xTF32 computed C instead", Fallback, stacklevel=4)
+        self.report = Estimate(**{**self.report.__dict__, "fallback": "wgmma_ws_3xtf32"})
+        self._fallback()
+
+    @staticmethod
+    def _cc() -> tuple[int, int]:
+        from . import device
+
+        return device.gpu().cc
+
+
+STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
+
+
+def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int) -> Pipeline:
+    """`run.launcher` for the ozaki spec: a call that launches the whole pipeline (`Pipeline`) and returns C."""
+    return Pipeline(inst, a, b, alpha=alpha, beta=beta, out=out, slots=slots)

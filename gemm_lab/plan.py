@@ -109,6 +109,12 @@ def claim_cases() -> list[tuple[str, dict[str, int], int]]:
     return list({json.dumps(c, sort_keys=True): c for c in cases}.values())
 
 
+def quoted_races() -> list[tuple[str, dict[str, int] | None, int | tuple[int, int, int]]]:
+    """Every race whose share a page, the scoreboard, the intro or the README quotes: the headline cases, the extra
+    cases and the claims page's. `records --check` holds their tensor-core rows to the sustained method."""
+    return headline_cases() + list(EXTRA) + claim_cases()
+
+
 # Chapter 8b's error-vs-K figure: M = N = 1024 as K grows, the best FP32 FFMA kernel, the tensor-core kernels, and
 # cuBLAS in both maths (`gemm-lab record --only tensor_cores`).
 ERROR_VS_K = tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))

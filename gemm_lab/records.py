@@ -70,6 +70,8 @@ class Measurement:
     telemetry: dict[str, float] = field(default_factory=dict)  # SM clock, power while the timed launches ran
     cublas_telemetry: dict[str, float] = field(default_factory=dict)  # the same while cuBLAS's ran, in turn with them
     rounds_pct: list[float] = field(default_factory=list)  # % of cuBLAS in each round of turns (older records: none)
+    details: dict[str, Any] = field(default_factory=dict)  # what the kernel chose at run time (the Ozaki scheme's moduli)
+    method: str = ""  # the race's `timing.Method`: "sustained" (what pages quote) or "short"; older records: ""
     replayed: bool = field(default=False, compare=False)  # set on load, never stored
 
     @property
@@ -85,6 +87,12 @@ class Measurement:
     def pct_range(self) -> tuple[float, float] | None:
         """The lowest and highest share of cuBLAS in the rounds of turns, or None where none were recorded."""
         return (min(self.rounds_pct), max(self.rounds_pct)) if self.rounds_pct else None
+
+    def gflop_per_joule(self, cublas: bool = False) -> float | None:
+        """The kernel's (or, with `cublas`, cuBLAS's) work per energy: 2MNK / 1e9 over the joules of one launch, from
+        NVML's energy counter; None where the counter was not read (older records, short launches, other drivers)."""
+        joules = (self.cublas_telemetry if cublas else self.telemetry).get("energy_j")
+        return 2 * self.m * self.n * self.k / 1e9 / joules if joules else None
 
     @property
     def pct_peak(self) -> float:
@@ -436,6 +444,36 @@ def check(root: Path | None = None) -> list[str]:
         if path.stem == LATENCY:
             problems += [p for r in rows for p in _latency_problems(path, r)]
         problems += _sanitizer_problems(path, runs) if path.stem == SANITIZER else _stale(path, rows)
+        if _is_bench(path):
+            problems += _unsustained(path, rows)
+    return problems
+
+
+SUSTAINED_MS = 2000.0  # each side's timed GPU time in a sustained race, wherever one launch takes 1 ms or more
+
+
+def _unsustained(path: Path, rows: list[dict[str, Any]]) -> list[str]:
+    """Tensor-core and emulation rows of races the pages quote (`plan.quoted_races`) that were not timed sustained:
+    without the method, each side's timed milliseconds (at least SUSTAINED_MS where a launch takes 1 ms) or the
+    joules per launch of NVML's energy counter."""
+    from . import plan
+
+    quoted = set()
+    for name, params, size in plan.quoted_races():
+        spec = catalog.KERNELS.get(name)
+        if spec and spec.precision != "fp32":
+            m, n, k = (size,) * 3 if isinstance(size, int) else size
+            quoted.add((name, json.dumps(spec.full_params(params), sort_keys=True), m, n, k))
+    problems = []
+    for r in rows:
+        if (r["kernel"], json.dumps(r["params"], sort_keys=True), r["m"], r["n"], r["k"]) not in quoted:
+            continue
+        sides = (r.get("telemetry", {}), r.get("cublas_telemetry", {}))
+        long_enough = all(t.get("timed_ms", 0) >= SUSTAINED_MS for t in sides) or r.get("time_ms", 0) < 1
+        if r.get("method") != "sustained" or not long_enough or not all("energy_j" in t for t in sides):
+            problems.append(f"{path}: {r['kernel']} {r['params']} at {r['m']}x{r['n']}x{r['k']} is quoted by a page but "
+                            "was not timed in a sustained race with each side's timed milliseconds and joules: "
+                            "re-record it with `gemm-lab record`")
     return problems
 
 

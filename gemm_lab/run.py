@@ -25,8 +25,12 @@ def gemm(
     alpha: float = 1.0,
     beta: float = 0.0,
     out: Any = None,
+    report: bool = False,
 ) -> Any:
     """C = alpha * A @ B + beta * C with a catalogued kernel; row-major CuPy float32 arrays.
+
+    With `report`, returns (C, what the kernel chose at run time): the Ozaki scheme's `ozaki.Estimate` (how many
+    moduli ran and why), None for kernels that choose nothing.
 
     Inputs that are not C-contiguous or not 16-byte aligned (a view with an offset) are copied
     first, so vector loads are always legal; anything that is not a 2-D float32 CuPy array is
@@ -49,7 +53,9 @@ def gemm(
             out = cupy.empty((m, n), dtype=cupy.float32)
         elif out.shape != (m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous or out.data.ptr % 16:
             raise ValueError(f"out must be a C-contiguous, 16-byte aligned float32 array of shape ({m}, {n})")
-        return launcher(inst, a, b, alpha=alpha, beta=beta, out=out)()
+        launch = launcher(inst, a, b, alpha=alpha, beta=beta, out=out)
+        c = launch()
+        return (c, getattr(launch, "report", None)) if report else c
 
 
 class KernelFault(RuntimeError):

@@ -103,12 +103,13 @@ def provenance(measurements: Iterable[Measurement]) -> str:
     from . import device
 
     gpus = sorted({x.gpu for x in ms})
+    short = "; short races, not sustained ones" if any(x.method != "sustained" for x in ms) else ""
     if any(x.replayed for x in ms):
         dates = sorted({x.date for x in ms})
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
         how = "read back from records/" if device.live() else f"replayed: {replay_reason()}"
-        return f"recorded on {', '.join(gpus)}, {span} ({how})"
-    return f"measured live on {', '.join(gpus)}"
+        return f"recorded on {', '.join(gpus)}, {span} ({how}){short}"
+    return f"measured live on {', '.join(gpus)}{short}"
 
 
 def counters_provenance(rows: Iterable[dict]) -> str:
@@ -224,15 +225,22 @@ def by_size(ms: Sequence[Measurement]) -> Table:
 
 
 def clock_and_power(telemetry: dict[str, float]) -> str:
-    """"1,830 MHz, 690 W": the median SM clock and board power NVML read while a side ran ("-" where not read)."""
-    return (f"{telemetry['sm_clock_mhz']:,.0f}\u00a0MHz, {telemetry['power_w']:,.0f}\u00a0W"  # wraps only at ", "
-            if {"sm_clock_mhz", "power_w"} <= set(telemetry) else "-")
+    """"1,830 MHz, 690 W": the median SM clock NVML read while a side ran and its mean power, the joules of its timed
+    turns (NVML's energy counter) over their seconds ("-" where not read)."""
+    return (f"{telemetry['sm_clock_mhz']:,.0f}\u00a0MHz, {telemetry['mean_power_w']:,.0f}\u00a0W"  # wraps at ", "
+            if {"sm_clock_mhz", "mean_power_w"} <= set(telemetry) else "-")
+
+
+def gflop_per_joule(x: Measurement, cublas: bool = False) -> str:
+    """A side's GFLOP/J as a table shows it ("-" where NVML's energy counter was not read)."""
+    value = x.gflop_per_joule(cublas)
+    return f"{value:,.0f}" if value else "-"
 
 
 def speed_and_power(ms: Sequence[Measurement]) -> Table:
-    """Each measurement's speed beside cuBLAS in its own math, the range of its rounds' shares, and the median SM
-    clock and board power (NVML) while each side's timed launches ran: for tensor-core kernels, whose clock follows
-    the power cap, the two numbers that explain a share."""
+    """Each measurement's speed beside cuBLAS in its own math, the range of its rounds' shares, the median SM clock
+    NVML read while each side's timed launches ran, and each side's work per energy (NVML's energy counter): for
+    tensor-core kernels, whose clock follows the power cap, the numbers that explain a share."""
     def name(x: Measurement) -> str:
         return f"{x.kernel}, {x.params['MODULI']} moduli" if "MODULI" in x.params else x.kernel
 
@@ -240,16 +248,15 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
         spread = x.pct_range
         return f"{x.pct_cublas:.0f}%" + (f" ({spread[0]:.0f}–{spread[1]:.0f})" if spread else "")
 
-    def telemetry(t: dict[str, float]) -> tuple[str, str]:
-        return (f"{t['sm_clock_mhz']:,.0f}", f"{t['power_w']:,.0f}") if {"sm_clock_mhz", "power_w"} <= set(t) \
-            else ("-", "-")
+    def clock(t: dict[str, float]) -> str:
+        return f"{t['sm_clock_mhz']:,.0f}" if "sm_clock_mhz" in t else "-"
 
-    return Table(("size", "kernel", "TFLOP/s", "% of cuBLAS (rounds)", "MHz", "W", "cuBLAS MHz", "cuBLAS W"),
-                 tuple((shape_text(x.m, x.n, x.k), name(x), f"{x.gflops / 1e3:,.1f}", share(x),
-                        *telemetry(x.telemetry), *telemetry(x.cublas_telemetry)) for x in ms),
+    return Table(("size", "kernel", "TFLOP/s", "% of cuBLAS (rounds)", "MHz", "GFLOP/J", "cuBLAS MHz", "cuBLAS GFLOP/J"),
+                 tuple((shape_text(x.m, x.n, x.k), name(x), f"{x.gflops / 1e3:,.1f}", share(x), clock(x.telemetry),
+                        gflop_per_joule(x), clock(x.cublas_telemetry), gflop_per_joule(x, cublas=True)) for x in ms),
                  f"% of {_baselines(ms)}, timed in the same run, in turns: the median of the rounds' shares, their "
-                 "range in brackets; MHz and W: NVML's median SM clock and board power while each side ran; "
-                 + provenance(ms))
+                 "range in brackets; MHz: NVML's median SM clock while each side ran; GFLOP/J: its work over the "
+                 "joules NVML's energy counter gave its timed turns; " + provenance(ms))
 
 
 MEASURING_CHAPTER = "ch00_measuring"  # the chapter with no kernel of its own: it times cuBLAS and the ceilings

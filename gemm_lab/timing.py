@@ -1,20 +1,24 @@
 """Time a kernel beside cuBLAS, in the same process, on inputs that do not fit in L2.
 
 Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses CUDA events
-around every launch after a warm-up. The kernel and cuBLAS take turns, in ROUNDS rounds ordered kernel-cuBLAS,
-cuBLAS-kernel, ..., after an untimed turn of each: an H100 at its 700 W cap runs its clock by power and
-temperature, which drift over a second, and taking turns in mirrored order puts both sides under the same drift
-instead of giving one a cooler GPU (one long run of the kernel and then one of cuBLAS put the two up to 8 % apart
-from run to run at 8192 on TF32, chapter 9).
-Each side's number is the median of all its launches: at least 20, and enough to keep the GPU busy SUSTAIN_MS
-(the clock settles within tens of milliseconds of a change of load, so each turn lasts SUSTAIN_MS / ROUNDS).
-The record keeps the kernel's share of cuBLAS in each round, so its spread shows; tensor-core kernels take
-TENSOR_ROUNDS turns, and their headline share is the median of the rounds'. NVML's SM clock and power are
-sampled for each side while its launches run on the GPU, so a throttled run shows in its record and the two
-sides' clocks can be compared. The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`):
-TF32 kernels race cuBLAS on TF32 tensor cores, FP32 and 3xTF32 kernels race FP32 SGEMM.
-When A, B and C together fit in twice the L2 cache, launches rotate over enough copies that each
-run reads from DRAM, as a real workload would.
+around every launch after a warm-up. The kernel and cuBLAS take turns, in rounds ordered kernel-cuBLAS, cuBLAS-kernel,
+..., after an untimed lead-in of each: an H100 at its 700 W cap runs its clock by power and temperature, which drift
+over seconds, and taking turns in mirrored order puts both sides under the same drift instead of giving one a cooler
+GPU. How long each part lasts is the race's `Method`:
+- SUSTAINED, for every number a page quotes: each side runs untimed, back to back, for SUSTAINED.settle_ms first (the
+  clock of a power-capped GPU takes seconds to settle: NVIDIA's CUTLASS measurement guideline says about 3 s, and a
+  tensor-core kernel here read 101-102 % of cuBLAS in 25 ms turns against 96-97 % settled), then 8 rounds of turns of
+  at least 250 ms each, so each side gets at least 2 s of timed GPU time wherever one launch takes 1 ms or more
+  (smaller work takes up to MAX_TURN_LAUNCHES launches a turn);
+- SHORT, where seconds matter more (sweeps, explorers, an exercise's check): one untimed turn, 4 rounds of 50 ms. Its
+  records say so (`Measurement.method`), and no page quotes one as a headline.
+Each side's number is the median of all its launches (at least MIN_RUNS). The record keeps the kernel's share of
+cuBLAS in each round, so its spread shows; the headline share of a tensor-core kernel is the median of the rounds'.
+NVML is read while each side's launches run: the SM clock, and the joules from the driver's energy counter, so the
+record holds each side's timed milliseconds, joules per launch and mean power (`device.Telemetry`). The cuBLAS beside
+a kernel computes as the kernel promises to (`BASELINE`): TF32 kernels race cuBLAS on TF32 tensor cores, FP32 and
+3xTF32 kernels race FP32 SGEMM. When A, B and C together fit in twice the L2 cache, launches rotate over enough copies
+that each run reads from DRAM, as a real workload would.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import functools
 import math
 import os
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from tqdm.auto import tqdm
@@ -34,12 +38,39 @@ from .records import Measurement
 
 MIN_RUNS = 20
 WARMUP = 3
-SUSTAIN_MS = 200.0  # a benchmark's launches of the kernel, and of cuBLAS, each keep the GPU busy at least this long
-ROUNDS = 4  # turns each side takes (a turn lasts SUSTAIN_MS / ROUNDS)
-# Tensor-core kernels (every precision but FP32) take more turns: their clock follows the power cap from turn to turn,
-# and their headline is the median of the rounds' shares (`records.Measurement.pct_cublas`).
-TENSOR_ROUNDS = 8
-MAX_RUNS = 5000
+MAX_TURN_LAUNCHES = 1000  # a turn of small work stops here (1024^3 FFMA: about 60 ms)
+MAX_SETTLE_LAUNCHES = 4000
+
+
+@dataclass(frozen=True)
+class Method:
+    """How long a race runs: each side's untimed lead-in (settle_ms of back-to-back launches, or one untimed turn where
+    it is 0), then `rounds` mirrored rounds of turns of at least turn_ms of GPU time each."""
+
+    name: str
+    settle_ms: float
+    rounds: int
+    turn_ms: float
+
+    def per_turn(self, ms: float, runs: int) -> int:
+        """Launches a turn takes when one takes `ms`: enough for turn_ms (at most MAX_TURN_LAUNCHES), and for `runs`
+        launches over all rounds."""
+        return max(math.ceil(runs / self.rounds), min(MAX_TURN_LAUNCHES, math.ceil(self.turn_ms / max(ms, 1e-3))))
+
+    def lead_in(self, ms: float, per_turn: int) -> int:
+        """Untimed launches before the rounds: settle_ms of them (at most MAX_SETTLE_LAUNCHES), and at least a turn."""
+        return max(per_turn, min(MAX_SETTLE_LAUNCHES, math.ceil(self.settle_ms / max(ms, 1e-3))))
+
+
+    def for_precision(self, precision: str) -> "Method":
+        """The method a race in `precision`'s math runs: FP32 on FFMA pipes is not throttled by the cap (kernels and
+        SGEMM hold 1.98 GHz on the H100 under sustained load), so a sustained FP32 race settles for FFMA_SETTLE_MS."""
+        return replace(self, settle_ms=min(self.settle_ms, FFMA_SETTLE_MS)) if precision == "fp32" else self
+
+
+SUSTAINED = Method("sustained", settle_ms=1500.0, rounds=8, turn_ms=250.0)
+SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
+FFMA_SETTLE_MS = 300.0
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
 BASELINE = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "fp32", "ozaki": "fp32"}
 _COMPUTE_TYPES = {"fp32": "COMPUTE_TYPE_DEFAULT", "tf32": "COMPUTE_TYPE_TF32"}  # cupy.matmul's, per cuBLAS math
@@ -62,8 +93,9 @@ def gflops(m: int, n: int, k: int, ms: float) -> float:
 
 
 def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | None = None,
-          *, runs: int = MIN_RUNS) -> Measurement:
-    """Verify, then time one kernel instance and cuBLAS on one shape (replay: the recorded result)."""
+          *, runs: int = MIN_RUNS, method: Method | None = None) -> Measurement:
+    """Verify, then time one kernel instance and cuBLAS on one shape, in a race of `method` (default SUSTAINED; replay:
+    the recorded result)."""
     inst, here = run.resolve(kernel, params, shape_of(size))
     if not here:
         return records.lookup(inst.spec.name, inst.params, *inst.shape)
@@ -78,16 +110,19 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
                 f"{run.tolerance(k, spec.precision):.3g}, so no time is reported"
             )
         sets = _input_sets(m, n, k)
+        launchers = [run.launcher(inst, a, b, out=c) for a, b, c in sets]
         with cublas_math(BASELINE[spec.precision]):
-            mine, theirs = race([[run.launcher(inst, a, b, out=c) for a, b, c in sets], _cublas_launches(sets)],
-                                 runs, rounds_for(spec.precision))
-    return measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err)
+            method = (method or SUSTAINED).for_precision(spec.precision)
+            mine, theirs = race([launchers, _cublas_launches(sets)], runs, method)
+    details = getattr(launchers[-1], "report", None)
+    return measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err, method,
+                       details.as_dict() if details is not None else {})
 
 
 def measurement(spec: KernelSpec | Probe | None, precision: str, params: dict[str, int], shape: Shape, mine: Timed,
-                 theirs: Timed, err: float) -> Measurement:
+                theirs: Timed, err: float, method: Method, details: dict[str, Any] | None = None) -> Measurement:
     """A live measurement of a kernel beside cuBLAS, or of cuBLAS alone in `precision`'s math (`spec` None,
-    `theirs` is `mine`)."""
+    `theirs` is `mine`), from a race of `method`."""
     gpu = device.gpu()
     m, n, k = shape
     rounds = [] if mine is theirs else [round(100 * c / x, 2) for x, c in zip(mine.turns_ms, theirs.turns_ms)]
@@ -101,10 +136,12 @@ def measurement(spec: KernelSpec | Probe | None, precision: str, params: dict[st
         time_ms=mine.ms, cublas_time_ms=theirs.ms, runs=mine.runs, peak_gflops=gpu.peak_gflops,
         versions=records.versions(gpu),
         telemetry=mine.telemetry, cublas_telemetry=theirs.telemetry if rounds else {}, rounds_pct=rounds,
+        method=method.name, details=details or {},
     )
 
 
-def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MIN_RUNS) -> Measurement:
+def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MIN_RUNS,
+           method: Method | None = None) -> Measurement:
     """cuBLAS alone in `precision`'s math ("fp32": SGEMM; "tf32": TF32 tensor cores), as a measurement of its
     pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded)."""
     m, n, k = shape_of(size)
@@ -118,8 +155,9 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MI
     with cublas_math(precision):
         cupy.matmul(a, b, out=out)
         err = run.max_rel_err(out, a.astype(cupy.float64) @ b.astype(cupy.float64))
-        (alone,) = race([_cublas_launches(_input_sets(m, n, k))], runs)
-    return measurement(None, precision, {}, (m, n, k), alone, alone, err)
+        method = (method or SUSTAINED).for_precision(precision)
+        (alone,) = race([_cublas_launches(_input_sets(m, n, k))], runs, method)
+    return measurement(None, precision, {}, (m, n, k), alone, alone, err, method)
 
 
 @contextlib.contextmanager
@@ -173,7 +211,8 @@ def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
 @dataclass(frozen=True)
 class Timed:
     """One side of a race: the median of all its timed launches, how many there were, the median of each of its
-    turns (in the order they ran) and NVML's readings while they ran."""
+    turns (in the order they ran) and NVML's readings while they ran (`device.Telemetry`, with the side's timed
+    milliseconds, joules per launch and mean power where the energy counter was read)."""
 
     ms: float
     runs: int
@@ -181,59 +220,72 @@ class Timed:
     telemetry: dict[str, float]
 
 
-def rounds_for(precision: str) -> int:
-    """Rounds of turns a kernel of this precision takes beside cuBLAS."""
-    return ROUNDS if precision == "fp32" else TENSOR_ROUNDS
-
-
-def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, rounds: int | None = None) -> list[Timed]:
-    """Time each side's launches (one side, or a kernel and cuBLAS) in `rounds` (default ROUNDS) turns each, in
-    mirrored order (A B, B A, ...), each turn at least `runs` / rounds launches and SUSTAIN_MS / rounds of GPU time
-    (MAX_RUNS in all), after an untimed turn of each (B A) that brings the GPU to its loaded clock and temperature."""
+def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method | None = None) -> list[Timed]:
+    """Time each side's launches (one side, or a kernel and cuBLAS) in `method.rounds` turns each, in mirrored order
+    (A B, B A, ...), each turn at least `runs` / rounds launches and method.turn_ms of GPU time (`Method.per_turn`),
+    after an untimed lead-in of each (B A) that brings the GPU to its loaded clock and temperature."""
     import cupy
 
-    rounds = rounds or ROUNDS
+    method = method or SUSTAINED
     each_ms = [_warm_up_ms(launches) for launches in sides]
-    per_turn = [max(math.ceil(runs / rounds),
-                    min(MAX_RUNS // rounds, math.ceil(SUSTAIN_MS / rounds / max(ms, 1e-3)))) for ms in each_ms]
-    seen = device.Telemetry()
-    for side in reversed(range(len(sides))):  # a turn each, untimed, so that no timed turn meets a cool, idle GPU
-        _queue(sides[side], per_turn[side], seen.poll)
+    per_turn = [method.per_turn(ms, runs) for ms in each_ms]
+    seen = device.Telemetry().start()
+    for side in reversed(range(len(sides))):  # untimed, so that no timed turn meets a cool, idle GPU
+        _queue(sides[side], method.lead_in(each_ms[side], per_turn[side]))
     turns: list[tuple[int, list[tuple[Any, Any]]]] = []
-    for r in range(rounds):
+    for r in range(method.rounds):
         for side in range(len(sides)) if r % 2 == 0 else reversed(range(len(sides))):
-            # the turn is a phase of the telemetry while it is queued (an event never recorded reads as done)
+            # the turn is a phase of the telemetry while it is queued: it has started once its first launch is queued
+            # and that launch has begun (an event never recorded reads as done), ended once all are and the last has
             events, queued = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(per_turn[side])], []
-            seen.phase(str(side), lambda e=events: e[0][0].done, lambda e=events, q=queued: bool(q) and e[-1][1].done)
-            turns.append((side, _queue(sides[side], events, seen.poll)))
+            seen.phase(str(side), lambda e=events, q=queued: bool(q) and e[0][0].done,
+                       lambda e=events, q=queued: len(q) == 2 and e[-1][1].done)
+            turns.append((side, _queue(sides[side], events, first=lambda q=queued: q.append(True))))
             queued.append(True)
     telemetry = seen.finish()
     turns[-1][1][-1][1].synchronize()
     out = []
     for side in range(len(sides)):
-        times = [[cupy.cuda.get_elapsed_time(s, e) for s, e in events] for who, events in turns if who == side]
-        out.append(Timed(ms=statistics.median(t for turn in times for t in turn), runs=sum(map(len, times)),
-                         turns_ms=[statistics.median(turn) for turn in times], telemetry=telemetry[str(side)]))
+        mine = [events for who, events in turns if who == side]
+        times = [[cupy.cuda.get_elapsed_time(s, e) for s, e in events] for events in mine]
+        launches = sum(map(len, times))
+        timed_ms = sum(cupy.cuda.get_elapsed_time(events[0][0], events[-1][1]) for events in mine)
+        out.append(Timed(ms=statistics.median(t for turn in times for t in turn), runs=launches,
+                         turns_ms=[statistics.median(turn) for turn in times],
+                         telemetry=energy_fields(telemetry[str(side)], timed_ms, launches)))
+    return out
+
+
+def energy_fields(seen: dict[str, float], timed_ms: float, launches: int) -> dict[str, float]:
+    """A side's telemetry as recorded: its clock samples' summary, its timed milliseconds, and, where NVML's energy
+    counter was read, its joules per launch and mean power (joules over the seconds its turns were seen running)."""
+    out = {k: v for k, v in seen.items() if k not in ("joules", "seconds")}
+    out["timed_ms"] = timed_ms
+    if seen.get("seconds"):
+        out["energy_j"] = seen["joules"] / launches
+        out["mean_power_w"] = seen["joules"] / seen["seconds"]
     return out
 
 
 def _warm_up_ms(launches: Sequence[Callable[[], Any]]) -> float:
-    """Run WARMUP launches (compiling, loading, creating handles) and return the milliseconds each took."""
+    """Run WARMUP launches (compiling, loading, creating handles), then WARMUP more timed: the milliseconds each of
+    those took (the first ones' compiling would make a turn too short)."""
     import cupy
 
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for i in range(WARMUP):
-        launches[i % len(launches)]()
-    end.record()
-    end.synchronize()
+    for timed in (False, True):
+        start.record()
+        for i in range(WARMUP):
+            launches[i % len(launches)]()
+        end.record()
+        end.synchronize()
     return cupy.cuda.get_elapsed_time(start, end) / WARMUP
 
 
 def _queue(launches: Sequence[Callable[[], Any]], runs: int | list[tuple[Any, Any]],
-           poll: Callable[[], None] = lambda: None) -> list[tuple[Any, Any]]:
+           first: Callable[[], None] = lambda: None) -> list[tuple[Any, Any]]:
     """Queue launches (cycling through `launches`), each between a pair of CUDA events: `runs` of them, or one per
-    pair given; `poll` is called between launches. Returns before the GPU has run them."""
+    pair given; `first` is called once the first launch is queued. Returns before the GPU has run them."""
     import cupy
 
     events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)] if isinstance(runs, int) else runs
@@ -241,7 +293,8 @@ def _queue(launches: Sequence[Callable[[], Any]], runs: int | list[tuple[Any, An
         start.record()
         launches[i % len(launches)]()
         end.record()
-        poll()
+        if i == 0:
+            first()
     return events
 
 

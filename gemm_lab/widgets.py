@@ -63,7 +63,7 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
             if not background.is_ready(params):
                 status.value = f"compiling {spec.describe(params)} (the background has not reached it yet)..."
         try:
-            result = timing.bench(spec, shape, params)
+            result = timing.bench(spec, shape, params, method=timing.SHORT)
         except (ValueError, LookupError) as err:  # a broken rule or a point outside the recorded grid
             status.value = f"<span style='color:#b00'>&#10007; {err}</span>"
             return

@@ -1,34 +1,63 @@
 // Step 16: SGEMM on the INT8 tensor cores by the Ozaki scheme II (Ozaki, Uchino and Imamura, 2025): FP32's accuracy
-// from MODULI exact INT8 products, one per modulus, and the Chinese remainder theorem.
-// 1. Scale. Row i of A is scaled by 2^e_i and column j of B by 2^f_j, the powers chosen from their Euclidean norms so
-//    that each scaled row and column has a norm of at most 2^G. Rounded to integers a' and b', every sum
+// from MODULI exact INT8 products, one per modulus, and the Chinese remainder theorem; the number of moduli chosen per
+// call by an estimate of the error against SGEMM's on the same inputs.
+// 1. Scale. Column h of A and row h of B are first equilibrated: multiplied by 2^s_h and 2^-s_h, s_h balancing the
+//    mean binary exponent of the column's and the row's nonzero entries, which changes no product (powers of two are
+//    exact). Row i of A is then scaled by 2^e_i and column j of B by 2^f_j, the powers chosen from their Euclidean
+//    norms so that each scaled row and column has a norm of at most 2^G. Rounded to integers a' and b', every sum
 //    c'_ij = sum_h a'_ih b'_hj is then at most P / 4 in magnitude (Cauchy-Schwarz), P the product of the moduli.
-// 2. Residues. a' and b' modulo each modulus p_l (pairwise coprime, at most 256) are int8 in [-p/2, p/2): A's planes
+//    Infinities and NaNs count as zeros here; `ozaki_nonfinite` gives their elements of C SGEMM's inf/NaN afterwards.
+// 2. Estimate. On a sample of 64 x 32 elements of C, the rounding of a' and b' is applied exactly and its error's
+//    variance summed for each number of moduli, beside the exact sum and the variance of SGEMM's rounding errors in
+//    its order along K (each addition off by at most half an ulp of the partial sum, and never by more than the term
+//    added). The host reads the sample back and takes the fewest moduli whose error is no larger than SGEMM's.
+// 3. Residues. a' and b' modulo each modulus p_l (pairwise coprime, at most 256) are int8 in [-p/2, p/2): A's planes
 //    (l, i, k) as A is laid out, B's transposed (l, j, k), so both are K-major, rows padded to Kp bytes with zeros.
 //    With at most 9 moduli, G < 35 and every a' and b' is an integer below 2^35 that a float holds exactly.
-// 3. Products. Kernel 15's pipeline runs the MODULI products in one launch; each int32 sum is exact, and only its
-//    residue modulo p_l (one byte, rows of Np bytes) is kept.
-// 4. Reconstruction. c' = sum_l r_l W_l modulo P (W_l the CRT weights), the nearest multiple of P taken off, in
+// 4. Products. Kernel 15's pipeline runs the MODULI products in one launch; each int32 sum is exact, and only its
+//    residue modulo p_l (one byte, rows of Np bytes) is kept. An int32 sum of int8 products stays exact for up to
+//    2^17 - 1 terms: longer K is cut into chunks whose residues add up modulo p_l.
+// 5. Reconstruction. c' = sum_l r_l W_l modulo P (W_l the CRT weights), the nearest multiple of P taken off, in
 //    double: c' is then right to far better than FP32's rounding. C = alpha c' 2^-(e_i + f_j) + beta C.
-// consts, doubles written by gemm_lab/ozaki.py: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G.
+// consts, doubles written by gemm_lab/ozaki.py: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
+// modulus's 1 / p as a float and 2^20 mod p (for Prime).
 #include "int8_wgmma.cuh"
 
-constexpr int NONFINITE = -(1 << 30);  // the exponent of a row or column holding an Inf or a NaN: its outputs are NaN
+constexpr int STATS_ROWS = 64;  // rows of A or B that one block of the statistics kernels reads
+constexpr int SAMPLE_ROWS = 64, SAMPLE_COLS = 32;  // the estimate's sample of C: rows x columns
+constexpr int SAMPLE_FIELDS = 8;  // doubles per sampled element (ozaki_sample)
+constexpr int CANDIDATES = 4;   // numbers of moduli the estimate weighs: 6, 7, 8 and 9
 
-// The power of two that brings a vector of squared norm `norm2` to a norm of at most 2^G.
+// The power of two that brings a vector of squared norm `norm2` to a norm of at most 2^G (a zero vector: 1).
 __device__ __forceinline__ int scale_exponent(double norm2, double G) {
-  if (norm2 == 0.0) return 0;
-  if (!isfinite(norm2)) return NONFINITE;
-  return int(floor(G - 0.5 * log2(norm2)));
+  return norm2 == 0.0 ? 0 : int(floor(G - 0.5 * log2(norm2)));
 }
 
-// 2^e as two float factors, each a power of two a float holds (e may lie beyond a float's exponent range): scaling by
-// both is exact wherever the result is a normal float, and a result that is not rounds to zero anyway.
+// 2^e as a float, for e in a normal float's range [-126, 127], from its bits.
+__device__ __forceinline__ float exp2i(int e) { return __int_as_float((e + 127) << 23); }
+
+// 2^e as a double, for e in [-1022, 1023].
+__device__ __forceinline__ double exp2d(int e) { return __longlong_as_double((long long)(e + 1023) << 52); }
+
+// 2^e as two float factors (e may lie beyond a float's exponent range): scaling by both is exact wherever the result
+// is a normal float, and a result that is not rounds to zero anyway (the clamp only cuts exponents whose result is 0
+// or which no float reaches).
 struct PowerOfTwo {
   float lo, hi;
-  __device__ __forceinline__ explicit PowerOfTwo(int e) : lo(exp2f(float(e / 2))), hi(exp2f(float(e - e / 2))) {}
+  __device__ __forceinline__ explicit PowerOfTwo(int e) {
+    e = max(-252, min(252, e));
+    lo = exp2i(e / 2), hi = exp2i(e - e / 2);
+  }
   __device__ __forceinline__ float operator()(float x) const { return x * lo * hi; }
 };
+
+// Infinities and NaNs count as zeros in the scaling and the residues (ozaki_nonfinite puts them back).
+__device__ __forceinline__ float finite_or_zero(float x) { return isfinite(x) ? x : 0.0f; }
+
+// A binary exponent and a nonzero count packed into one int, so that a block adds both with one sum: the exponent
+// plus 160 (>= 11 for a float's smallest denormal), times 512, plus 1 (a block's 256 counts never carry).
+constexpr int PACK = 512;
+__device__ __forceinline__ int exponent_and_count(float x) { return x == 0.0f ? 0 : (ilogbf(x) + 160) * PACK + 1; }
 
 // Rounding to an integer by adding and subtracting 1.5 * 2^23 (|v| < 2^22): FP32 adds instead of a conversion.
 constexpr float ROUNDER = 0x1.8p23f;
@@ -41,10 +70,12 @@ struct Split20 {
 };
 
 // A modulus and what its residues need: p, 1 / p and 2^20 mod p, as floats.
+// (Read from consts, where the host put them: a division per modulus per thread would cost more than the residues.)
+template <int MODULI>
 struct Prime {
   float p, inv_p, c20;
-  __device__ __forceinline__ explicit Prime(double modulus)
-      : p(float(modulus)), inv_p(1.0f / float(modulus)), c20(float((1u << 20) % unsigned(modulus))) {}
+  __device__ __forceinline__ Prime(const double* consts, int l)
+      : p(float(consts[l])), inv_p(float(consts[2 * MODULI + 3 + l])), c20(float(consts[3 * MODULI + 3 + l])) {}
   // x mod p in [-p/2, p/2] (p/2 itself only for even p, where it is -p/2 as a byte), in the low byte of an int.
   __device__ __forceinline__ int operator()(const Split20& x) const {
     const float y = fmaf(x.hi, c20, x.lo);
@@ -58,43 +89,340 @@ __device__ __forceinline__ int pack(int x, int y, int z, int w) {
   return __byte_perm(__byte_perm(x, y, 0x40), __byte_perm(z, w, 0x40), 0x5410);
 }
 
-// The exponent of each row of A (M x K) from its squared Euclidean norm, summed in double: one warp per row.
-template <int MODULI>
-__global__ void ozaki_row_exponents(int M, int K, const float* __restrict__ A, const double* __restrict__ consts,
-                                    int* __restrict__ exponents) {
+// The statistics of A (M x K) the scaling needs, from one read: each row's sum of squares (double, added into
+// row_norm2, zeroed before), each column's sum of binary exponents and count of nonzero entries (added into col_exp and
+// col_count), and whether a row holds an infinity or a NaN (row_bad and flags[0]). A block reads STATS_ROWS rows x 1024
+// columns, each thread four consecutive columns.
+__global__ void __launch_bounds__(256) ozaki_stats_a(int M, int K, const float* __restrict__ A,
+                                                     double* __restrict__ row_norm2, int* __restrict__ col_exp,
+                                                     int* __restrict__ col_count, int* __restrict__ row_bad,
+                                                     int* __restrict__ flags) {
+  __shared__ double part[8][STATS_ROWS];
+  const int c0 = (blockIdx.x * 256 + threadIdx.x) * 4, r0 = blockIdx.y * STATS_ROWS;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int esum[4] = {0, 0, 0, 0}, count[4] = {0, 0, 0, 0};
+#pragma unroll 8
+  for (int r = 0; r < STATS_ROWS; ++r) {
+    const int row = r0 + r;
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (row < M) {
+      const float* a = A + size_t(row) * K;
+      if (K % 4 == 0 && c0 < K) {  // rows start on 16 bytes
+        const float4 v = *reinterpret_cast<const float4*>(a + c0);
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+      } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) x[q] = c0 + q < K ? a[c0 + q] : 0.0f;
+      }
+    }
+    bool bad = false;
+    double s = 0.0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      bad |= !isfinite(x[q]);
+      x[q] = finite_or_zero(x[q]);
+      if (x[q] != 0.0f) esum[q] += ilogbf(x[q]), count[q] += 1;
+      s = fma(double(x[q]), double(x[q]), s);
+    }
+    for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffff, s, d);
+    if (lane == 0) part[warp][r] = s;
+    if (__any_sync(0xffffffff, bad) && lane == 0) row_bad[row] = 1, flags[0] = 1;
+  }
+  __syncthreads();
+  if (threadIdx.x < STATS_ROWS && r0 + threadIdx.x < M) {
+    double s = 0.0;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) s += part[w][threadIdx.x];
+    atomicAdd(row_norm2 + r0 + threadIdx.x, s);
+  }
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+    if (count[q]) atomicAdd(col_exp + c0 + q, esum[q]), atomicAdd(col_count + c0 + q, count[q]);
+}
+
+// The same for B (K x N), across: each column's sum of squares (into col_norm2), each row's sum of binary exponents
+// and count of nonzero entries (into row_exp, row_count), and whether a column holds an infinity or a NaN (col_bad,
+// flags[0]). A block reads STATS_ROWS rows x 256 columns, a thread one column.
+__global__ void __launch_bounds__(256) ozaki_stats_b(int K, int N, const float* __restrict__ B,
+                                                     double* __restrict__ col_norm2, int* __restrict__ row_exp,
+                                                     int* __restrict__ row_count, int* __restrict__ col_bad,
+                                                     int* __restrict__ flags) {
+  __shared__ int part[8][STATS_ROWS];
+  const int j = blockIdx.x * 256 + threadIdx.x, h0 = blockIdx.y * STATS_ROWS, warp = threadIdx.x / 32;
+  double s = 0.0;
+  bool bad = false;
+#pragma unroll 8
+  for (int r = 0; r < STATS_ROWS; ++r) {
+    const int h = h0 + r;
+    float x = h < K && j < N ? B[size_t(h) * N + j] : 0.0f;
+    bad |= !isfinite(x);
+    x = finite_or_zero(x);
+    s = fma(double(x), double(x), s);
+    const int packed = __reduce_add_sync(0xffffffff, exponent_and_count(x));
+    if (threadIdx.x % 32 == 0) part[warp][r] = packed;
+  }
+  if (j < N) {
+    atomicAdd(col_norm2 + j, s);
+    if (bad) col_bad[j] = 1, flags[0] = 1;
+  }
+  __syncthreads();
+  if (threadIdx.x < STATS_ROWS && h0 + threadIdx.x < K) {
+    int packed = 0;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) packed += part[w][threadIdx.x];
+    const int count = packed % PACK, esum = packed / PACK - 160 * count;
+    if (count) atomicAdd(row_exp + h0 + threadIdx.x, esum), atomicAdd(row_count + h0 + threadIdx.x, count);
+  }
+}
+
+// Equilibration along K: s_h = the nearest integer to half the difference of the mean binary exponents of row h of B
+// and column h of A (nonzero entries only; 0 where either has none). A 2^s_h and 2^-s_h B change no product. flags[1]:
+// some s_h is not 0; flags[2]: how many; flags[3]: the largest |s_h|.
+__global__ void ozaki_equilibrate(int K, const int* __restrict__ col_exp, const int* __restrict__ col_count,
+                                  const int* __restrict__ row_exp, const int* __restrict__ row_count,
+                                  int* __restrict__ shift, int* __restrict__ flags) {
+  const int h = blockIdx.x * blockDim.x + threadIdx.x;
+  if (h >= K) return;
+  int s = 0;
+  if (col_count[h] && row_count[h])
+    s = __double2int_rn(0.5 * (double(row_exp[h]) / row_count[h] - double(col_exp[h]) / col_count[h]));
+  shift[h] = s;
+  if (s) atomicOr(flags + 1, 1), atomicAdd(flags + 2, 1), atomicMax(flags + 3, abs(s));
+}
+
+// With equilibration (flags[1]), each row's sum of squares of A 2^s again: one warp per row, written over row_norm2.
+__global__ void ozaki_rescale_a(int M, int K, const float* __restrict__ A, const int* __restrict__ shift,
+                                const int* __restrict__ flags, double* __restrict__ row_norm2) {
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (row >= M) return;
+  if (!flags[1] || row >= M) return;
   const float* a = A + size_t(row) * K;
   double s = 0.0;
-  if (K % 4 == 0) {  // rows start on 16 bytes
-    for (int k = 4 * lane; k < K; k += 128) {
-      const float4 x = *reinterpret_cast<const float4*>(a + k);
-      s = fma(double(x.x), double(x.x), fma(double(x.y), double(x.y), fma(double(x.z), double(x.z), fma(double(x.w), double(x.w), s))));
-    }
-  } else {
-    for (int k = lane; k < K; k += 32) s = fma(double(a[k]), double(a[k]), s);
+  for (int k = lane; k < K; k += 32) {
+    const double y = double(finite_or_zero(a[k])) * exp2d(shift[k]);
+    s = fma(y, y, s);
   }
   for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffff, s, d);
-  if (lane == 0) exponents[row] = scale_exponent(s, consts[2 * MODULI + 2]);
+  if (lane == 0) row_norm2[row] = s;
 }
 
-// Squared norms of the columns of B (K x N), ROWS rows per block, added into norm2 (zeroed before).
-template <int ROWS>
-__global__ void ozaki_col_norms(int K, int N, const float* __restrict__ B, double* __restrict__ norm2) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x, h0 = blockIdx.y * ROWS;
-  if (j >= N) return;
+// With equilibration (flags[1]), each column's sum of squares of 2^-s B, added into col_norm2 (zeroed before).
+__global__ void __launch_bounds__(256) ozaki_rescale_b(int K, int N, const float* __restrict__ B,
+                                                       const int* __restrict__ shift, const int* __restrict__ flags,
+                                                       double* __restrict__ col_norm2) {
+  const int j = blockIdx.x * 256 + threadIdx.x, h0 = blockIdx.y * STATS_ROWS;
+  if (!flags[1] || j >= N) return;
   double s = 0.0;
-  for (int h = h0; h < min(K, h0 + ROWS); ++h) s = fma(double(B[size_t(h) * N + j]), double(B[size_t(h) * N + j]), s);
-  atomicAdd(norm2 + j, s);
+  for (int h = h0; h < min(K, h0 + STATS_ROWS); ++h) {
+    const double y = double(finite_or_zero(B[size_t(h) * N + j])) * exp2d(-shift[h]);
+    s = fma(y, y, s);
+  }
+  atomicAdd(col_norm2 + j, s);
 }
 
-// A's residue planes: each thread four consecutive k of one row, for every modulus.
+// The row of A and the column of B with the largest norms (after equilibration), packed as (float norm^2 bits, index)
+// into best[0] and best[1] (zeroed before): the estimate's sample always holds their element, where the scheme's
+// error is largest.
+__global__ void ozaki_extremes(int M, int N, const double* __restrict__ row_norm2, const double* __restrict__ col_plain,
+                               const double* __restrict__ col_equilibrated, const int* __restrict__ flags,
+                               unsigned long long* __restrict__ best) {
+  const double* col_norm2 = flags[1] ? col_equilibrated : col_plain;
+  for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < M + N; u += gridDim.x * blockDim.x) {
+    const bool row = u < M;
+    const int index = row ? u : u - M;
+    const float norm2 = float(row ? row_norm2[index] : col_norm2[index]);
+    atomicMax(best + (row ? 0 : 1), (unsigned long long)__float_as_uint(norm2) << 32 | unsigned(index));
+  }
+}
+
+// The sample's row or column `slot`: the largest-norm one in slot 0, the host's spread choice elsewhere.
+__device__ __forceinline__ int sampled(const int* picks, const unsigned long long* best, int which, int slot) {
+  return slot == 0 ? int(best[which] & 0xffffffffu) : picks[slot];
+}
+
+// The sampled columns of B, transposed into bt (SAMPLE_COLS x K), so that a warp reads each along K.
+__global__ void ozaki_gather_b(int K, int N, const float* __restrict__ B, const int* __restrict__ cols,
+                               const unsigned long long* __restrict__ best, float* __restrict__ bt) {
+  const int h = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+  if (h < K) bt[size_t(t) * K + h] = B[size_t(h) * N + sampled(cols, best, 1, t)];
+}
+
+// The estimate on SAMPLE_ROWS x SAMPLE_COLS elements of C, one warp each, the lanes taking every 32nd k (so that each load is
+// coalesced) and adding the products up in k's order with a scan across the warp:
+//   out[0] |c|, the exact sum (in double);
+//   out[1] the variance of SGEMM's error: sum over k of min(p_k^2, ulp(s_k)^2 / 12), s_k the partial sum after the
+//          product p_k (an FP32 addition is off by at most half an ulp of its result, uniformly, and never by more
+//          than the term it adds), the partial sums restarting every SPLIT_K terms, as a split of K would have them:
+//          SGEMM is never assumed less accurate than it can be;
+//   out[2 + q] the scheme's error with 6 + q moduli: sqrt(sum_k alpha_k^2 b~_k^2 + a~_k^2 beta_k^2) 2^-(e + f), a~ and
+//          b~ the scaled operands before rounding and alpha, beta their actual rounding errors;
+//   out[6], out[7] the element's row and column.
+constexpr int SPLIT_K = 2048;  // a multiple of 32
+__global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, const float* __restrict__ A,
+                                                   const float* __restrict__ bt, const int* __restrict__ rows,
+                                                   const int* __restrict__ cols,
+                                                   const unsigned long long* __restrict__ best,
+                                                   const int* __restrict__ shift, const int* __restrict__ flags,
+                                                   const double* __restrict__ row_norm2,
+                                                   const double* __restrict__ col_plain,
+                                                   const double* __restrict__ col_equilibrated,
+                                                   const double* __restrict__ gs, double* __restrict__ out) {
+  const int pair = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (pair >= SAMPLE_ROWS * SAMPLE_COLS) return;
+  const int t = pair % SAMPLE_COLS, i = sampled(rows, best, 0, pair / SAMPLE_COLS), j = sampled(cols, best, 1, t);
+  const bool equilibrated = flags[1];
+  const double col_norm2 = (equilibrated ? col_equilibrated : col_plain)[j];
+  int e[CANDIDATES], f[CANDIDATES];
+  PowerOfTwo ea[CANDIDATES] = {PowerOfTwo(0), PowerOfTwo(0), PowerOfTwo(0), PowerOfTwo(0)};
+  PowerOfTwo fb[CANDIDATES] = {PowerOfTwo(0), PowerOfTwo(0), PowerOfTwo(0), PowerOfTwo(0)};
+#pragma unroll
+  for (int q = 0; q < CANDIDATES; ++q) {
+    e[q] = scale_exponent(row_norm2[i], gs[q]), f[q] = scale_exponent(col_norm2, gs[q]);
+    ea[q] = PowerOfTwo(e[q]), fb[q] = PowerOfTwo(f[q]);
+  }
+  const float* a = A + size_t(i) * K;
+  const float* b = bt + size_t(t) * K;
+  double total = 0.0, carry = 0.0, sgemm = 0.0;
+  float ozaki[CANDIDATES] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int base = 0; base < K; base += 32) {
+    const int h = base + lane;
+    const float x = h < K ? finite_or_zero(a[h]) : 0.0f, y = h < K ? finite_or_zero(b[h]) : 0.0f;
+    const double p = double(x) * double(y);
+    total += p;
+    double s = p;  // the partial sum after p, from the piece's start: a scan across the warp
+    for (int d = 1; d < 32; d *= 2) {
+      const double u = __shfl_up_sync(0xffffffff, s, d);
+      if (lane >= d) s += u;
+    }
+    if (base % SPLIT_K == 0) carry = 0.0;
+    s += carry;
+    carry = __shfl_sync(0xffffffff, s, 31);
+    const int biased = (__float_as_uint(float(s)) >> 23) & 0xff;  // of the FP32 partial sum (255: past FP32's range)
+    const double ulp = exp2d(max(biased, 1) - 150);
+    sgemm += fmin(p * p, ulp * ulp * (1.0 / 12.0));
+    const int sh = equilibrated && h < K ? shift[h] : 0;
+#pragma unroll
+    for (int q = 0; q < CANDIDATES; ++q) {
+      const float xs = sh ? PowerOfTwo(e[q] + sh)(x) : ea[q](x), ys = sh ? PowerOfTwo(f[q] - sh)(y) : fb[q](y);
+      const float alpha = xs - rintf(xs), beta = ys - rintf(ys);
+      ozaki[q] = fmaf(alpha * alpha, ys * ys, fmaf(xs * xs, beta * beta, ozaki[q]));
+    }
+  }
+  for (int d = 16; d > 0; d /= 2) {
+    total += __shfl_xor_sync(0xffffffff, total, d);
+    sgemm += __shfl_xor_sync(0xffffffff, sgemm, d);
+#pragma unroll
+    for (int q = 0; q < CANDIDATES; ++q) ozaki[q] += __shfl_xor_sync(0xffffffff, ozaki[q], d);
+  }
+  if (lane == 0) {
+    double* o = out + size_t(pair) * SAMPLE_FIELDS;
+    o[0] = fabs(total), o[1] = sgemm, o[6] = i, o[7] = j;
+#pragma unroll
+    for (int q = 0; q < CANDIDATES; ++q) o[2 + q] = sqrt(double(ozaki[q])) * exp2d(-(e[q] + f[q]));
+  }
+}
+
+// The estimate's verdict, from the sample (one block): relative errors binned by their logarithm (BINS_PER_BIT bins a
+// binary order of magnitude) give the medians; the largest errors compare as they are. result: [0] the moduli chosen
+// (the pinned number, or the fewest of CANDIDATES that qualify: median and largest error no larger than SGEMM's; 0 if
+// none does), [1] SGEMM's median relative error, [2 + q] the scheme's with 6 + q moduli, [6 + q] its largest error
+// over SGEMM's (SGEMM's at least the rounding of C itself), [10..13] flags, [14] the sampled elements that are not 0.
+constexpr int BINS_PER_BIT = 16, LOWEST_BIT = -96, BINS = 112 * BINS_PER_BIT;
+__device__ __forceinline__ int error_bin(double x) {
+  return x > 0.0 ? max(0, min(BINS - 1, int(floorf((__log2f(float(x)) - LOWEST_BIT) * BINS_PER_BIT)))) : 0;
+}
+__global__ void __launch_bounds__(1024) ozaki_decide(int pinned, const double* __restrict__ sample,
+                                                     const int* __restrict__ flags, double* __restrict__ result) {
+  __shared__ int hist[CANDIDATES + 1][BINS];
+  __shared__ double top[CANDIDATES + 2], median[CANDIDATES + 1];
+  __shared__ int valid;
+  for (int u = threadIdx.x; u < (CANDIDATES + 1) * BINS; u += blockDim.x) hist[u / BINS][u % BINS] = 0;
+  if (threadIdx.x < CANDIDATES + 2) top[threadIdx.x] = 0.0;
+  if (threadIdx.x == 0) valid = 0;
+  __syncthreads();
+  double most[CANDIDATES + 2] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};  // |c|, SGEMM's sigma, the scheme's per candidate
+  int mine = 0;
+  for (int u = threadIdx.x; u < SAMPLE_ROWS * SAMPLE_COLS; u += blockDim.x) {
+    const double* o = sample + size_t(u) * SAMPLE_FIELDS;
+    const double c = o[0], sgemm = sqrt(o[1]);
+    most[0] = fmax(most[0], c), most[1] = fmax(most[1], sgemm);
+#pragma unroll
+    for (int q = 0; q < CANDIDATES; ++q) most[2 + q] = fmax(most[2 + q], o[2 + q]);
+    if (c > 0.0) {
+      mine += 1;
+      atomicAdd(&hist[0][error_bin(sgemm / c)], 1);
+#pragma unroll
+      for (int q = 0; q < CANDIDATES; ++q) atomicAdd(&hist[1 + q][error_bin(o[2 + q] / c)], 1);
+    }
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  mine = __reduce_add_sync(0xffffffff, mine);
+  if (lane == 0) atomicAdd(&valid, mine);
+#pragma unroll
+  for (int v = 0; v < CANDIDATES + 2; ++v) {
+    for (int d = 16; d > 0; d /= 2) most[v] = fmax(most[v], __shfl_xor_sync(0xffffffff, most[v], d));
+    if (lane == 0) atomicMax(reinterpret_cast<unsigned long long*>(&top[v]), __double_as_longlong(most[v]));
+  }
+  __syncthreads();
+  if (warp < CANDIDATES + 1) {  // a warp walks each histogram, 32 bins a step, to the bin holding the median
+    int seen = 0, bin = BINS - 1;
+    for (int base = 0; base < BINS; base += 32) {
+      int upto = hist[warp][base + lane];
+      for (int d = 1; d < 32; d *= 2) {
+        const int x = __shfl_up_sync(0xffffffff, upto, d);
+        if (lane >= d) upto += x;
+      }
+      const unsigned past = __ballot_sync(0xffffffff, 2 * (seen + upto) > valid);
+      if (past) {
+        bin = base + __ffs(past) - 1;
+        break;
+      }
+      seen += __shfl_sync(0xffffffff, upto, 31);
+    }
+    if (lane == 0) median[warp] = valid ? exp2((bin + 0.5) / BINS_PER_BIT + LOWEST_BIT) : 0.0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const double sgemm_top = fmax(top[1], top[0] * 0x1p-24 / sqrt(12.0));  // at least the rounding of C
+    int chosen = pinned;
+    result[1] = median[0];
+    for (int q = 0; q < CANDIDATES; ++q) {
+      const double largest = sgemm_top > 0.0 ? top[2 + q] / sgemm_top : (top[2 + q] > 0.0 ? 1e300 : 0.0);
+      result[2 + q] = median[1 + q], result[6 + q] = largest;
+      if (!chosen && median[1 + q] <= median[0] && largest <= 1.0) chosen = 6 + q;
+    }
+    result[0] = chosen;
+    for (int v = 0; v < 4; ++v) result[10 + v] = flags[v];
+    result[14] = valid;
+  }
+}
+
+// The later kernels run for MODULI moduli only where the estimate chose that many (verdict[0], ozaki_decide's result):
+// the host queues the number it expects behind the estimate, so the GPU never waits for the host's reading of it.
+// verdict[11] says whether A and B were equilibrated.
+__device__ __forceinline__ bool chosen(const double* verdict, int moduli) { return verdict[0] == double(moduli); }
+
+// The exponents of MODULI moduli: e_i of each row of A, f_j of each column of B, from their (squared) norms and G.
+template <int MODULI>
+__global__ void ozaki_exponents(int M, int N, const double* __restrict__ row_norm2, const double* __restrict__ col_plain,
+                                const double* __restrict__ col_equilibrated, double G,
+                                const double* __restrict__ verdict, int* __restrict__ row_exponents,
+                                int* __restrict__ col_exponents) {
+  const int u = blockIdx.x * blockDim.x + threadIdx.x;
+  if (!chosen(verdict, MODULI)) return;
+  if (u < M) row_exponents[u] = scale_exponent(row_norm2[u], G);
+  else if (u < M + N) col_exponents[u - M] = scale_exponent((verdict[11] ? col_equilibrated : col_plain)[u - M], G);
+}
+
+// A's residue planes: each thread four consecutive k of one row, for every modulus; with equilibration, s_k adds to
+// the row's exponent.
 template <int MODULI>
 __global__ void ozaki_residues_a(int M, int K, int Kp, const float* __restrict__ A, const int* __restrict__ exponents,
+                                 const int* __restrict__ shift, const double* __restrict__ verdict,
                                  const double* __restrict__ consts, signed char* __restrict__ planes) {
   const long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   const int row = int(u / (Kp / 4)), k0 = int(u % (Kp / 4)) * 4;
-  if (row >= M) return;
+  if (row >= M || !chosen(verdict, MODULI)) return;
+  if (!verdict[11]) shift = nullptr;
   const int e = exponents[row];
   const float* a = A + size_t(row) * K;
   float x[4];
@@ -105,48 +433,47 @@ __global__ void ozaki_residues_a(int M, int K, int Kp, const float* __restrict__
 #pragma unroll
     for (int q = 0; q < 4; ++q) x[q] = k0 + q < K ? a[k0 + q] : 0.0f;
   }
-  const PowerOfTwo scale(e == NONFINITE ? 0 : e);
   Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
 #pragma unroll
-  for (int q = 0; q < 4; ++q) split[q] = Split20(e == NONFINITE ? 0.0f : rintf(scale(x[q])));
+  for (int q = 0; q < 4; ++q) {
+    const int s = shift && k0 + q < K ? shift[k0 + q] : 0;
+    split[q] = Split20(rintf(PowerOfTwo(e + s)(finite_or_zero(x[q]))));
+  }
   signed char* out = planes + size_t(row) * Kp + k0;
 #pragma unroll
   for (int l = 0; l < MODULI; ++l) {
-    const Prime mod(consts[l]);
+    const Prime<MODULI> mod(consts, l);
     *reinterpret_cast<int*>(out + size_t(l) * M * Kp) = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
   }
 }
 
 // B's residue planes, transposed: a block reads a 64 x 64 tile of B (rows k, columns j), keeps its residues in shared
 // memory as [modulus][j][k] (each thread four consecutive k of one column, one word) and writes each j's 64 bytes of
-// k. The columns' exponents come from their squared norms here (and are stored by the first tile row).
+// k; with equilibration, s_k comes off the column's exponent.
 template <int MODULI>
 __global__ void __launch_bounds__(256) ozaki_residues_b(int K, int N, int Kp, const float* __restrict__ B,
-                                                       const double* __restrict__ norm2,
-                                                       const double* __restrict__ consts, int* __restrict__ exponents,
+                                                       const int* __restrict__ exponents,
+                                                       const int* __restrict__ shift,
+                                                       const double* __restrict__ verdict,
+                                                       const double* __restrict__ consts,
                                                        signed char* __restrict__ planes) {
   __shared__ int tile[MODULI][64][17];  // rows of 17 words: a warp's 32 columns hit 32 banks
-  __shared__ int column_exponent[64];
+  if (!chosen(verdict, MODULI)) return;
+  if (!verdict[11]) shift = nullptr;
   const int j0 = blockIdx.x * 64, h0 = blockIdx.y * 64, tx = threadIdx.x % 64, ty = threadIdx.x / 64, j = j0 + tx;
-  if (ty == 0) {
-    const int f = j < N ? scale_exponent(norm2[j], consts[2 * MODULI + 2]) : 0;
-    column_exponent[tx] = f;
-    if (h0 == 0 && j < N) exponents[j] = f;
-  }
-  __syncthreads();
-  const int f = column_exponent[tx];
-  const PowerOfTwo scale(f == NONFINITE ? 0 : f);
+  const int f = j < N ? exponents[j] : 0;
 #pragma unroll
   for (int q = ty; q < 16; q += 4) {  // rows 4q .. 4q + 3 of the tile
     Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
       const int h = h0 + 4 * q + t;
-      split[t] = Split20(h < K && j < N && f != NONFINITE ? rintf(scale(B[size_t(h) * N + j])) : 0.0f);
+      if (h < K && j < N)
+        split[t] = Split20(rintf(PowerOfTwo(f - (shift ? shift[h] : 0))(finite_or_zero(B[size_t(h) * N + j]))));
     }
 #pragma unroll
     for (int l = 0; l < MODULI; ++l) {
-      const Prime mod(consts[l]);
+      const Prime<MODULI> mod(consts, l);
       tile[l][tx][q] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
     }
   }
@@ -197,23 +524,37 @@ struct StoreResidues {
 template <int MODULI, int BN, int CONSUMERS, int STAGES, int CLUSTER, int GROUP>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER, 1)
 ozaki_products(int M, int N, int Kp, int Np, const double* __restrict__ consts, unsigned char* __restrict__ R,
-               const void* __restrict__ map_a, const void* __restrict__ map_b) {
-  s8_products<BN, CONSUMERS, STAGES, CLUSTER, GROUP>(M, N, Kp, MODULI, map_a, map_b, StoreResidues{R, M, Np, consts});
+               const void* __restrict__ map_a, const void* __restrict__ map_b, const double* __restrict__ verdict) {
+  if (!chosen(verdict, MODULI)) return;  // every block alike, before any barrier
+  if constexpr (MODULI > 0)  // MODULI = 0 (auto) launches no products of its own
+    s8_products<BN, CONSUMERS, STAGES, CLUSTER, GROUP>(M, N, Kp, MODULI, map_a, map_b, StoreResidues{R, M, Np, consts});
 }
 
-// C from the residues: each thread four consecutive columns of one row.
+// C from the residues: each thread four consecutive columns of one row. With K cut into `chunks` (each product's
+// int32 sums exact), each modulus's residues of the chunks, `chunk_stride` bytes apart, add up modulo it.
 template <int MODULI>
-__global__ void ozaki_reconstruct(int M, int N, int Np, float alpha, float beta, float* __restrict__ C,
-                                  const unsigned char* __restrict__ R, const int* __restrict__ row_exponents,
-                                  const int* __restrict__ col_exponents, const double* __restrict__ consts) {
+__global__ void ozaki_reconstruct(int M, int N, int Np, int chunks, long long chunk_stride, float alpha, float beta,
+                                  float* __restrict__ C, const unsigned char* __restrict__ R,
+                                  const int* __restrict__ row_exponents, const int* __restrict__ col_exponents,
+                                  const double* __restrict__ verdict, const double* __restrict__ consts) {
   const long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   const int quads = (N + 3) / 4, i = int(u / quads), j0 = int(u % quads) * 4;
-  if (i >= M) return;
+  if (i >= M || !chosen(verdict, MODULI)) return;
   const double P = consts[2 * MODULI], inv_P = consts[2 * MODULI + 1];
   double s[4] = {0.0, 0.0, 0.0, 0.0};
 #pragma unroll
   for (int l = 0; l < MODULI; ++l) {
-    const uchar4 r = *reinterpret_cast<const uchar4*>(R + (size_t(l) * M + i) * Np + j0);
+    const unsigned char* at = R + (size_t(l) * M + i) * Np + j0;
+    uchar4 r = *reinterpret_cast<const uchar4*>(at);
+    if (chunks > 1) {
+      const unsigned p = unsigned(consts[l]);
+      unsigned x = r.x, y = r.y, z = r.z, w = r.w;
+      for (int c = 1; c < chunks; ++c) {
+        const uchar4 v = *reinterpret_cast<const uchar4*>(at + c * chunk_stride);
+        x = (x + v.x) % p, y = (y + v.y) % p, z = (z + v.z) % p, w = (w + v.w) % p;
+      }
+      r = make_uchar4(x, y, z, w);
+    }
     const double w = consts[MODULI + l];
     s[0] = fma(double(r.x), w, s[0]), s[1] = fma(double(r.y), w, s[1]);
     s[2] = fma(double(r.z), w, s[2]), s[3] = fma(double(r.w), w, s[3]);
@@ -224,7 +565,7 @@ __global__ void ozaki_reconstruct(int M, int N, int Np, float alpha, float beta,
   for (int q = 0; q < 4; ++q) {
     const int f = j0 + q < N ? col_exponents[j0 + q] : 0;
     const double c = fma(-rint(s[q] * inv_P), P, s[q]);  // the representative nearest zero: |c| <= P / 4
-    out[q] = e == NONFINITE || f == NONFINITE ? __int_as_float(0x7fffffff) : float(alpha * ldexp(c, -(e + f)));
+    out[q] = float(alpha * ldexp(c, -(e + f)));
   }
   float* row = C + size_t(i) * N;
   if (N % 4 == 0) {
@@ -238,5 +579,29 @@ __global__ void ozaki_reconstruct(int M, int N, int Np, float alpha, float beta,
 #pragma unroll
     for (int q = 0; q < 4; ++q)
       if (j0 + q < N) row[j0 + q] = beta == 0.0f ? out[q] : out[q] + beta * row[j0 + q];
+  }
+}
+
+// SGEMM's infinities and NaNs: an element of a row of A or a column of B that holds one gets what IEEE arithmetic
+// makes of the sum (NaN from a NaN, an infinity times zero or infinities of both signs; else the infinity's sign),
+// added to what the scheme computed from the finite entries (alpha = 0 reads neither A nor B, as in BLAS).
+__global__ void ozaki_nonfinite(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                const float* __restrict__ B, const int* __restrict__ row_bad,
+                                const int* __restrict__ col_bad, float* __restrict__ C) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y;
+  if (j >= N || alpha == 0.0f || !(row_bad[i] || col_bad[j])) return;
+  bool nan = false, plus = false, minus = false;
+  for (int h = 0; h < K; ++h) {
+    const float x = A[size_t(i) * K + h], y = B[size_t(h) * N + j];
+    if (isnan(x) || isnan(y)) nan = true;
+    else if (isinf(x) || isinf(y)) {
+      if (x == 0.0f || y == 0.0f) nan = true;
+      else if ((x < 0.0f) != (y < 0.0f)) minus = true;
+      else plus = true;
+    }
+  }
+  if (nan || plus || minus) {
+    const float sum = nan || (plus && minus) ? __int_as_float(0x7fffffff) : __int_as_float(plus ? 0x7f800000 : 0xff800000);
+    C[size_t(i) * N + j] += alpha * sum;
   }
 }

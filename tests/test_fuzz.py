@@ -109,7 +109,7 @@ def test_kernel_15_int8_products_are_exact_on_random_shapes():
     @settings(FUZZ, max_examples=CASES)
     @given(params=st.sampled_from(grid), shape=shapes())
     def case(params, shape):
-        m, n, k = shape[0], -(-shape[1] // 4) * 4, min(-(-shape[2] // 16) * 16, catalog.OZAKI_MAX_K)
+        m, n, k = shape[0], -(-shape[1] // 4) * 4, min(-(-shape[2] // 16) * 16, catalog.INT8_MAX_K)
         a, bt = int8.operands(m, n, k, seed=m + n + k)
         c = cupy.empty((m, n), cupy.int32)
         assert int8.exact(int8.launcher(dict(params), a, bt, c), a, bt, c), f"kernel 15 {dict(params)} at {m, n, k}"

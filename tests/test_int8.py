@@ -7,7 +7,7 @@ from gemm_lab import catalog, device, int8
 
 @pytest.mark.parametrize("shape,why", [((64, 64, 24), "K must be a multiple of 16"),
                                        ((64, 66, 32), "N of 4"), ((0, 64, 32), "at least 1"),
-                                       ((64, 64, catalog.OZAKI_MAX_K + 17), "stay exact up to")])
+                                       ((64, 64, catalog.INT8_MAX_K + 17), "stay exact up to")])
 def test_bad_shapes_are_refused_before_launch(shape, why, monkeypatch):
     monkeypatch.setattr(int8, "launcher", lambda *a: pytest.fail("launched a refused shape"))
     with pytest.raises(ValueError, match=why):

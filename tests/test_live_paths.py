@@ -12,6 +12,7 @@ from gemm_lab import catalog, device, run, timing
 GPU = SimpleNamespace(name="Test GPU", driver="580.65", cuda_runtime="13.0", cupy="14.0.0", peak_gflops=60_000.0,
                       l2_bytes=50 * 2**20, smem_per_block=227 * 1024, cc=(9, 0), arch="sm_90")
 TELEMETRY = {"sm_clock_mhz": 1755.0, "power_w": 612.5, "temperature_c": 61.0}
+ROUNDS = 4  # the stand-in sustained race's rounds: 5 launches a turn make MIN_RUNS
 
 
 class CUDARuntimeError(RuntimeError):
@@ -25,8 +26,9 @@ class CUDADriverError(RuntimeError):
 @pytest.fixture
 def log(monkeypatch):
     """A live stand-in GPU and a CuPy made of NumPy; the returned list records what reached the 'GPU'. Timings take
-    exactly MIN_RUNS launches (no SUSTAIN_MS) unless a test says otherwise."""
-    monkeypatch.setattr(timing, "SUSTAIN_MS", 0.0)
+    exactly MIN_RUNS launches (a sustained race with no lead-in or turn length, in ROUNDS rounds) unless a test says
+    otherwise."""
+    monkeypatch.setattr(timing, "SUSTAINED", timing.Method("sustained", settle_ms=0.0, rounds=ROUNDS, turn_ms=0.0))
     events = []
 
     class Event:
@@ -63,8 +65,8 @@ def log(monkeypatch):
         def phase(self, kind, started, finished):
             self.phases.append(kind)
 
-        def poll(self):
-            pass
+        def start(self):
+            return self
 
         def finish(self):
             events.append("telemetry")
@@ -134,18 +136,18 @@ def test_other_errors_pass_through_unchanged(log, monkeypatch):
 def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, monkeypatch):
     monkeypatch.setattr(run, "launcher", launching(log))
     x = timing.bench("naive", 16)
-    turns = 2 * timing.ROUNDS  # the kernel's and cuBLAS's, each a phase of the telemetry
-    assert x.telemetry == x.cublas_telemetry == dict(TELEMETRY, samples=turns) and x.time_ms == 0.5 and x.gflops > 0
+    turns = 2 * ROUNDS  # the kernel's and cuBLAS's, each a phase of the telemetry
+    assert x.telemetry == x.cublas_telemetry == dict(TELEMETRY, samples=turns, timed_ms=ROUNDS * 0.5) and x.time_ms == 0.5 and x.gflops > 0
     last_launch = max(i for i, what in enumerate(log) if what.startswith(("kernel", "cublas")))
     assert last_launch < log.index("telemetry") < log.index("sync", last_launch)  # while the launches are queued
-    per_turn = timing.MIN_RUNS // timing.ROUNDS  # the verification, warm-up, untimed turn, then the timed turns:
-    assert log.count("kernel") == 1 + timing.WARMUP + per_turn + timing.MIN_RUNS and x.runs == timing.MIN_RUNS
-    assert x.rounds_pct == [100.0] * timing.ROUNDS
+    per_turn = timing.MIN_RUNS // ROUNDS  # the verification, warm-up, untimed turn, then the timed turns:
+    assert log.count("kernel") == 1 + 2 * timing.WARMUP + per_turn + timing.MIN_RUNS and x.runs == timing.MIN_RUNS
+    assert x.rounds_pct == [100.0] * ROUNDS
 
     log.clear()
     y = timing.cublas(16)
     last_launch = max(i for i, what in enumerate(log) if what == "cublas")
-    assert y.telemetry == dict(TELEMETRY, samples=timing.ROUNDS)
+    assert y.telemetry == dict(TELEMETRY, samples=ROUNDS, timed_ms=ROUNDS * 0.5)
     assert last_launch < log.index("telemetry") < log.index("sync", last_launch)
     assert y.cublas_telemetry == {} and y.rounds_pct == []  # cuBLAS alone races nobody
 
@@ -155,35 +157,55 @@ def test_kernel_and_cublas_take_turns_in_mirrored_order(log, monkeypatch):
     kernel, ... so that a drift of the clock over the run weighs on both sides alike."""
     monkeypatch.setattr(run, "launcher", launching(log))
     timing.bench("naive", 16)
-    launches = [what for what in log if what in ("kernel", "cublas")][1 + 2 * timing.WARMUP:]
-    per_turn = timing.MIN_RUNS // timing.ROUNDS
+    launches = [what for what in log if what in ("kernel", "cublas")][1 + 4 * timing.WARMUP:]
+    per_turn = timing.MIN_RUNS // ROUNDS
     turns = [launches[i] for i in range(0, len(launches), per_turn)]
     assert len(launches) == 2 * (timing.MIN_RUNS + per_turn) and all(set(launches[i:i + per_turn]) == {turns[i // per_turn]}
                                                          for i in range(0, len(launches), per_turn))
-    assert turns == ["cublas", "kernel"] + ["kernel", "cublas", "cublas", "kernel"] * (timing.ROUNDS // 2)
+    assert turns == ["cublas", "kernel"] + ["kernel", "cublas", "cublas", "kernel"] * (ROUNDS // 2)
 
 
 def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
     """Turn medians of 1.0 ms (kernel) against cuBLAS's 0.9, 1.1, 1.0, 1.2 ms: 90, 110, 100, 120 % per round."""
     monkeypatch.setattr(run, "launcher", launching(log))
-    monkeypatch.setattr(timing, "ROUNDS", 4)
-    times = iter([0.5] * 2 + [1.0] * 20 + [0.9] * 5 + [1.1] * 5 + [1.0] * 5 + [1.2] * 5)  # warm-ups, then by side
+    times = iter([0.5] * 2 + [1.0] * 20 + [5.0] * 4 + [0.9] * 5 + [1.1] * 5 + [1.0] * 5 + [1.2] * 5 + [5.0] * 4)
+    # the warm-ups, then by side: each turn's launches, then each turn's span (first start to last end)
     monkeypatch.setattr(sys.modules["cupy"].cuda, "get_elapsed_time", lambda start, end: next(times))
     x = timing.bench("naive", 16)
     assert x.rounds_pct == pytest.approx([90.0, 110.0, 100.0, 120.0])
     assert x.time_ms == 1.0 and x.cublas_time_ms == pytest.approx(1.05)  # medians over all of each side's launches
 
 
-def test_a_timing_lasts_at_least_sustain_ms_of_gpu_time(log, monkeypatch):
-    """Each launch takes 0.5 / 3 ms in the stand-in (a 0.5 ms warm-up of 3): 10 ms need 60 launches (4 turns of 15),
-    kernel and cuBLAS alike, and the record says how many were timed."""
+def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monkeypatch):
+    """Each launch takes 0.5 / 3 ms in the stand-in (a timed warm-up of 3 taking 0.5 ms): turns of 2.5 ms need 15
+    launches, a lead-in of 10 ms 60, kernel and cuBLAS alike; the record says how many were timed and how long."""
     monkeypatch.setattr(run, "launcher", launching(log))
-    monkeypatch.setattr(timing, "SUSTAIN_MS", 10.0)
-    x = timing.bench("naive", 16)
-    assert x.runs == 60 and log.count("kernel") == 1 + timing.WARMUP + 15 + 60  # + an untimed turn
-    assert log.count("cublas") == timing.WARMUP + 15 + 60
-    monkeypatch.setattr(timing, "SUSTAIN_MS", 1.0)  # never fewer than MIN_RUNS
-    assert timing.bench("naive", 16).runs == timing.MIN_RUNS
+    monkeypatch.setattr(timing, "FFMA_SETTLE_MS", 10.0)
+    method = timing.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5)
+    x = timing.bench("naive", 16, method=method)
+    assert (method.per_turn(0.5 / 3, timing.MIN_RUNS), method.lead_in(0.5 / 3, 15)) == (15, 60)
+    assert x.runs == 60 and log.count("kernel") == 1 + 2 * timing.WARMUP + 60 + 60  # + the lead-in
+    assert log.count("cublas") == 2 * timing.WARMUP + 60 + 60 and x.method == "sustained"
+    assert x.telemetry["timed_ms"] == 4 * 0.5  # the four turns' spans (each 0.5 ms in the stand-in)
+    monkeypatch.setattr(timing, "FFMA_SETTLE_MS", 1.0)  # FP32 races settle for FFMA_SETTLE_MS at most
+    assert method.for_precision("fp32").lead_in(0.5 / 3, 15) == 15 and method.for_precision("tf32") == method
+    short = timing.Method("short", settle_ms=0.0, rounds=4, turn_ms=0.1)  # never fewer than MIN_RUNS
+    assert timing.bench("naive", 16, method=short).runs == timing.MIN_RUNS
+
+
+def test_turns_of_small_work_stop_at_max_turn_launches():
+    assert timing.SUSTAINED.per_turn(1e-4, timing.MIN_RUNS) == timing.MAX_TURN_LAUNCHES
+    assert timing.SUSTAINED.lead_in(1e-4, 10) == timing.MAX_SETTLE_LAUNCHES
+    assert timing.SUSTAINED.per_turn(25.0, timing.MIN_RUNS) == 10  # 8 rounds of 250 ms: 2 s timed a side
+    assert timing.SUSTAINED.rounds * timing.SUSTAINED.turn_ms >= 2000
+
+
+def test_energy_becomes_joules_per_launch_and_mean_power():
+    seen = {"sm_clock_mhz": 1500.0, "temperature_c": 60.0, "samples": 9.0, "joules": 1400.0, "seconds": 2.0}
+    fields = timing.energy_fields(seen, 2010.0, 700)
+    assert fields == {"sm_clock_mhz": 1500.0, "temperature_c": 60.0, "samples": 9.0, "timed_ms": 2010.0,
+                      "energy_j": 2.0, "mean_power_w": 700.0}
+    assert "energy_j" not in timing.energy_fields({"power_w": 650.0}, 2010.0, 700)  # no counter: what NVML gave
 
 
 class FakeNVML:
@@ -214,6 +236,12 @@ class FakeNVML:
 
     def nvmlDeviceGetTemperature(self, handle, sensor):
         return 64 if self.busy else 40
+
+
+@pytest.fixture(autouse=True)
+def every_poll_samples_the_clock(monkeypatch):
+    monkeypatch.setattr(device, "CLOCK_EVERY", 1)
+    monkeypatch.setattr(device, "TICK_WAIT_S", 0.0)
 
 
 def test_telemetry_is_sampled_only_while_the_timed_launches_run(monkeypatch):
@@ -263,6 +291,42 @@ def test_each_sample_goes_to_the_side_whose_turn_is_running(monkeypatch):
     assert (seen["cublas"]["sm_clock_mhz"], seen["cublas"]["samples"]) == (1900.0, 2.0)
 
 
+def test_joules_of_each_side_come_from_the_energy_counter_interpolated_between_its_steps(monkeypatch):
+    """A counter that steps by 3 J every 3 s of a clock that ticks once per reading, while a kernel turn and a cuBLAS
+    turn run (700 W would be 2.1 kJ in 3 s: these are small numbers on purpose): each side gets the joules the counter,
+    drawn straight between its steps, rose by from the reading that saw its turn start to the one that saw it end, and
+    the seconds between them; together, what the counter rose by over both turns."""
+    nvml = FakeNVML()
+    now = [0.0]
+
+    def monotonic():
+        now[0] += 1.0
+        return now[0]
+
+    nvml.nvmlDeviceGetTotalEnergyConsumption = lambda handle: 3000 * (now[0] // 3)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    monkeypatch.setattr(device, "_device_index", lambda: 0)
+    monkeypatch.setattr(device.time, "monotonic", monotonic)
+    monkeypatch.setattr(device, "TICK_WAIT_S", 10.0)
+    polls = []
+
+    def turn(kind, ends_after):
+        def finished():
+            polls.append(kind)
+            return len(polls) > ends_after
+        return kind, lambda: True, finished
+
+    telemetry = device.Telemetry(interval_s=0)
+    telemetry.phase(*turn("kernel", 3))
+    telemetry.phase(*turn("cublas", 6))
+    seen = telemetry.finish()
+    assert seen["kernel"]["joules"] > 0 and seen["cublas"]["joules"] > 0 and "power_w" not in seen["kernel"]
+    both = seen["kernel"]["joules"] + seen["cublas"]["joules"]
+    assert both == pytest.approx(seen["kernel"]["seconds"] + seen["cublas"]["seconds"], rel=0.25)  # 1 J a second
+    assert device._interpolate([0.0, 2.0, 4.0], [0.0, 10.0, 10.0], 1.0) == 5.0  # straight between steps
+    assert device._interpolate([0.0, 2.0], [0.0, 10.0], 9.0) == 10.0  # and flat past the last
+
+
 def test_launches_too_short_to_sample_carry_no_telemetry(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNVML())
     monkeypatch.setattr(device, "_device_index", lambda: 0)
@@ -292,10 +356,8 @@ def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch,
     x = timing.bench(kernel, 16)
     assert x.precision == catalog.get(kernel).precision and timing.BASELINE[x.precision] in ("fp32", "tf32")
     assert {e for e in log if e.startswith("cublas")} == {math}
-    rounds = timing.rounds_for(x.precision)  # tensor-core kernels take more turns
-    per_turn = -(-timing.MIN_RUNS // rounds)
-    assert rounds == (timing.ROUNDS if x.precision == "fp32" else timing.TENSOR_ROUNDS)
-    assert log.count(math) == timing.WARMUP + per_turn + rounds * per_turn and len(x.rounds_pct) == rounds
+    per_turn = timing.MIN_RUNS // ROUNDS  # every precision takes the same rounds
+    assert log.count(math) == 2 * timing.WARMUP + per_turn + ROUNDS * per_turn and len(x.rounds_pct) == ROUNDS
     linalg = sys.modules["cupy._core._routines_linalg"]
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT  # restored for everyone else
 
@@ -303,8 +365,8 @@ def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch,
 def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
     fp32, tf32 = timing.cublas(16), timing.cublas(16, "tf32")
     assert (fp32.kernel, fp32.precision, tf32.kernel, tf32.precision) == ("cublas", "fp32", "cublas_tf32", "tf32")
-    untimed = timing.MIN_RUNS // timing.ROUNDS
-    assert log.count("cublas") == log.count("cublas tf32") == 1 + timing.WARMUP + untimed + timing.MIN_RUNS
+    untimed = timing.MIN_RUNS // ROUNDS
+    assert log.count("cublas") == log.count("cublas tf32") == 1 + 2 * timing.WARMUP + untimed + timing.MIN_RUNS
     with pytest.raises(ValueError, match="cuBLAS computes in fp32 or tf32, not '3xtf32'; 3xtf32 kernels race cuBLAS "
                                          "in fp32"):
         timing.cublas(16, "3xtf32")
@@ -375,8 +437,8 @@ def test_a_kernel_name_is_validated_once_on_its_way_to_the_gpu(nvrtc, monkeypatc
     params = {"BM": 16, "BN": 16, "BK": 8}
     x = timing.bench("smem_tiled", (40, 24, 16), params)
     assert made == [(params, (40, 24, 16))] and x.max_rel_err < 1e-6
-    untimed = timing.MIN_RUNS // timing.ROUNDS  # every launch of the verification and the timing:
-    assert len(nvrtc[1]) == 1 + timing.WARMUP + untimed + timing.MIN_RUNS
+    untimed = timing.MIN_RUNS // ROUNDS  # every launch of the verification and the timing:
+    assert len(nvrtc[1]) == 1 + 2 * timing.WARMUP + untimed + timing.MIN_RUNS
     made.clear()
     assert run.verify("smem_tiled", 40, 24, 16, params).ok and len(made) == 1
     made.clear()
