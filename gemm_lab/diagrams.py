@@ -983,22 +983,26 @@ def crt(moduli: tuple[int, ...], x: int) -> Figure:
 
 
 def ozaki_pipeline(params: dict[str, int], size: int | tuple[int, int, int]) -> Figure:
-    """The Ozaki scheme's four stages as kernels/16_ozaki.cu runs them, each with what it does and, to scale, the
-    bytes it must read and write at M = N = K = `size` (or (M, N, K)) with the instance's MODULI
-    (`ozaki.traffic`: compulsory bytes, L2 serving every re-read). Stage boxes carry their stage's name as gid."""
+    """The Ozaki scheme's stages as kernels/16_ozaki.cu runs them, each with what it does and, to scale, the bytes it
+    must read and write at M = N = K = `size` (or (M, N, K)) with the instance's MODULI (the default's usual choice on
+    standard normal inputs, 7, where it chooses per call) (`ozaki.traffic`: compulsory bytes, L2 serving every
+    re-read, no column equilibrated). Stage boxes carry their stage's name as gid."""
     from . import ozaki
 
-    moduli = catalog.validate("ozaki", params)["MODULI"]
+    pinned = catalog.validate("ozaki", params)["MODULI"]
+    moduli = pinned or ozaki.CANDIDATES[1]
     m, n, k = (size,) * 3 if isinstance(size, int) else size
     traffic = ozaki.traffic(moduli, m, n, k)
     what = {
-        "scale": "row and column norms\n→ one power of two each",
+        "scale": "norms of rows and columns; mean\nexponents of A's columns, B's rows",
+        "equilibrate": "A 2^s, 2^-s B along K where\nthe exponents are unbalanced",
+        "estimate": "64 x 32 elements: the error of\neach number of moduli vs SGEMM's",
         "split": f"scaled to integers → residues,\nint8, {moduli} planes each of A, B",
         "products": f"{moduli} exact INT8 GEMMs;\neach int32 sum mod p → a byte",
         "reconstruct": "CRT in double, powers of two\nundone → C in FP32",
     }
     stages = list(ozaki.STAGES)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 5.0), gridspec_kw={"width_ratios": [1.45, 1],
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 6.6), gridspec_kw={"width_ratios": [1.45, 1],
                                                                                "wspace": 0.04})
     top_row = -1.0  # room above the first stage for the legend
     left.set(xlim=(0, 1), ylim=(len(stages) - 0.5, top_row))
@@ -1024,8 +1028,9 @@ def ozaki_pipeline(params: dict[str, int], size: int | tuple[int, int, int]) -> 
     for side in ("top", "right"):
         right.spines[side].set_visible(False)
     shape = f"M = N = K = {m}" if m == n == k else f"M x N x K = {m} x {n} x {k}"
-    fig.suptitle(wrap(f"The pipeline at {shape}, {moduli} moduli: stages and bytes", style.TITLE),
+    chosen = f"{moduli} moduli" if pinned else f"{moduli} moduli (the default's choice on normal inputs)"
+    fig.suptitle(wrap(f"The pipeline at {shape}, {chosen}: stages and bytes", style.TITLE),
                  fontsize=style.TITLE)
-    fig.subplots_adjust(left=0.01, right=0.99, top=0.9, bottom=0.14)
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.9, bottom=0.11)
     return stamp(fig, "A and B in FP32, residue rows padded as the kernels pad them; each plane read once (L2 serving "
                       "the re-reads), C written once (beta = 0)")

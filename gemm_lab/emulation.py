@@ -1,15 +1,18 @@
 """Chapter 10's measurements beyond the race with cuBLAS: how accurate each way to an FP32 product is against float64,
 as K grows and as the inputs' exponents spread, and what each stage of the Ozaki scheme costs.
 
-Accuracy compares cuBLAS SGEMM, cuBLAS on TF32 tensor cores, kernel 14's 3xTF32 and the Ozaki scheme with 6 to 9
-moduli on the same inputs: standard normal ones (where the scheme must match SGEMM's accuracy), or Ozaki, Uchino and
-Imamura's (rand - 0.5) exp(phi randn), whose exponents spread wider as phi grows. Rows are recorded in
+Accuracy compares cuBLAS SGEMM, cuBLAS on TF32 tensor cores, kernel 14's 3xTF32 and the Ozaki scheme, with 6 to 9
+moduli and with its default choice (MODULI = 0, whose report is kept), on the same inputs: standard normal ones (where
+the scheme must match SGEMM's accuracy), Ozaki, Uchino and Imamura's (rand - 0.5) exp(phi randn), whose exponents
+spread wider as phi grows, or standard normal ones with an outlier channel (one column of A a million times larger,
+the matching row of B a million times smaller: the shape of LLM activations). Rows are recorded in
 `records/<gpu>/accuracy.json` and `ozaki_stages.json`, and replayed like every other measurement.
 """
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from . import catalog, device, int8, ozaki, records, run, timing
@@ -20,10 +23,11 @@ STAGES = "ozaki_stages"  # records/<gpu>/ozaki_stages.json
 # (name, params): cuBLAS in both maths, the FP32-accurate tensor-core kernels.
 METHODS: tuple[tuple[str, dict[str, int]], ...] = (
     ("cublas", {}), ("cublas_tf32", {}), ("wgmma_ws_3xtf32", {}),
-    *(("ozaki", {"MODULI": m}) for m in (6, 7, 8, 9)),
+    *(("ozaki", {"MODULI": m}) for m in (6, 7, 8, 9)), ("ozaki", {"MODULI": 0}),
 )
+OUTLIER = "outlier channel"  # a family of inputs (`inputs`)
 ERROR_VS_K = tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))  # standard normal inputs
-PHIS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0)
+PHIS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0)
 PHI_SHAPE = (4096, 4096, 4096)
 HEADLINE_SHAPE = (8192, 8192, 8192)  # standard normal inputs, where the scheme must be at least as accurate as SGEMM
 STAGE_SIZES = (2048, 4096, 8192)
@@ -44,6 +48,8 @@ class Errors:
     median_rel_err: float  # median over the elements of |C - ref| / |ref|
     gpu: str
     recorded_at: str
+    family: str = ""  # "" (normal or phi's), or OUTLIER
+    details: dict[str, Any] = field(default_factory=dict)  # the Ozaki scheme's default: its report (`ozaki.Estimate`)
 
     def row(self) -> dict[str, Any]:
         spec = catalog.KERNELS.get(self.method)
@@ -52,8 +58,9 @@ class Errors:
                 "build_sha256": spec.build_sha256() if spec else ""}
 
 
-def inputs(m: int, n: int, k: int, phi: float | None, seed: int = SEED) -> tuple[Any, Any]:
-    """A (m x k) and B (k x n), float32 on the GPU: standard normal (phi None) or (rand - 0.5) exp(phi randn)."""
+def inputs(m: int, n: int, k: int, phi: float | None, seed: int = SEED, family: str = "") -> tuple[Any, Any]:
+    """A (m x k) and B (k x n), float32 on the GPU: standard normal (phi None), (rand - 0.5) exp(phi randn), or
+    standard normal with an outlier channel (family OUTLIER: column K / 3 of A times 1e6, that row of B times 1e-6)."""
     import cupy
 
     rng = cupy.random.default_rng(seed)
@@ -63,7 +70,11 @@ def inputs(m: int, n: int, k: int, phi: float | None, seed: int = SEED) -> tuple
             return rng.standard_normal(shape, dtype=cupy.float32)
         return ((rng.random(shape, dtype=cupy.float32) - 0.5) * cupy.exp(phi * rng.standard_normal(shape, dtype=cupy.float32))).astype(cupy.float32)
 
-    return draw((m, k)), draw((k, n))
+    a, b = draw((m, k)), draw((k, n))
+    if family == OUTLIER:
+        a[:, k // 3] *= 1e6
+        b[k // 3, :] *= 1e-6
+    return a, b
 
 
 def product(method: str, params: dict[str, int], a: Any, b: Any) -> Any:
@@ -76,12 +87,14 @@ def product(method: str, params: dict[str, int], a: Any, b: Any) -> Any:
     return run.gemm(method, a, b, params)
 
 
-def measure(shape: tuple[int, int, int], phi: float | None, methods: Sequence[tuple[str, dict[str, int]]] = METHODS) -> list[Errors]:
-    """Every method this GPU runs on one set of inputs, against their float64 product."""
+def measure(shape: tuple[int, int, int], phi: float | None, methods: Sequence[tuple[str, dict[str, int]]] = METHODS,
+            family: str = "") -> list[Errors]:
+    """Every method this GPU runs on one set of inputs, against their float64 product (a pinned number of moduli is
+    measured as it is, without its warning; the default's report is kept)."""
     import cupy
 
     m, n, k = shape
-    a, b = inputs(m, n, k, phi)
+    a, b = inputs(m, n, k, phi, family=family)
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
     scale, magnitude = float(cupy.abs(ref).max()) or 1.0, cupy.maximum(cupy.abs(ref), 1e-300)
     now = records.utc_now()
@@ -89,37 +102,47 @@ def measure(shape: tuple[int, int, int], phi: float | None, methods: Sequence[tu
     for name, params in methods:
         if name in catalog.KERNELS and catalog.unsupported(name, device.gpu().cc):
             continue
-        with run.faults(name, params, shape):
-            diff = cupy.abs(product(name, params, a, b).astype(cupy.float64) - ref)
+        with run.faults(name, params, shape), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ozaki.AccuracyWarning)
+            warnings.simplefilter("ignore", ozaki.Fallback)
+            if name == "ozaki":
+                c, report = run.gemm(name, a, b, params, report=True)
+            else:
+                c, report = product(name, params, a, b), None
+            diff = cupy.abs(c.astype(cupy.float64) - ref)
             out.append(Errors(name, catalog.get(name).full_params(params) if name in catalog.KERNELS else {}, m, n, k,
-                              phi, float(diff.max()) / scale, float(cupy.median(diff / magnitude)), device.gpu().name, now))
+                              phi, float(diff.max()) / scale, float(cupy.median(diff / magnitude)), device.gpu().name,
+                              now, family, report.as_dict() if report and not params.get("MODULI") else {}))
     return out
 
 
-def cases() -> list[tuple[tuple[int, int, int], float | None]]:
-    """Every (shape, phi) the chapter shows: standard normal inputs as K grows and at 8192, and the spreads of phi."""
-    return [(s, None) for s in (*ERROR_VS_K, HEADLINE_SHAPE)] + [(PHI_SHAPE, phi) for phi in PHIS]
+def cases() -> list[tuple[tuple[int, int, int], float | None, str]]:
+    """Every (shape, phi, family) the chapter shows: standard normal inputs as K grows and at 8192, the spreads of phi,
+    and the outlier channel."""
+    return [(s, None, "") for s in (*ERROR_VS_K, HEADLINE_SHAPE)] + [(PHI_SHAPE, phi, "") for phi in PHIS] + \
+        [(PHI_SHAPE, None, OUTLIER)]
 
 
 def record_accuracy() -> None:
     """Measure every case of `cases` and store the rows (live only)."""
-    for shape, phi in cases():
-        rows = [e.row() for e in measure(shape, phi)]
+    for shape, phi, family in cases():
+        rows = [e.row() for e in measure(shape, phi, family=family)]
         records.upsert(records.gpu_dir(device.gpu().name) / f"{ACCURACY}.json", rows, ACCURACY_KEY)
 
 
-ACCURACY_KEY = ("method", "params", "m", "n", "k", "phi")
+ACCURACY_KEY = ("method", "params", "m", "n", "k", "phi", "family")
 
 
-def errors(shape: tuple[int, int, int], phi: float | None, gpu: str | None = None) -> list[Errors]:
+def errors(shape: tuple[int, int, int], phi: float | None, gpu: str | None = None, family: str = "") -> list[Errors]:
     """The recorded errors of every method on one case (the replay GPU's, or `gpu`'s), in METHODS' order."""
-    rows = [r for r in records.read_kind(ACCURACY, gpu) if (r["m"], r["n"], r["k"]) == tuple(shape) and r["phi"] == phi]
+    rows = [r for r in records.read_kind(ACCURACY, gpu) if (r["m"], r["n"], r["k"]) == tuple(shape) and r["phi"] == phi
+            and r.get("family", "") == family]
     if not rows:
-        raise LookupError(f"no recorded accuracy for M, N, K = {shape}, phi = {phi} on {gpu or device.replay_gpu()}: "
-                          "record it on a GPU with `gemm-lab record --only ozaki`")
+        raise LookupError(f"no recorded accuracy for M, N, K = {shape}, phi = {phi}{', ' + family if family else ''} "
+                          f"on {gpu or device.replay_gpu()}: record it on a GPU with `gemm-lab record --only ozaki`")
     order = [(name, params) for name, params in METHODS]
     fields = set(Errors.__dataclass_fields__)
-    found = [Errors(**{f: r[f] for f in fields}) for r in rows]
+    found = [Errors(**{f: r[f] for f in fields if f in r}) for r in rows]
     return sorted(found, key=lambda e: next((i for i, (n, p) in enumerate(order)
                                              if n == e.method and all(e.params.get(x) == v for x, v in p.items())), 99))
 

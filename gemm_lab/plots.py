@@ -321,12 +321,19 @@ def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:
 PRECISION_MARKERS = {"fp32": "o", "tf32": "s", "3xtf32": "D", "ozaki": "^"}
 
 
+def ozaki_label(pinned: int, ran: int | None = None) -> str:
+    """"Ozaki, 8 moduli", or for the default "Ozaki, auto (7 moduli)" (what its estimate chose, where recorded)."""
+    if pinned:
+        return f"Ozaki, {pinned} moduli"
+    return f"Ozaki, auto ({ran} moduli)" if ran else "Ozaki, auto" if ran is None else "Ozaki, auto (fell back)"
+
+
 def label(x: Measurement) -> str:
     """What a point or line stands for: the kernel, or which cuBLAS (its math follows the precision)."""
     if x.kernel in CUBLAS_KERNELS.values():
         return "cuBLAS, TF32 tensor cores" if x.precision == "tf32" else "cuBLAS SGEMM (FP32)"
     if x.precision == "ozaki":
-        return f"Ozaki, {x.params['MODULI']} moduli"
+        return ozaki_label(x.params["MODULI"], x.details.get("moduli"))
     return f"{x.kernel} ({x.precision.upper().replace('3XTF32', '3xTF32')})"
 
 

@@ -242,7 +242,9 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
     NVML read while each side's timed launches ran, and each side's work per energy (NVML's energy counter): for
     tensor-core kernels, whose clock follows the power cap, the numbers that explain a share."""
     def name(x: Measurement) -> str:
-        return f"{x.kernel}, {x.params['MODULI']} moduli" if "MODULI" in x.params else x.kernel
+        from .plots import ozaki_label
+
+        return ozaki_label(x.params["MODULI"], x.details.get("moduli")) if "MODULI" in x.params else x.kernel
 
     def share(x: Measurement) -> str:
         spread = x.pct_range

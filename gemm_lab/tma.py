@@ -36,14 +36,14 @@ def planes_map(x: Any, box_rows: int, k0: int = 0, k1: int | None = None) -> Any
     multiple of 16 bytes), or of their bytes k0 to k1 of each row (k0 a multiple of 16), read in boxes of box_rows x 128
     bytes of one plane with the 128-byte swizzle; rows past a plane's end, and bytes past k1, read as zeros (kernels
     15 and 16)."""
-    import cupy
-    import numpy as np
-    from cuda.bindings import driver
-
     planes, rows, cols = x.shape
     k1 = cols if k1 is None else k1
     if k0 % 16 or not 0 <= k0 < k1 <= cols:
         raise ValueError(f"bytes {k0} to {k1} of rows of {cols}: k0 must be a multiple of 16 below k1 <= {cols}")
+    import cupy
+    import numpy as np
+    from cuda.bindings import driver
+
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t
     err, tmap = driver.cuTensorMapEncodeTiled(
         driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, x.data.ptr + k0,

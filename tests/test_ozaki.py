@@ -1,6 +1,7 @@
 """The Ozaki scheme's arithmetic, checked on the CPU: the moduli and CRT constants, the bound that makes the
 reconstruction exact, the kernels' residue and modulo formulas in FP32 and integer arithmetic (emulated in NumPy),
-the whole scheme in NumPy against float64, and the catalog's rules. GPU runs are in test_gpu_kernels and test_fuzz."""
+the whole scheme in NumPy against float64, the equilibration along K, the estimate's model and its rule on input
+families (against SGEMM's own error, simulated in FP32), and the catalog's rules. GPU runs are in test_ozaki_gpu."""
 import math
 
 import numpy as np
@@ -36,7 +37,9 @@ def test_the_norm_bound_keeps_every_sum_within_a_quarter_of_p(moduli, k):
 def test_constants_are_laid_out_as_the_kernels_read_them():
     c = ozaki.constants(8, 4096)
     assert list(c[:8]) == list(ozaki.MODULI[:8]) and c[16] == float(ozaki.product(8))
-    assert c[17] == 1 / ozaki.product(8) and c[18] == ozaki.norm_bound(8, 4096) and len(c) == 19
+    assert c[17] == 1 / ozaki.product(8) and c[18] == ozaki.norm_bound(8, 4096) and len(c) == 35
+    assert list(c[19:27]) == [float(np.float32(1) / np.float32(p)) for p in ozaki.MODULI[:8]]  # as FP32 divides
+    assert list(c[27:35]) == [(1 << 20) % p for p in ozaki.MODULI[:8]]
 
 
 def _f32(x):
@@ -88,23 +91,134 @@ def test_the_scheme_in_numpy_is_as_accurate_as_its_bound(moduli):
     assert np.abs(c - ref).max() / np.abs(ref).max() < 2.0 ** (5 - bits)
 
 
-def test_rules_refuse_too_few_or_too_many_moduli_and_too_deep_a_k():
-    with pytest.raises(ValueError, match="MODULI must be 6 to 9"):
-        catalog.validate("ozaki", {"MODULI": 10})
-    with pytest.raises(ValueError, match="exact only up to K"):
-        catalog.instance("ozaki", None, (64, 64, catalog.OZAKI_MAX_K + 1))
+def test_rules_refuse_too_few_or_too_many_moduli_and_take_any_k():
+    for moduli in (5, 10):
+        with pytest.raises(ValueError, match="MODULI must be 0 .auto.* or 6 to 9"):
+            catalog.validate("ozaki", {"MODULI": moduli})
+    assert catalog.get("ozaki").defaults["MODULI"] == ozaki.AUTO == 0
+    catalog.instance("ozaki", None, (64, 64, 3 * ozaki.K_CHUNK + 5))  # long K is cut into chunks
     catalog.instance("ozaki", None, (2999, 4001, 3001))  # any shape: the conversion pads
 
 
-def test_the_products_compile_with_every_companion():
+def test_a_chunk_of_k_keeps_every_int32_sum_exact():
+    assert ozaki.K_CHUNK % 128 == 0 and ozaki.K_CHUNK * 128 * 128 < 2**31  # whole 128-deep steps, |r| <= 128
+    assert ozaki.SPLIT_K % 32 == 0
+
+
+def test_a_tensor_map_of_a_stretch_of_k_is_checked_before_the_driver():
+    from gemm_lab import tma
+
+    with pytest.raises(ValueError, match="k0 must be a multiple of 16"):
+        tma.planes_map(np.zeros((2, 4, 64), np.int8), 4, 8, 32)
+
+
+def test_every_instance_compiles_with_the_analysis_kernels():
     pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
     import re
 
     from gemm_lab import compile
 
-    sections = re.findall(rb"\.text\.(_Z\w+)", compile.cubin("ozaki"))
-    for name in ("ozaki_products", "ozaki_row_exponents", "ozaki_col_norms", "ozaki_residues_a", "ozaki_residues_b",
-                 "ozaki_reconstruct"):
-        assert any(name.encode() in s for s in sections), name
-    report = compile.ptxas_report("ozaki")
-    assert report.spills == 0 and report.instance.startswith("ozaki_products<")
+    auto = re.findall(rb"\.text\.(_Z\w+)", compile.cubin("ozaki"))
+    for name in catalog.OZAKI_ANALYSIS:
+        assert any(name.encode() in s for s in auto), name
+    seven = re.findall(rb"\.text\.(_Z\w+)", compile.cubin("ozaki", {"MODULI": 7}))
+    for name in ("ozaki_products", "ozaki_exponents", "ozaki_residues_a", "ozaki_residues_b", "ozaki_reconstruct"):
+        assert any(name.encode() in s for s in seven), name
+    for moduli in (0, 7):
+        report = compile.ptxas_report("ozaki", {"MODULI": moduli})
+        assert report.spills == 0 and report.instance.startswith(f"ozaki_products<{moduli},")
+
+
+# Input families the estimate must judge right (small, for the CPU; the GPU tests run them at scale).
+def family(name: str, m: int, n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    if name == "outlier channel":  # one column of A a million times larger, the matching row of B a million smaller
+        a[:, k // 3] *= 1e6
+        b[k // 3, :] *= 1e-6
+    elif name.startswith("phi"):  # Ozaki, Uchino and Imamura's (rand - 0.5) exp(phi randn)
+        phi = float(name[3:])
+        a = ((rng.random((m, k)) - 0.5) * np.exp(phi * rng.standard_normal((m, k)))).astype(np.float32)
+        b = ((rng.random((k, n)) - 0.5) * np.exp(phi * rng.standard_normal((k, n)))).astype(np.float32)
+    return a, b
+
+
+def sgemm_sequential(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """SGEMM as a kernel accumulating along K computes it: one FMA (one rounding to FP32) per product."""
+    s = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for h in range(a.shape[1]):
+        s = (s + np.outer(a[:, h].astype(np.float64), b[h].astype(np.float64))).astype(np.float32)
+    return s
+
+
+def scheme(a: np.ndarray, b: np.ndarray, moduli: int, shift: np.ndarray | None) -> np.ndarray:
+    """The scheme's result in NumPy: the rounded scaled integers multiplied exactly (in Python integers) and scaled
+    back, as the CRT gives it."""
+    ra, rb, e, f = ozaki.residues(a, b, moduli, shift)
+    return ozaki.reconstruct([x @ y for x, y in zip(ra, rb)], e, f, moduli)
+
+
+def errors(c: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    """(normwise: max |C - ref| / max |ref|, the median element's |C - ref| / |ref|)."""
+    d, seen = np.abs(c.astype(np.float64) - ref), ref != 0
+    return float(d.max() / np.abs(ref).max()), float(np.median(d[seen] / np.abs(ref[seen])))
+
+
+def test_equilibration_balances_an_outlier_channel_and_changes_no_product():
+    a, b = family("outlier channel", 16, 12, 96)
+    s = ozaki.shifts(a, b)
+    assert abs(s[96 // 3] + 20) <= 1  # 1e6 is 2^19.9: half of 40 binary places
+    assert np.abs(np.delete(s, 96 // 3)).max() <= 1  # 16 rows and 12 columns: their means wander by a place
+    ae, be = np.ldexp(a.astype(np.float64), s[None, :]), np.ldexp(b.astype(np.float64), -s[:, None])
+    assert (ae @ be == np.ldexp(a.astype(np.float64), s[None, :]) @ np.ldexp(b.astype(np.float64), -s[:, None])).all()
+    assert np.allclose(ae @ be, a.astype(np.float64) @ b.astype(np.float64), rtol=0, atol=1e-9)
+    normal = family("normal", 16, 12, 96)
+    assert np.abs(ozaki.shifts(*normal)).max() <= 1
+    assert not ozaki.shifts(*family("normal", 512, 512, 96)).any()  # longer columns and rows: no wandering
+
+
+def test_without_equilibration_an_outlier_channel_costs_the_rows_their_bits():
+    a, b = family("outlier channel", 24, 16, 256)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    plain, balanced = (errors(scheme(a, b, 8, shift), ref)[0] for shift in (None, ozaki.shifts(a, b)))
+    assert plain > 100 * balanced and balanced < 1e-7
+
+
+@pytest.mark.parametrize("name,chosen", [("normal", 7), ("outlier channel", 7), ("phi5", 0)])
+def test_the_estimate_chooses_the_fewest_moduli_as_accurate_as_sgemm(name, chosen):
+    """On a 48 x 32 x 1024 product: standard normal inputs need 7 moduli, an outlier channel too once equilibrated,
+    and inputs whose exponents spread as at phi = 5 more than 9 (the call falls back); each choice's real error,
+    against SGEMM's real error in FP32, meets the contract (normwise and median within 2x)."""
+    a, b = family(name, 48, 32, 1024, seed=3)
+    shift = ozaki.shifts(a, b)
+    shift = shift if shift.any() else None
+    rows, cols = np.arange(0, 48, 3), np.arange(0, 32, 2)
+    report = ozaki.choose(ozaki.sample_errors(a, b, rows, cols, shift), [0, int(shift is not None), 0, 0])
+    assert report.moduli == chosen and not report.pinned
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    sgemm = errors(sgemm_sequential(a, b), ref)
+    if chosen:
+        mine = errors(scheme(a, b, chosen, shift), ref)
+        assert mine[0] <= 2 * sgemm[0] and mine[1] <= 2 * sgemm[1]
+        fewer = errors(scheme(a, b, chosen - 1, shift), ref)  # and one modulus less would not have done
+        assert fewer[1] > sgemm[1] or fewer[0] > sgemm[0]
+    else:
+        assert not any(report.qualifies(m) for m in ozaki.CANDIDATES)
+
+
+def test_a_pinned_number_stands_and_the_report_says_whether_it_qualifies():
+    a, b = family("normal", 24, 16, 512, seed=4)
+    sample = ozaki.sample_errors(a, b, np.arange(0, 24, 3), np.arange(0, 16, 2))
+    six, nine = (ozaki.choose(sample, [0, 0, 0, 0], pinned) for pinned in (6, 9))
+    assert (six.moduli, six.pinned, nine.moduli) == (6, True, 9)
+    assert not six.qualifies(6) and six.ratio(6) > 1 and nine.qualifies(9)
+    assert six.as_dict()["median"]["6"] == six.median[6]
+
+
+def test_the_verdict_reads_as_the_kernel_writes_it():
+    """ozaki_decide's result: moduli, SGEMM's median, the scheme's medians and largest ratios per candidate, flags."""
+    result = [8, 1e-6, 5e-6, 3e-7, 2e-8, 1e-9, 3.0, 0.5, 0.1, 0.01, 1, 1, 3, 20, 4096, 0]
+    report = ozaki.verdict(result, pinned=False)
+    assert (report.moduli, report.equilibrated, report.largest_shift, report.nonfinite) == (8, 3, 20, True)
+    assert report.median == {6: 5e-6, 7: 3e-7, 8: 2e-8, 9: 1e-9} and report.largest[7] == 0.5
+    assert report.ratio(7) == pytest.approx(0.3) and report.qualifies(7) and not report.qualifies(6)

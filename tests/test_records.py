@@ -87,7 +87,8 @@ def test_an_interrupted_sweep_resumes_and_keeps_what_it_measured(sandbox, monkey
     monkeypatch.setattr(autotune, "precompile", lambda cases, workers=None: 0)  # nothing to compile: no GPU
     measured = []
 
-    def bench(kernel, size, params, interrupt_after=None):
+    def bench(kernel, size, params, interrupt_after=None, method=None):
+        assert method is timing.SHORT  # a sweep's races are short ones
         if len(measured) == interrupt_after:
             raise KeyboardInterrupt
         measured.append(params)
@@ -96,7 +97,7 @@ def test_an_interrupted_sweep_resumes_and_keeps_what_it_measured(sandbox, monkey
             build_sha256=spec.build_sha256(), params=params, m=size[0], n=size[1], k=size[2],
             recorded_at=f"2026-11-23T00:00:{len(measured):02d}+00:00"))
 
-    monkeypatch.setattr(timing, "bench", lambda *a: bench(*a, interrupt_after=3))
+    monkeypatch.setattr(timing, "bench", lambda *a, **kw: bench(*a, interrupt_after=3, **kw))
     with pytest.raises(KeyboardInterrupt):
         sweeps.sweep(spec, 64, choices, progress=False)
     kept = records.read_rows(sandbox / "test-gpu" / "smem_tiled.json")
@@ -278,3 +279,23 @@ def test_a_tensor_core_headline_is_the_median_of_its_rounds():
     fp32 = records.Measurement(kernel="naive", precision="fp32", **common)
     assert fp32.pct_cublas == 125.0
     assert records.Measurement(kernel="ozaki", precision="ozaki", **{**common, "rounds_pct": []}).pct_cublas == 125.0
+
+
+def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
+    """kernel 14 at its defaults at 8192 is on every page: a row of it from a short race, or without each side's joules
+    or 2 s of timed GPU time, is a problem; a sustained row with them is not; an FP32 row is held to nothing here."""
+    spec = catalog.get("wgmma_ws_tf32")
+    side = {"sm_clock_mhz": 1500.0, "timed_ms": 2400.0, "energy_j": 2.3, "mean_power_w": 690.0}
+    base = dict(kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
+                params=spec.full_params(), m=8192, n=8192, k=8192, precision="tf32", time_ms=3.3)
+    cases = {"short": dict(method="short", telemetry=side, cublas_telemetry=side),
+             "no joules": dict(method="sustained", telemetry={"timed_ms": 2400.0},
+                               cublas_telemetry=side),
+             "too brief": dict(method="sustained", telemetry={**side, "timed_ms": 400.0}, cublas_telemetry=side),
+             "sustained": dict(method="sustained", telemetry=side, cublas_telemetry=side)}
+    for what, over in cases.items():
+        records.upsert(sandbox / "g" / f"{spec.name}.json", [_row(**{**base, **over})], records.BENCH_KEY)
+        problems = [p for p in records.check(sandbox) if "not timed in a sustained race" in p]
+        assert bool(problems) == (what != "sustained"), what
+    records.upsert(sandbox / "g" / "naive.json", [_row(m=8192, n=8192, k=8192, method="short")], records.BENCH_KEY)
+    assert not [p for p in records.check(sandbox) if "naive" in p and "sustained" in p]
