@@ -18,8 +18,10 @@ model of rounding errors, applied to the exact partial sums in SGEMM's order). B
 of the same kind, a standard deviation, so neither side is given a worst case the other is spared. A number of moduli
 qualifies when, on the sample, its median relative error and its largest error are no larger than SGEMM's (the sample
 always holds the element of the largest-norm row and column, where the scheme's error is largest). `MODULI = 0`
-(auto, the default) takes the fewest that qualify; past 9 the call falls back to kernel 14's 3xTF32, whose error is
-SGEMM's; a pinned number that does not qualify warns (`AccuracyWarning`).
+(auto, the default) takes the fewest that qualify; past 9 the call falls back to cuBLAS SGEMM and warns (`Fallback`);
+a pinned number that does not qualify warns (`AccuracyWarning`). SGEMM's partial sums are modelled as restarting every
+`split_k` terms, as cuBLAS's split of K would have them where C has too few tiles to fill the GPU, so that SGEMM is
+never assumed less accurate than it may be.
 """
 from __future__ import annotations
 
@@ -41,7 +43,16 @@ AUTO = 0  # MODULI = 0: the fewest moduli the per-call estimate finds as accurat
 CANDIDATES = (6, 7, 8, 9)  # what the estimate weighs (kernels/16_ozaki.cu's CANDIDATES, from 6)
 SAMPLE_ROWS, SAMPLE_COLS = 64, 32  # the estimate's sample of C: rows x columns (the kernel's)
 SAMPLE_FIELDS = 8  # doubles per sampled element: |c|, SGEMM's variance, the scheme's error per candidate, row, column
-SPLIT_K = 2048  # SGEMM's partial sums are modelled as restarting every SPLIT_K terms, as a split of K would have them
+SPLIT_K = 2048  # the longest stretch of K SGEMM's partial sums are modelled over (`split_k`)
+SMS = 132  # an H100's or H200's multiprocessors, for `split_k`'s guess at how far cuBLAS splits K
+
+
+def split_k(m: int, n: int, k: int) -> int:
+    """How many terms SGEMM's partial sums are modelled over before they restart: SPLIT_K, less where C has fewer
+    128 x 128 tiles than twice the SMs (cuBLAS then splits K so that every SM has work, which makes it more accurate),
+    a multiple of 32 from 32 up."""
+    tiles = -(-m // 128) * -(-n // 128)
+    return max(32, min(SPLIT_K, -(-k * tiles // (2 * SMS) // 32) * 32))
 K_ALIGN = 16  # residue rows are padded to whole 16 bytes: TMA's row stride
 N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32-bit load per 4 columns
 # An int32 sum of int8 residue products (|r| <= 128) is exact for up to 2^17 - 1 terms: longer K is cut into chunks of
@@ -58,7 +69,7 @@ class AccuracyWarning(UserWarning):
 
 
 class Fallback(UserWarning):
-    """No number of moduli the kernels carry is as accurate as SGEMM on these inputs: kernel 14's 3xTF32 ran instead."""
+    """No number of moduli the kernels carry is as accurate as SGEMM on these inputs: cuBLAS SGEMM ran instead."""
 
 
 def chosen(moduli: Moduli) -> tuple[int, ...]:
@@ -199,7 +210,7 @@ def reconstruct(products: list[np.ndarray], e: np.ndarray, f: np.ndarray, moduli
 
 
 def sample_errors(a: np.ndarray, b: np.ndarray, rows: Sequence[int], cols: Sequence[int],
-                  shift: np.ndarray | None = None) -> np.ndarray:
+                  shift: np.ndarray | None = None, split: int = SPLIT_K) -> np.ndarray:
     """NumPy's version of the kernels' `ozaki_sample` on the elements rows x cols of C: per element |c|, the variance
     of SGEMM's error, the scheme's error (a standard deviation) with each of CANDIDATES moduli, row and column
     (SAMPLE_FIELDS columns)."""
@@ -210,7 +221,7 @@ def sample_errors(a: np.ndarray, b: np.ndarray, rows: Sequence[int], cols: Seque
     for i in rows:
         for j in cols:
             p = x[i].astype(np.float64) * y[:, j].astype(np.float64)
-            s = np.concatenate([np.cumsum(p[h:h + SPLIT_K]) for h in range(0, k, SPLIT_K)]) if k else p
+            s = np.concatenate([np.cumsum(p[h:h + split]) for h in range(0, k, split)]) if k else p
             biased = (np.abs(s.astype(np.float32)).view(np.uint32) >> 23) & 0xFF
             ulp = np.exp2(np.maximum(biased, 1).astype(np.float64) - 150)
             row = [abs(p.sum()), float(np.minimum(p * p, ulp * ulp / 12).sum())]
@@ -377,7 +388,8 @@ class Pipeline:
         self.kernels["ozaki_gather_b"]((-(-k // 256), SAMPLE_COLS), (256,),
                                        (i32(k), i32(n), self.b, self.cols, z["best"], self.bt))
         self.kernels["ozaki_sample"]((SAMPLE_ROWS * SAMPLE_COLS // 4,), (128,),
-                                     (i32(m), i32(n), i32(k), self.a, self.bt, self.rows, self.cols, z["best"],
+                                     (i32(m), i32(n), i32(k), i32(split_k(m, n, k)), self.a, self.bt, self.rows,
+                                      self.cols, z["best"],
                                       self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample))
         self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict))
         self.verdict.get(out=self.host, stream=cupy.cuda.get_current_stream(), blocking=False)
@@ -487,48 +499,25 @@ class Pipeline:
     def _advice(self, report: Estimate) -> str:
         fit = next((m for m in CANDIDATES if report.qualifies(m)), 0)
         return (f"{fit} moduli would be (MODULI={fit}), or MODULI=0 chooses per call" if fit else
-                "no number of moduli up to 9 is: use MODULI=0 (it falls back to 3xTF32) or gl.gemm('wgmma_ws_3xtf32', ...)")
+                "no number of moduli up to 9 is: use MODULI=0, which falls back to cuBLAS SGEMM on such inputs")
 
     def _fallen_back(self) -> None:
-        """No number of moduli qualified: kernel 14's 3xTF32 computes C (whose error is SGEMM's), on zero-padded copies
-        of A and B where their shape breaks its rules (rows of whole 16 bytes), infinities and NaNs as zeros."""
+        """No number of moduli qualified: cuBLAS SGEMM computes C, FP32's accuracy by definition (3xTF32, the other
+        candidate, measured up to 7 times SGEMM's normwise error on such inputs at short K), infinities and NaNs as
+        zeros (`ozaki_nonfinite` puts them back as for every call)."""
         import cupy
 
-        from . import run
+        from . import timing
 
-        if self._fallback is None:
-            m, n, k = self.inst.shape
-            spec = catalog.get("wgmma_ws_3xtf32")
-            if catalog.unsupported(spec, self._cc()):
-                raise ValueError(f"the inputs' exponents spread too widely for {CANDIDATES[-1]} moduli (estimated "
-                                 f"error {self.report.ratio(CANDIDATES[-1]):.3g} times SGEMM's), and kernel 14's 3xTF32, "
-                                 "the fallback, does not run on this GPU: use cuBLAS SGEMM")
-            np4, kp4 = -(-n // 4) * 4, -(-k // 4) * 4
-            a = cupy.zeros((m, kp4), cupy.float32)
-            b = cupy.zeros((kp4, np4), cupy.float32)
-            c = cupy.empty((m, np4), cupy.float32)
-            inst = catalog.instance(spec, None, (m, np4, kp4))
-            launch = run.launcher(inst, a, b, out=c)
-
-            def fallback() -> None:
-                a[:, :k] = cupy.where(cupy.isfinite(self.a), self.a, 0)
-                b[:k, :n] = cupy.where(cupy.isfinite(self.b), self.b, 0)
-                launch()
-                product = c[:, :n]
-                self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
-
-            self._fallback = fallback
         warnings.warn(f"no number of moduli up to {CANDIDATES[-1]} is as accurate as SGEMM on these inputs (estimated "
                       f"median error {self.report.ratio(CANDIDATES[-1]):.3g} times SGEMM's with {CANDIDATES[-1]}): "
-                      "kernel 14's 3xTF32 computed C instead", Fallback, stacklevel=4)
-        self.report = Estimate(**{**self.report.__dict__, "fallback": "wgmma_ws_3xtf32"})
-        self._fallback()
+                      "cuBLAS SGEMM computed C instead", Fallback, stacklevel=4)
+        self.report = Estimate(**{**self.report.__dict__, "fallback": "cublas"})
+        a, b = (cupy.where(cupy.isfinite(x), x, 0) if self.report.nonfinite else x for x in (self.a, self.b))
+        with timing.cublas_math("fp32"):
+            product = cupy.matmul(a, b)
+        self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
 
-    @staticmethod
-    def _cc() -> tuple[int, int]:
-        from . import device
-
-        return device.gpu().cc
 
 
 STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS

@@ -251,13 +251,12 @@ __global__ void ozaki_gather_b(int K, int N, const float* __restrict__ B, const 
 //   out[0] |c|, the exact sum (in double);
 //   out[1] the variance of SGEMM's error: sum over k of min(p_k^2, ulp(s_k)^2 / 12), s_k the partial sum after the
 //          product p_k (an FP32 addition is off by at most half an ulp of its result, uniformly, and never by more
-//          than the term it adds), the partial sums restarting every SPLIT_K terms, as a split of K would have them:
-//          SGEMM is never assumed less accurate than it can be;
+//          than the term it adds), the partial sums restarting every `split` terms (a multiple of 32), as cuBLAS's split
+//          of K would have them: SGEMM is never assumed less accurate than it may be;
 //   out[2 + q] the scheme's error with 6 + q moduli: sqrt(sum_k alpha_k^2 b~_k^2 + a~_k^2 beta_k^2) 2^-(e + f), a~ and
 //          b~ the scaled operands before rounding and alpha, beta their actual rounding errors;
 //   out[6], out[7] the element's row and column.
-constexpr int SPLIT_K = 2048;  // a multiple of 32
-__global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, const float* __restrict__ A,
+__global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, int split, const float* __restrict__ A,
                                                    const float* __restrict__ bt, const int* __restrict__ rows,
                                                    const int* __restrict__ cols,
                                                    const unsigned long long* __restrict__ best,
@@ -293,7 +292,7 @@ __global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, const f
       const double u = __shfl_up_sync(0xffffffff, s, d);
       if (lane >= d) s += u;
     }
-    if (base % SPLIT_K == 0) carry = 0.0;
+    if (base % split == 0) carry = 0.0;
     s += carry;
     carry = __shfl_sync(0xffffffff, s, 31);
     const int biased = (__float_as_uint(float(s)) >> 23) & 0xff;  // of the FP32 partial sum (255: past FP32's range)

@@ -82,7 +82,7 @@ def keeps_the_contract(c, ref, sgemm) -> tuple[bool, str]:
 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_the_default_keeps_the_contract_or_falls_back_saying_so(name):
-    a, b = family(name, 1024, 768, 2048, seed=FAMILIES.index(name))
+    a, b = family(name, 2048, 2048, 2048, seed=FAMILIES.index(name))
     ref, sgemm = reference(a, b)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
