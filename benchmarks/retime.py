@@ -17,7 +17,7 @@ import warnings
 
 from gemm_lab import catalog, device, int8, records, run, timing
 
-WARM_S, BLOCK_S, BLOCKS = 2.0, 2.5, 4
+WARM_S, BLOCK_S, BLOCKS = 1.5, 2.0, 4
 CASES = [(kernel, size) for size in (4096, 8192)
          for kernel in ("wgmma_ws_tf32", "wgmma_ws_3xtf32", "ozaki", "int8_wgmma_ws")] + [("pipelined_warp_tiling", 8192)]
 

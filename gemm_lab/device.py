@@ -293,7 +293,7 @@ def _nvml_reader() -> tuple[Callable[[], tuple[float, float, float]], Callable[[
     import pynvml
 
     pynvml.nvmlInit()
-    h = pynvml.nvmlDeviceGetHandleByIndex(_device_index())
+    h = _nvml_handle(pynvml)
     instant = getattr(pynvml, "NVML_FI_DEV_POWER_INSTANT", None)
 
     def power_w() -> float:
@@ -336,6 +336,18 @@ def _device_index() -> int:
     import cupy
 
     return cupy.cuda.Device().id
+
+
+def _nvml_handle(pynvml) -> object:
+    """NVML's handle of the CUDA device in use, found by its PCI bus ID: NVML numbers every GPU of the host, ignoring
+    CUDA_VISIBLE_DEVICES, so CUDA's device 0 need not be NVML's."""
+    index = _device_index()
+    try:
+        import cupy
+
+        return pynvml.nvmlDeviceGetHandleByPciBusId(cupy.cuda.runtime.deviceGetPCIBusId(index).encode())
+    except Exception:  # no bus ID to match (a stand-in device): by index
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
 
 
 def _driver_version() -> str:

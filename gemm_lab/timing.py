@@ -68,7 +68,7 @@ class Method:
         return replace(self, settle_ms=min(self.settle_ms, FFMA_SETTLE_MS)) if precision == "fp32" else self
 
 
-SUSTAINED = Method("sustained", settle_ms=1500.0, rounds=8, turn_ms=250.0)
+SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0)
 SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
 FFMA_SETTLE_MS = 300.0
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.

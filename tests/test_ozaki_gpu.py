@@ -100,7 +100,7 @@ def test_the_default_keeps_the_contract_or_falls_back_saying_so(name):
 
 def test_a_pinned_number_less_accurate_than_sgemm_warns():
     a, b = family("normal", 512, 512, 2048)
-    with pytest.warns(ozaki.AccuracyWarning, match="6 moduli: .* times SGEMM's .* 7 moduli would be"):
+    with pytest.warns(ozaki.AccuracyWarning, match=r"6 moduli: .* times SGEMM's .* [789] moduli would be"):
         _, report = run.gemm("ozaki", a, b, {"MODULI": 6}, report=True)
     assert report.moduli == 6 and report.pinned and not report.qualifies(6)
     with warnings.catch_warnings():
