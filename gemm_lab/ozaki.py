@@ -60,6 +60,7 @@ N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32
 K_CHUNK = 2**17 - 128
 UNIT_ROUNDOFF = 2.0**-24
 WAIT_S = 2e-5  # between two looks at whether the estimate's verdict has arrived
+VERDICT = 15  # the doubles of ozaki_decide's result that the host reads (the last of its 16 is never written)
 
 Moduli = int | Sequence[int]  # the first that many of MODULI (as the kernels take them), or moduli of your own
 
@@ -342,7 +343,7 @@ class Pipeline:
         self.rows, self.cols = cupy.asarray(rows), cupy.asarray(cols)
         self.bt = cupy.empty((SAMPLE_COLS, k), cupy.float32)
         self.sample = cupy.empty(SAMPLE_ROWS * SAMPLE_COLS * SAMPLE_FIELDS, cupy.float64)
-        self.verdict = cupy.empty(16, cupy.float64)  # ozaki_decide's, read back into pinned host memory
+        self.verdict = cupy.empty(16, cupy.float64)  # ozaki_decide's (VERDICT of them), read into pinned host memory
         self.host = np.frombuffer(cupy.cuda.alloc_pinned_memory(self.verdict.nbytes), np.float64, self.verdict.size)
         self.decided = cupy.cuda.Event()
         self.gs = cupy.asarray([norm_bound(c, k) for c in CANDIDATES], dtype=cupy.float64)
@@ -392,7 +393,7 @@ class Pipeline:
                                       self.cols, z["best"],
                                       self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample))
         self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict))
-        self.verdict.get(out=self.host, stream=cupy.cuda.get_current_stream(), blocking=False)
+        self.verdict[:VERDICT].get(out=self.host[:VERDICT], stream=cupy.cuda.get_current_stream(), blocking=False)
         self.decided.record()
 
     def read_verdict(self) -> Estimate:
