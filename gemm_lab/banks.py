@@ -140,6 +140,33 @@ def fragment_sites(kernel: str | KernelSpec, params: Params | None = None) -> li
     raise ValueError(f"no fragment model for {spec.name}: mma_tf32 and mma_tf32_tma have one")
 
 
+def swizzle_sites(params: Params | None = None, kk: int = 0) -> dict[str, tuple[Access, Access]]:
+    """Kernel 13's fragment reads from its TMA boxes (13_tf32_mma_tma.cu, warp 0, 8-deep slice kk), each as the box
+    would lie without the 128-byte swizzle and as it lies with it: {operand: (plain, swizzled)}. A by ldmatrix.x4,
+    lane l giving row l % 8 + 8 (l / 16) of A's box at chunk 2 kk + (l / 8) % 2 (the kernel's a_row and a_swz); B by
+    64-bit loads, lane 4g + t reading row t at chunk CH[g] (fragment_sites). A box lands dense, 128 bytes a row: TMA
+    has no padding, so the swizzle is what keeps these reads free of conflicts."""
+    spec = catalog.get("mma_tf32_tma")
+    spec.full_params(params)  # validated; the reads of warp 0 do not depend on the tile sizes
+    lanes = range(32)
+
+    def a_word(lane: int, swizzle: bool) -> int:
+        row, chunk = lane % 8 + 8 * (lane // 16), 2 * kk + lane // 8 % 2
+        return (row * 128 + ((chunk ^ row % 8) if swizzle else chunk) * 16) // WORD
+
+    def b_word(lane: int, swizzle: bool) -> int:
+        g, t = lane // 4, lane % 4
+        chunk = g // 2 % 2 * 4 + g // 4
+        return (t * 128 + ((chunk ^ t) % 8 if swizzle else chunk) * 16 + g % 2 * 8) // WORD
+
+    return {
+        "A, ldmatrix.x4": tuple(access(f"A by ldmatrix.x4, {how}", [a_word(i, s) for i in lanes], width=16)
+                                for how, s in (("box without swizzle", False), ("128-byte swizzle", True))),
+        "B, 64-bit loads": tuple(access(f"B by 64-bit loads, {how}", [b_word(i, s) for i in lanes], width=8)
+                                 for how, s in (("box without swizzle", False), ("128-byte swizzle", True))),
+    }
+
+
 def a_col(layout: int, k: int, m: int) -> int:
     """Stored column of A-tile element (k, m) under LAYOUT 0/1 (identity) or 2 (XOR swizzle)."""
     return m ^ ((k // 4) % 8 * 4) if layout == 2 else m

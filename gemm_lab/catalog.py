@@ -469,8 +469,10 @@ def _pipelined_warp_tiling() -> KernelSpec:
     )
 
 
-TENSOR_CORES_CHAPTER = "ch08_tensor_cores"
+TENSOR_CORES_CHAPTER = "ch08_tensor_cores"  # mma.sync (kernel 11)
+WGMMA_CHAPTER = "ch08a_wgmma"  # wgmma (kernel 12)
 PRECISION_CHAPTER = "ch08b_precision"  # where the 3xTF32 kernels are introduced
+DATA_MOVERS_CHAPTER = "ch08c_data_movers"  # TMA, clusters and mbarriers on mma.sync (kernel 13)
 
 
 def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
@@ -541,7 +543,7 @@ def _mma_tma() -> KernelSpec:
                  "CLUSTER": (1, 2)},
         defaults={"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "CLUSTER": 2},  # fastest measured (H100)
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
-        chapter=TENSOR_CORES_CHAPTER, precision="tf32", min_cc=(9, 0), dynamic_smem=True, arch="sm_90a",
+        chapter=DATA_MOVERS_CHAPTER, precision="tf32", min_cc=(9, 0), dynamic_smem=True, arch="sm_90a",
         tma=True, cluster=lambda p: p["CLUSTER"],
         notes="mma.sync m16n8k8 TF32 with tiles copied by Hopper's TMA (one thread, 128-byte swizzle), B multicast "
               "to the CLUSTER blocks of a cluster, mbarrier stages instead of block barriers",
@@ -577,7 +579,7 @@ def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str
         name=name, source="kernels/12_tf32_wgmma.cu", function=function, title=title,
         choices={"BM": WGMMA_N, "BN": (64, 128, 192, 256), "STAGES": (3, 4, 5, 6)},
         defaults=defaults, tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
-        chapter=PRECISION_CHAPTER if split else TENSOR_CORES_CHAPTER, precision="3xtf32" if split else "tf32",
+        chapter=PRECISION_CHAPTER if split else WGMMA_CHAPTER, precision="3xtf32" if split else "tf32",
         notes=notes, min_cc=(9, 0),
         dynamic_smem=True, arch="sm_90a",
     )

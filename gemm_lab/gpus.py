@@ -78,7 +78,7 @@ def chapters() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {MEASURING_CHAPTER: []}
     for name, spec in catalog.KERNELS.items():
         out.setdefault(spec.chapter, []).append(name)
-    return out
+    return dict(sorted(out.items()))  # the book's order: ch08_..., ch08a_..., ch08b_...
 
 
 def how_it_runs(kernel: str, card: Card) -> str:

@@ -239,6 +239,49 @@ def _mma_flop(m: int, n: int, k: int, what: str) -> tuple[float, str]:
                            f"{m * n * k:,} multiply-adds of 2 FLOP each, {2 * m * n * k:,} FLOP.")
 
 
+FRAGMENT_ELEMENT = (13, 6)  # the element of A whose lane chapter 8's question asks for
+
+
+def _fragment_lane() -> tuple[float, str]:
+    row, col = FRAGMENT_ELEMENT
+    g, t = row % 8, col % 4
+    return 4 * g + t, (f"Row {row} is g + 8 with g = {g}, column {col} is t + 4 with t = {t} (rows g and g + 8, columns "
+                       f"t and t + 4 belong to lane 4g + t): lane 4 x {g} + {t} = {4 * g + t}, in its register "
+                       f"{(row // 8) + 2 * (col // 4)} (the picture above has it).")
+
+
+WGMMA_ACCUMULATORS_BM = max(catalog.WGMMA_N)  # chapter 8a draws its defaults; the question asks for the largest
+
+
+def _wgmma_accumulators() -> tuple[float, str]:
+    bm = WGMMA_ACCUMULATORS_BM
+    return 64 * bm // 128, (f"One wgmma m64n{bm}k8 adds into a 64 x {bm} tile: {64 * bm:,} FP32 values spread over the "
+                            f"warpgroup's 128 threads, {64 * bm // 128} each (16 rows per warp, {16 * bm // 32} values "
+                            f"per lane). They stay in registers for the whole K loop: of the {catalog.MAX_REGISTERS_PER_THREAD} "
+                            "registers a thread can have, that leaves little for fragments and addresses.")
+
+
+def _tma_stage_bytes() -> tuple[float, str]:
+    spec, p = _spec("mma_tf32_tma")
+    bm, bn = spec.tile(p)
+    return 4 * 32 * (bm + bn), (f"A's box is {bm} x 32 floats = {bm * 128:,} bytes and B's {bn // 32} boxes of 32 x 32 "
+                                f"floats {bn * 128:,} bytes (with CLUSTER = {p['CLUSTER']}, the partner's multicast "
+                                f"boxes land here too): {4 * 32 * (bm + bn):,} bytes, which thread 0 announces with "
+                                "mbarrier.arrive.expect_tx before it issues the copies.")
+
+
+FULL_PARITY_STEP = 9  # the step chapter 8c's parity question asks about
+
+
+def _full_parity() -> tuple[float, str]:
+    _, p = _spec("mma_tf32_tma")
+    i, stages = FULL_PARITY_STEP, p["STAGES"]
+    return (i // stages) & 1, (f"Step {i} uses stage {i} % {stages} = {i % stages} on trip {i} / {stages} = "
+                               f"{i // stages} round the ring (trips count from 0): that stage's full barrier has "
+                               f"completed {i // stages} phase(s) before this one, so the warps wait for phase "
+                               f"{i // stages}, parity {i // stages} mod 2 = {(i // stages) & 1}.")
+
+
 def _tf32_roundoff() -> tuple[float, str]:
     return 2.0**-11, ("TF32 keeps 10 of FP32's 23 mantissa bits (11 with the implicit one), so rounding to nearest "
                       "errs by at most half a unit in the last place: 2^-11, about 4.9e-4 of the value.")
@@ -374,7 +417,20 @@ QUESTIONS = {q.name: q for q in (
                             "the stores suffices: it both publishes the new tiles and retires the old ones."), 0),
     Question("mma_flop", "ch08_tensor_cores", lambda: "How many FLOP does one mma.sync.m16n8k8 do?", "FLOP",
              lambda: _mma_flop(16, 8, 8, "mma.sync.m16n8k8"), 0),
-    Question("wgmma_flop", "ch08_tensor_cores", lambda: (
+    Question("fragment_lane", "ch08_tensor_cores", lambda: (
+        "In mma.sync m16n8k8, lane 4g + t holds A[g][t], A[g + 8][t], A[g][t + 4] and A[g + 8][t + 4]. Which lane "
+        "holds A[{}][{}]?").format(*FRAGMENT_ELEMENT), "", _fragment_lane, 0),
+    Question("wgmma_accumulators", "ch08a_wgmma", lambda: (
+        "With BM = {bm}, kernel 12 issues wgmma m64n{bm}k8. How many FP32 accumulators does each thread of a "
+        "warpgroup hold?").format(bm=WGMMA_ACCUMULATORS_BM), "accumulators", _wgmma_accumulators, 0),
+    Question("tma_stage_bytes", "ch08c_data_movers", lambda: (
+        "Kernel 13 at its defaults (BM = {BM}, BN = {BN}) fills one stage per 32-deep step: a box of A (BM rows x 32 "
+        "floats) and the BN / 32 boxes of B (32 x 32 floats). How many bytes must land before the stage's full "
+        "barrier completes?").format(**_spec("mma_tf32_tma")[1]), "bytes", _tma_stage_bytes, 0),
+    Question("full_parity", "ch08c_data_movers", lambda: (
+        "Kernel 13 has STAGES = {STAGES}. Which parity, 0 or 1, do the warps wait for on the full barrier of step "
+        "{step}'s stage?").format(step=FULL_PARITY_STEP, **_spec("mma_tf32_tma")[1]), "", _full_parity, 0),
+    Question("wgmma_flop", "ch08a_wgmma", lambda: (
         "How many FLOP does one wgmma m64n256k8 do (one instruction, issued together by the four warps of a "
         "warpgroup)?"), "FLOP",
              lambda: _mma_flop(64, 256, 8, "wgmma m64n256k8"), 0),

@@ -296,7 +296,7 @@ def chapter_map(ms: Sequence[Measurement], cublas: Measurement) -> Markdown:
             chapters.setdefault(spec.chapter, []).append(found[name])
     lines = [f"* **{{doc}}`{MEASURING_CHAPTER}`**: cuBLAS SGEMM, {cublas.gflops / 1e3:,.1f} TFLOP/s, "
              f"{cublas.pct_peak:.0f}% of the FP32 peak."]
-    for chapter, xs in chapters.items():
+    for chapter, xs in sorted(chapters.items()):  # the book's order: ch08_..., ch08a_..., ch08b_...
         items = [f"`{x.kernel}` {x.gflops / 1e3:,.1f} TFLOP/s ({x.pct_cublas:.0f}%"
                  + (" of cuBLAS TF32" if baseline_name(x.precision) == "cuBLAS TF32" else "")
                  + ("; rounds {:.0f}–{:.0f}%".format(*x.pct_range) if x.precision != "fp32" and x.pct_range else "")
@@ -313,7 +313,7 @@ def kernels_table() -> Table:
     from . import catalog
 
     return Table(("kernel", "chapter", "what it changes", "source"),
-                 tuple((s.name, str(int(s.chapter[2:4])), s.notes, s.source.removeprefix("kernels/"))
+                 tuple((s.name, s.chapter[2:].split("_")[0].lstrip("0") or "0", s.notes, s.source.removeprefix("kernels/"))
                        for s in catalog.KERNELS.values()),
                  "source: the file in kernels/", wrap=(2,))
 

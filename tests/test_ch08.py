@@ -1,5 +1,6 @@
-"""Chapter 8's pictures, on the CPU: the mma.sync fragment layout and the TMA box with its swizzle, each checked
-against the kernels' own code and redrawn for another instance."""
+"""Chapter 8's pictures (pages 8, 8a and 8c), on the CPU: the mma.sync fragment layout and ldmatrix, the warpgroup
+and its descriptor, the TMA boxes with their swizzle and the mbarrier handoff, each checked against the kernels' own
+code and redrawn for another instance."""
 import re
 
 import matplotlib
@@ -105,3 +106,131 @@ def test_the_fragment_loads_are_free_of_bank_conflicts_and_the_padding_is_why():
     assert swizzled.width == 8 and swizzled.conflicts == 0
     with pytest.raises(ValueError, match="no fragment model"):
         banks.fragment_sites("wgmma_tf32")
+
+
+def _c_expr(text: str) -> str:
+    """A C integer expression of non-negative ints as Python: / is floor division, no casts or suffixes."""
+    return " ".join(re.sub(r"(\d)ull", r"\1", text.replace("(unsigned long long)", "")).replace("/", "//").split())
+
+
+def test_ldmatrix_rows_are_kernel_11s_and_each_value_reaches_its_fragment_lane():
+    source = (KERNELS / "11_tf32_mma.cu").read_text()
+    row, col = re.search(r"const int lm_row = (.*?), lm_col = (.*?);", source).groups()
+    for lane in range(32):
+        assert diagrams.ldmatrix_rows(lane) == (eval(_c_expr(row), {"lane": lane}), eval(_c_expr(col), {"lane": lane}))
+    # the 32 row addresses cover the 16 x 8 tile once, in 16-byte rows
+    assert sorted((r, c + i) for r, c in map(diagrams.ldmatrix_rows, range(32)) for i in range(4)) == \
+        [(r, c) for r in range(16) for c in range(8)]
+    fig = diagrams.ldmatrix_x4()
+    try:
+        cells = _gids(fig, "row ")
+        assert len(cells) == 128 and not style.fits(fig)
+        layout = diagrams.mma_fragments(8)["A"]
+        texts = {(round(t.get_position()[1] - 0.55), round(t.get_position()[0] - 0.5)): t.get_text()
+                 for t in fig.axes[0].texts if t.get_text().isdigit()}
+        assert all(texts[r, c] == str(layout[r, c][0]) for r in range(16) for c in range(8))
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("params", [None, {"BM": 64, "BN": 128}])
+def test_the_warpgroup_picture_redraws_from_kernel_12s_tiles(params):
+    p = catalog.get("wgmma_tf32").full_params(params)
+    fig = diagrams.warpgroup(params)
+    try:
+        assert len(_gids(fig, "warpgroup")) == p["BN"] // 64 == catalog.get("wgmma_tf32").threads(p) // 128
+        assert len(_gids(fig, "register warp")) == len(_gids(fig, "accumulator warp")) == 4
+        assert f"m64n{p['BM']}k8" in fig._suptitle.get_text() and not style.fits(fig)
+        assert any(f"{p['BM'] // 2} per thread" in ax.get_xlabel() for ax in fig.axes)
+    finally:
+        plt.close(fig)
+
+
+def test_the_descriptor_is_the_kernels_own_and_points_at_the_slice_it_reads():
+    source = (KERNELS / "wgmma.cuh").read_text()
+    body = re.search(r"k_major_desc\(unsigned smem_byte_address\) \{\s*return (.*?);", source, re.S)[1]
+    for address in (0, 32, 1024, 4096 + 64, 0x3FFF0, 0x40000 + 96):
+        assert diagrams.k_major_desc(address) == eval(_c_expr(body), {"smem_byte_address": address})
+    fields = diagrams.descriptor_fields(diagrams.k_major_desc(2048 + 32))
+    assert fields == {"start address": (2048 + 32) // 16, "leading byte offset": 1, "stride byte offset": 1024 // 16,
+                      "swizzle": 1}
+    for kk in range(4):
+        fig = diagrams.wgmma_descriptor(kk=kk)
+        try:
+            outlined = {p.get_gid() for ax in fig.axes for p in ax.patches
+                        if (p.get_gid() or "").startswith("row ") and p.get_linewidth() > 2}
+            assert outlined == {f"row {r} chunk {c}" for r in range(16) for c in (2 * kk, 2 * kk + 1)}
+            # each outlined cell sits where the swizzle puts its chunk
+            for p in (p for ax in fig.axes for p in ax.patches if p.get_gid() in outlined):
+                r, c = map(int, p.get_gid().split()[1::2])
+                assert int(p.get_x()) == (c ^ r % 8) and int(p.get_y()) == r
+            assert not style.fits(fig)
+        finally:
+            plt.close(fig)
+    with pytest.raises(ValueError, match="slices 0 to 3"):
+        diagrams.wgmma_descriptor(kk=4)
+
+
+@pytest.mark.parametrize("params", [None, {"CLUSTER": 1}, {"BM": 64, "BN": 128, "WN": 32}])
+def test_the_tma_boxes_redraw_from_kernel_13s_tiles(params):
+    p = catalog.get("mma_tf32_tma").full_params(params)
+    fig = diagrams.tma_boxes(params)
+    try:
+        boxes = p["BN"] // 32
+        assert len(_gids(fig, "A box")) == p["CLUSTER"] and len(_gids(fig, "B box")) == boxes
+        assert len(_gids(fig, "stage ")) == p["CLUSTER"] * (boxes + 1)
+        colour = {g: p_.get_facecolor() for ax in fig.axes for p_ in ax.patches if (g := p_.get_gid())}
+        for j in range(boxes):  # box j: issued by rank j % CLUSTER, the same colour wherever it lands
+            assert colour[f"B box {j}"] == colour[f"A box {j % p['CLUSTER']}"]
+            assert all(colour[f"stage {r} B {j}"] == colour[f"B box {j}"] for r in range(p["CLUSTER"]))
+        sent = (p["CLUSTER"] * p["BM"] + p["BN"]) * 128 // 1024
+        assert f"{sent} KiB per step" in fig.texts[-1].get_text() and not style.fits(fig)
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_the_handoff_follows_kernel_13s_waits(stages):
+    source = (KERNELS / "13_tf32_mma_tma.cu").read_text()
+    empty = re.search(r"mbar_wait\(empty0 \+ 8 \* \(next % STAGES\), (.*?)\);", source)[1]
+    full = re.search(r"mbar_wait\(full0 \+ 8 \* \(\(step \+ 1\) % STAGES\), (.*?)\);", source)[1]
+    p = catalog.get("mma_tf32_tma").full_params({"STAGES": stages})
+    plan_ = diagrams.handoff_schedule(p, 4 * stages, latency=1500, step_clk=2048)
+    for row in plan_:
+        i = row["step"]
+        assert row["full_parity"] == eval(_c_expr(full), {"step": i - 1, "STAGES": stages})
+        if i >= stages:  # thread 0 waits on empty only once the ring has gone round
+            assert row["empty_parity"] == eval(_c_expr(empty), {"next": i, "STAGES": stages})
+        assert row["landed"] <= row["start"] < row["end"] <= row["released"]
+    for a, b in zip(plan_, plan_[1:]):
+        assert b["start"] >= a["end"]  # the warps take the steps in order
+    for a, b in zip(plan_, plan_[stages:]):  # a stage is refilled only after its last user released it
+        assert b["stage"] == a["stage"] and b["issued"] >= a["released"]
+    fig = diagrams.mbarrier_handoff(p)
+    try:
+        assert {g for g in _gids(fig, "stage ")} == {f"stage {s}" for s in range(stages)} and not style.fits(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_the_swizzle_is_what_keeps_kernel_13s_reads_free_of_conflicts():
+    from gemm_lab import banks
+
+    assert "a_swz = (lane / 8 % 2) ^ (lane % 8)" in (KERNELS / "13_tf32_mma_tma.cu").read_text()
+    (a_plain, a_swz), (b_plain, b_swz) = banks.swizzle_sites().values()
+    assert a_swz.conflicts == b_swz.conflicts == 0 and a_swz.width == 16 and b_swz.width == 8
+    assert a_plain.wavefronts == 8 * a_swz.wavefronts and b_plain.wavefronts == 4 * b_swz.wavefronts
+    assert b_swz.addresses == banks.fragment_sites("mma_tf32_tma")[0].addresses  # the same reads chapter 8c draws
+
+
+def test_the_questions_agree_with_the_pictures():
+    from gemm_lab import questions
+
+    assert questions.QUESTIONS["fragment_lane"].solve()[0] == \
+        diagrams.mma_fragments(8)["A"][questions.FRAGMENT_ELEMENT][0]
+    p = catalog.get("mma_tf32_tma").full_params()
+    row = diagrams.handoff_schedule(p, questions.FULL_PARITY_STEP + 1, 1500, 2048)[-1]
+    assert questions.QUESTIONS["full_parity"].solve()[0] == row["full_parity"]
+    assert questions.QUESTIONS["tma_stage_bytes"].solve()[0] == \
+        catalog.get("mma_tf32_tma").smem_bytes({**p, "STAGES": 2}) - catalog.get("mma_tf32_tma").smem_bytes(
+            {**p, "STAGES": 1}) - 16  # a stage: its boxes, and two mbarriers of 8 bytes
