@@ -241,18 +241,31 @@ def lds128_wavefronts(float4s: Sequence[int], rule: str = "h100") -> int:
     raise ValueError(f"no model {rule!r}: {', '.join(LDS128_MODELS)}")
 
 
+def lane_position(lane: int, params: dict[str, int], kernel: str = "warp_tiling") -> tuple[int, int]:
+    """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as the kernel's source numbers them.
+
+    warp_tiling (10_warp_tiling.cu): along the wide side of the grid by lane % 8, along the narrow one diagonally,
+    so that every quarter-warp covers all 8 x all 4. pipelined_warp_tiling (10b): a quarter-warp is 4 lanes along the
+    wide side by 2 along the narrow one."""
+    if kernel == "warp_tiling":
+        wide, narrow = lane % 8, (lane // 8 + lane % 8) % 4
+    elif kernel == "pipelined_warp_tiling":
+        wide, narrow = lane // 8 % 2 * 4 + lane % 4, lane // 16 * 2 + lane // 4 % 2
+    else:
+        raise ValueError(f"lane_position: {kernel!r} has no lane grid (warp_tiling or pipelined_warp_tiling)")
+    return (wide, narrow) if params["WM"] // params["TM"] == 8 else (narrow, wide)
+
+
 def fragment_loads(kernel: str | KernelSpec, params: Params | None = None) -> list[tuple[str, tuple[int, ...], int]]:
     """The 128-bit shared loads that feed one k of the main loop, as warp 0 issues them: (operand, the float4 each of
     the 32 lanes reads, counted from the start of the operand's row of the tile, and how many such loads per k).
 
     Chapter 4's kernels (vectorized, bank_conflicts, prefetch): from `sites()`. Warp tiling (kernels 10 and 10b): a
     lane reads its TM/4 float4s of A at its row of the warp's lane grid and its TN/4 float4s of B at its column
-    (`diagrams.lane_position`), one stride apart from load to load, so every load of an operand reads alike."""
+    (`lane_position`), one stride apart from load to load, so every load of an operand reads alike."""
     spec = catalog.get(kernel)
     p = spec.full_params(params)
     if spec.name in ("warp_tiling", "pipelined_warp_tiling"):
-        from .diagrams import lane_position
-
         where = [lane_position(lane, p, spec.name) for lane in range(32)]
         return [("A", tuple(m for m, _ in where), p["TM"] // 4), ("B", tuple(n for _, n in where), p["TN"] // 4)]
     loads = [s for s in sites(spec, p) if s.width == 16 and not s.store]

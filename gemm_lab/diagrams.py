@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from . import banks, catalog, model, style
+from .banks import lane_position  # the lane grids' numbering, which the bank model reads too
 from .style import TEXT, WIDTH, stamp, wrap
 
 
@@ -554,21 +555,6 @@ def cluster_reads(tiles: dict[str, tuple[int, int, int]]) -> Figure:
                       "(its blocks share B by multicast)", style.TITLE), fontsize=style.TITLE)
     fig.tight_layout()
     return fig
-
-
-def lane_position(lane: int, params: dict[str, int], kernel: str = "warp_tiling") -> tuple[int, int]:
-    """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as the kernel's source numbers them.
-
-    warp_tiling (10_warp_tiling.cu): along the wide side of the grid by lane % 8, along the narrow one diagonally,
-    so that every quarter-warp covers all 8 x all 4. pipelined_warp_tiling (10b): a quarter-warp is 4 lanes along the
-    wide side by 2 along the narrow one."""
-    if kernel == "warp_tiling":
-        wide, narrow = lane % 8, (lane // 8 + lane % 8) % 4
-    elif kernel == "pipelined_warp_tiling":
-        wide, narrow = lane // 8 % 2 * 4 + lane % 4, lane // 16 * 2 + lane // 4 % 2
-    else:
-        raise ValueError(f"lane_position: {kernel!r} has no lane grid (warp_tiling or pipelined_warp_tiling)")
-    return (wide, narrow) if params["WM"] // params["TM"] == 8 else (narrow, wide)
 
 
 def loop_nest(params: dict[str, int] | None = None, size: int = 4096, kernel: str = "warp_tiling") -> Figure:

@@ -115,7 +115,7 @@ def test_ladder_draws_each_rungs_rounds_as_an_interval_at_each_size(replay):
 
 
 def test_littles_law_for_the_ring():
-    ceilings = {"wgmma_tf32_gflops": 132 * 2048 * 1.8e3 * 1e-3 * 1e3 / 1e3, "sms": 132}  # 1,024 MACs per clock at 1.8 GHz
+    ceilings = {"wgmma_tf32_gflops": 132 * 2048 * 1.8, "sms": 132}  # 1,024 MACs (2,048 FLOP) per clock at 1.8 GHz
     ring = model.ring("wgmma_ws_tf32", None, ceilings, latency_ns=140, bandwidth_gbs=132 * 40.96)
     p = SPEC.full_params()
     assert ring.step_ns == pytest.approx(p["BM"] * 128 * 32 / 1024 / 1.8)  # a stage's MACs at 1,024 per clock
