@@ -11,11 +11,18 @@ accesses is the one that reproduces the counters recorded on the H100 in chapter
 
 `sites()` lists the shared-memory instructions of a catalogued kernel, as compiled, with the
 addresses its first warp touches, so the model can be checked against the hardware for a launch.
+
+128-bit loads in more detail (chapter 7b): `fragment_loads()` gives the float4 each lane of warp 0 reads in each
+128-bit load of one k, for the kernels whose main loop reads its operands that way, and `lds128_wavefronts()` counts
+the wavefronts of such a load under three models (`LDS128_MODELS`). Only the last, "h100", reproduces what Nsight
+Compute counts on the H100 for chapter 4's, chapter 7's and chapter 7b's kernels.
 """
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
+from typing import Sequence
 
 from . import catalog
 from .catalog import KernelSpec, Params
@@ -222,3 +229,81 @@ def fma_ceiling(kernel: str | KernelSpec, params: Params | None = None, fp32_lan
     p = spec.full_params(params)
     ffma_clocks = p["TM"] * p["TN"] * p["BK"] / (fp32_lanes_per_sm / 32)
     return min(1.0, ffma_clocks / wavefronts_per_step(spec, p))
+
+
+# 128-bit loads: how many wavefronts a warp's float4 reads take. Three models; chapter 7b checks them against Nsight
+# Compute's counts of chapters 4, 7 and 7b, and only "h100" fits all three.
+LDS128_MODELS = {
+    "quarter": "one wavefront per quarter-warp (8 lanes x 16 bytes = 128 bytes), more if its float4s conflict",
+    "bytes": "a half-warp's distinct float4s packed into wavefronts of 128 bytes, as far as the banks allow",
+    "h100": "one wavefront per quarter-warp, but the two quarter-warps of a half-warp share one when each reads at "
+            "most two distinct float4s",
+}
+SHARED_AT = 2  # distinct float4s per quarter-warp up to which the two quarter-warps of a half-warp share a wavefront
+
+
+def float4_passes(float4s: Sequence[int]) -> int:
+    """Wavefronts that deliver these float4s (16-byte words of shared memory, by index) to lanes at once: float4 f
+    sits on banks 4(f mod 8) to 4(f mod 8) + 3, a wavefront reads one word per bank, and lanes asking for the same
+    float4 share its read (a broadcast). So: the most distinct float4s on one group of four banks."""
+    groups = Counter(f % (BANKS * WORD // 16) for f in set(float4s))
+    return max(groups.values(), default=0)
+
+
+def lds128_wavefronts(float4s: Sequence[int], rule: str = "h100") -> int:
+    """Wavefronts of one 128-bit shared load of a warp whose lane i reads float4 `float4s[i]`, by `rule` (a key of
+    LDS128_MODELS): each quarter-warp apart ("quarter"); each half-warp's float4s packed ("bytes"); or as the H100
+    counts ("h100"): quarter-warps apart, but a half-warp at once when each of its quarter-warps reads at most
+    SHARED_AT distinct float4s."""
+    if len(float4s) != 32:
+        raise ValueError(f"a warp's load: 32 lanes, not {len(float4s)}")
+    quarters = [float4s[i:i + 8] for i in range(0, 32, 8)]
+    if rule == "quarter":
+        return sum(map(float4_passes, quarters))
+    if rule == "bytes":
+        return sum(float4_passes(float4s[i:i + 16]) for i in (0, 16))
+    if rule == "h100":
+        return sum(float4_passes([*a, *b]) if max(len(set(a)), len(set(b))) <= SHARED_AT else
+                   float4_passes(a) + float4_passes(b) for a, b in zip(quarters[::2], quarters[1::2]))
+    raise ValueError(f"no model {rule!r}: {', '.join(LDS128_MODELS)}")
+
+
+def lane_position(lane: int, params: dict[str, int], kernel: str = "warp_tiling") -> tuple[int, int]:
+    """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as the kernel's source numbers them.
+
+    warp_tiling (10_warp_tiling.cu): along the wide side of the grid by lane % 8, along the narrow one diagonally,
+    so that every quarter-warp covers all 8 x all 4. pipelined_warp_tiling (10b): a quarter-warp is 4 lanes along the
+    wide side by 2 along the narrow one."""
+    if kernel == "warp_tiling":
+        wide, narrow = lane % 8, (lane // 8 + lane % 8) % 4
+    elif kernel == "pipelined_warp_tiling":
+        wide, narrow = lane // 8 % 2 * 4 + lane % 4, lane // 16 * 2 + lane // 4 % 2
+    else:
+        raise ValueError(f"lane_position: {kernel!r} has no lane grid (warp_tiling or pipelined_warp_tiling)")
+    return (wide, narrow) if params["WM"] // params["TM"] == 8 else (narrow, wide)
+
+
+def fragment_loads(kernel: str | KernelSpec, params: Params | None = None) -> list[tuple[str, tuple[int, ...], int]]:
+    """The 128-bit shared loads that feed one k of the main loop, as warp 0 issues them: (operand, the float4 each of
+    the 32 lanes reads, counted from the start of the operand's row of the tile, and how many such loads per k).
+
+    Chapter 4's kernels (vectorized, bank_conflicts, prefetch): from `sites()`. Warp tiling (kernels 10 and 10b): a
+    lane reads its TM/4 float4s of A at its row of the warp's lane grid and its TN/4 float4s of B at its column
+    (`lane_position`), one stride apart from load to load, so every load of an operand reads alike."""
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    if spec.name in ("warp_tiling", "pipelined_warp_tiling"):
+        where = [lane_position(lane, p, spec.name) for lane in range(32)]
+        return [("A", tuple(m for m, _ in where), p["TM"] // 4), ("B", tuple(n for _, n in where), p["TN"] // 4)]
+    loads = [s for s in sites(spec, p) if s.width == 16 and not s.store]
+    if not loads:
+        raise ValueError(f"{spec.name} reads no float4s from shared memory")
+    return [(s.name.split()[1][:1].upper(), tuple(a // 16 for a in s.addresses), s.per_step // p["BK"]) for s in loads]
+
+
+def lds128_per_load(kernel: str | KernelSpec, params: Params | None = None, rule: str = "h100") -> float:
+    """Wavefronts per 128-bit fragment load of a warp, averaged over one k's loads, by `rule`: what Nsight Compute's
+    l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld over smsp__inst_executed_op_shared_ld measures when these are
+    a kernel's only shared loads."""
+    loads = fragment_loads(kernel, params)
+    return sum(lds128_wavefronts(f, rule) * n for _, f, n in loads) / sum(n for _, _, n in loads)

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from . import banks, catalog, model, style
+from .banks import lane_position  # the lane grids' numbering, which the bank model reads too
 from .style import TEXT, WIDTH, stamp, wrap
 
 
@@ -556,29 +557,6 @@ def cluster_reads(tiles: dict[str, tuple[int, int, int]]) -> Figure:
     return fig
 
 
-def lane_position(lane: int, params: dict[str, int], kernel: str = "warp_tiling") -> tuple[int, int]:
-    """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as the kernel's source numbers them.
-
-    warp_tiling (10_warp_tiling.cu): along the wide side of the grid by lane % 8, along the narrow one diagonally,
-    so that every quarter-warp covers all 8 x all 4. pipelined_warp_tiling (10b): a quarter-warp is 4 lanes along the
-    wide side by 2 along the narrow one."""
-    if kernel == "warp_tiling":
-        wide, narrow = lane % 8, (lane // 8 + lane % 8) % 4
-    elif kernel == "pipelined_warp_tiling":
-        wide, narrow = lane // 8 % 2 * 4 + lane % 4, lane // 16 * 2 + lane // 4 % 2
-    else:
-        raise ValueError(f"lane_position: {kernel!r} has no lane grid (warp_tiling or pipelined_warp_tiling)")
-    return (wide, narrow) if params["WM"] // params["TM"] == 8 else (narrow, wide)
-
-
-def lds128_wavefronts(float4s_per_quarter: list[int]) -> int:
-    """Wavefronts of one 128-bit shared load of a warp whose conflict-free quarter-warps read these numbers of distinct
-    float4s, by the rule Nsight Compute's counters follow on the H100 (kernel 10b's header): one wavefront per
-    quarter-warp, but the two quarter-warps of a half-warp share one when each reads at most two distinct float4s."""
-    pairs = [float4s_per_quarter[i:i + 2] for i in range(0, len(float4s_per_quarter), 2)]
-    return sum(1 if max(pair) <= 2 else len(pair) for pair in pairs)
-
-
 def loop_nest(params: dict[str, int] | None = None, size: int = 4096, kernel: str = "warp_tiling") -> Figure:
     """The warp-tiled kernel as one loop nest (CUTLASS's way of framing a GEMM): block tile, k-step, warp tile, k,
     thread tile, FFMA, each level boxed inside the one above with this instance's numbers at M = N = K = `size`, and
@@ -677,39 +655,73 @@ def warp_tiles(params: dict[str, int] | None = None) -> Figure:
     return fig
 
 
+QUARTER_SHADES = ("#f4a582", "#92c5de", "#b8e186", "#fdd49e")  # lanes 0-7, 8-15, 16-23, 24-31
+
+
 def quarter_warps(params: dict[str, int] | None = None) -> Figure:
-    """Kernel 10's lane grid beside kernel 10b's, each lane in its place and coloured by its quarter-warp, with what a
-    128-bit fragment load of each operand costs: distinct float4s per quarter-warp, and wavefronts by the H100's rule
-    (`lds128_wavefronts`). `params`: the tiles of either kernel (10b's other options are ignored). Patches carry a
-    gid ("<kernel> lane <l>")."""
+    """Kernel 10's lanes beside kernel 10b's, drawn from each kernel's lane code (`lane_position`): on top the warp's
+    lane grid, each lane coloured by its quarter-warp; below, for one 128-bit fragment load of A and one of B, the
+    float4s each quarter-warp reads, placed on the 32 banks (a float4 covers four), labelled with the grid row (A)
+    or column (B) it holds. A thick line parts the half-warps. No wavefronts are counted here: chapter 7b derives
+    them from this picture and Nsight Compute's counts (`banks.lds128_wavefronts`). `params`: either kernel's tiles
+    (10b's other options are ignored). Patches carry gids ("<kernel> lane <l>", "<kernel> <A|B> q<q> float4 <f>")."""
     spec = catalog.get("warp_tiling")
     p = spec.full_params({k: v for k, v in (params or {}).items() if k in spec.choices})
     rows, cols = p["WM"] // p["TM"], p["WN"] // p["TN"]
-    per_k = {"A": p["TM"] // 4, "B": p["TN"] // 4}  # float4 loads of each operand per k
-    shades = ("#f4a582", "#92c5de", "#b8e186", "#fdd49e")
-    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 2.8 * rows / cols + 2.7))  # panels about 2.8 in wide
-    for ax, kernel, name in zip(axes, ("warp_tiling", "pipelined_warp_tiling"), ("kernel 10", "kernel 10b")):
+    kernels = (("warp_tiling", "kernel 10 (chapter 7)"), ("pipelined_warp_tiling", "kernel 10b"))
+    grid_h = min(3.4, 2.4 * rows / cols)  # inches of the lane grids
+    head, gap, reads = 1.05, 0.75, 1.25  # inches: the figure's title, the space for a row's labels, a reads panel
+    height = head + grid_h + 3 * gap + 2 * reads + 0.35
+    fig = plt.figure(figsize=(WIDTH, height))
+    grid = fig.add_gridspec(3, 2, height_ratios=[grid_h, reads, reads], hspace=gap / ((grid_h + 2 * reads) / 3),
+                            wspace=0.12, top=1 - head / height, bottom=0.65 / height, left=0.14, right=0.98)
+    per_bank_group = banks.BANKS * banks.WORD // 16  # float4s side by side on the 32 banks: 8
+    for c, (kernel, name) in enumerate(kernels):
+        lanes = fig.add_subplot(grid[0, c])
         where = [lane_position(lane, p, kernel) for lane in range(32)]
         for lane, (m, n) in enumerate(where):
-            ax.add_patch(Rectangle((n, m), 1, 1, facecolor=shades[lane // 8], edgecolor="white", linewidth=1.5,
-                                   gid=f"{kernel} lane {lane}"))
-            ax.text(n + 0.5, m + 0.5, str(lane), ha="center", va="center")
-        quarters = [where[8 * q:8 * q + 8] for q in range(4)]
-        distinct = {"A": [len({m for m, _ in q}) for q in quarters], "B": [len({n for _, n in q}) for q in quarters]}
-        waves = {op: lds128_wavefronts(distinct[op]) for op in distinct}
-        total = sum(per_k[op] * waves[op] for op in per_k)
-        ax.set(xlim=(0, cols), ylim=(rows, 0), aspect="equal")
-        ax.set_xticks([c + 0.5 for c in range(cols)], range(cols))
-        ax.set_yticks([r + 0.5 for r in range(rows)], range(rows))
-        ax.tick_params(length=0)
-        ax.set_xlabel("\n".join(["lane's column (its float4s of B)", ""]
-                                 + [f"{op}: {distinct[op][0]} float4s per quarter-warp,\n{waves[op]} wavefronts per load"
-                                    for op in per_k] + [f"per k: {total} wavefronts"]))
-        ax.set_title(name, fontsize=TEXT)
-    axes[0].set_ylabel("lane's row (its float4s of A)")
-    fig.suptitle(wrap(f"The {rows} x {cols} lanes of a warp, coloured by quarter-warp (lanes 0-7, 8-15, ...); "
-                      f"{per_k['A']} loads of A and {per_k['B']} of B per k"), fontsize=TEXT)
-    fig.tight_layout()
+            lanes.add_patch(Rectangle((n, m), 1, 1, facecolor=QUARTER_SHADES[lane // 8], edgecolor="white",
+                                      linewidth=1.5, gid=f"{kernel} lane {lane}"))
+            lanes.text(n + 0.5, m + 0.5, str(lane), ha="center", va="center")
+        lanes.set(xlim=(0, cols), ylim=(rows, 0), aspect="equal")
+        lanes.set_xticks([x + 0.5 for x in range(cols)], range(cols))
+        lanes.set_yticks([y + 0.5 for y in range(rows)], range(rows))
+        lanes.tick_params(length=0)
+        lanes.set_title(name, fontsize=TEXT)
+        lanes.set_xlabel("its column: float4 of B")
+        if c == 0:
+            lanes.set_ylabel("its row:\nfloat4 of A")
+        for r, (operand, float4s, per_k) in enumerate(banks.fragment_loads(kernel, p), start=1):
+            ax = fig.add_subplot(grid[r, c])
+            quarters = [float4s[i:i + 8] for i in range(0, 32, 8)]
+            for q, quarter in enumerate(quarters):
+                stacked: dict[int, int] = {}
+                distinct = sorted(set(quarter))
+                for f in distinct:
+                    group = f % per_bank_group
+                    depth = sum(g % per_bank_group == group for g in distinct)  # float4s on the same banks
+                    level = stacked.get(group, 0)
+                    stacked[group] = level + 1
+                    ax.add_patch(Rectangle((4 * group, q + 0.08 + 0.84 * level / depth), 4, 0.84 / depth,
+                                           facecolor=QUARTER_SHADES[q], edgecolor="black", linewidth=0.8,
+                                           gid=f"{kernel} {operand} q{q} float4 {f}"))
+                    ax.text(4 * group + 2, q + 0.5, ("r" if operand == "A" else "c") + str(f), ha="center",
+                            va="center")
+            ax.axhline(2, color="black", linewidth=2.5)
+            ax.set(xlim=(0, banks.BANKS), ylim=(4, 0))
+            ax.set_xticks(range(0, banks.BANKS + 1, 8))
+            ax.set_yticks([q + 0.5 for q in range(4)], [f"{8 * q}-{8 * q + 7}" for q in range(4)] if c == 0 else [])
+            ax.tick_params(axis="y", length=0)
+            counts = sorted({len(set(q)) for q in quarters})
+            ax.set_title(wrap(f"{operand}: {' or '.join(map(str, counts))} float4s per quarter-warp", TEXT,
+                              0.45 * WIDTH), fontsize=TEXT)
+            if c == 0:
+                ax.set_ylabel("lanes")
+            if r == 2:
+                ax.set_xlabel("bank")
+    fig.suptitle(wrap(f"A warp's {rows} x {cols} lanes, coloured by quarter-warp, and the float4s each quarter-warp "
+                      "reads in one load of A and one of B (thick line: between half-warps)", style.TITLE),
+                 fontsize=style.TITLE, y=1 - 0.08 / height, va="top")
     return fig
 
 

@@ -143,6 +143,52 @@ def resident(kernel: str | KernelSpec, params: Params | None = None, sm: SMLimit
     return {**occupancy(spec.threads(p), r.registers, r.smem_bytes, sm), "registers": r.registers, "origin": r.origin}
 
 
+# Little's law for a ring of copy stages (chapter 9): how many stages hide a copy.
+
+RING_STEP_K = 32  # K per stage of kernel 14's ring (14_tf32_wgmma_ws.cu): one 128-byte swizzle row of A's box
+RING_HELD = 2  # stages the consumers hold: the one their wgmmas read, and the one whose wgmmas are still finishing
+
+
+@dataclass(frozen=True)
+class Ring:
+    """A ring of copy stages by Little's law: the consumers use up one stage every `step_ns`, and a stage's copy is
+    done `latency_ns` + `fill_ns` after the producer issues it (the first byte's latency, then the stage's bytes at
+    the SM's share of the bandwidth). So copy / step stages are in flight on average (Little's law: arrival rate x
+    time in the system), rounded up to whole stages, beside the `held` ones the consumers hold."""
+
+    step_ns: float
+    latency_ns: float
+    fill_ns: float
+    held: int = RING_HELD
+
+    @property
+    def copy_ns(self) -> float:
+        return self.latency_ns + self.fill_ns
+
+    @property
+    def in_flight(self) -> int:
+        return int(-(-self.copy_ns // self.step_ns))
+
+    @property
+    def stages(self) -> int:
+        return self.held + self.in_flight
+
+
+def ring(kernel: str | KernelSpec, params: Params | None, ceilings: dict, latency_ns: float,
+         bandwidth_gbs: float) -> Ring:
+    """Kernel 14's ring (a TF32 warp-specialised kernel) by Little's law. A stage is one RING_STEP_K-deep step of the
+    block's BM x BN tile: at the tensor cores' recorded TF32 peak, shared by the SMs, its multiply-adds take
+    `step_ns`. Its copy brings the bytes this block's producer requests, its box of A and its share of B's boxes
+    (multicast splits them among the cluster), at 1/SMs of `bandwidth_gbs`, after `latency_ns`."""
+    spec = catalog.get(kernel)
+    p = spec.full_params(params)
+    bm, bn = spec.tile(p)
+    per_sm_gflops = ceilings["wgmma_tf32_gflops"] / ceilings["sms"]
+    step_ns = 2 * bm * bn * RING_STEP_K / per_sm_gflops  # FLOP / (GFLOP/s) = ns
+    requested = (bm + bn / spec.cluster(p)) * RING_STEP_K * WORD
+    return Ring(step_ns, latency_ns, requested / (bandwidth_gbs / ceilings["sms"]))
+
+
 # The speed-of-light budget: what each level of the GPU allows an instance, in TFLOP/s.
 
 SCHEDULERS_PER_SM = 4  # warp schedulers (SM sub-partitions), each issuing one warp instruction per clock

@@ -166,6 +166,39 @@ def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str]
     return stamp(fig, provenance(ms))
 
 
+def ladder(ladders: dict[int, Sequence[Measurement]], labels: Sequence[str], title: str = "") -> Figure:
+    """Rungs of a ladder of options, top to bottom: each rung's share of cuBLAS (timed in turns in the same run, in
+    the kernel's math) as the median of its rounds of turns, with the rounds' lowest and highest share as an
+    interval, one marker per size (`ladders`: size -> the rungs' measurements, in the order of `labels`). Two
+    rungs whose intervals overlap are not told apart by these rounds; a rung clear of the one above it moved."""
+    sizes = list(ladders)
+    if any(len(xs) != len(labels) for xs in ladders.values()):
+        raise ValueError(f"{len(labels)} labels; each size needs one measurement per label")
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.75 * len(labels) + 2.0))
+    markers, offset = "osD^", 0.32 / max(1, len(sizes) - 1) if len(sizes) > 1 else 0.0
+    for j, size in enumerate(sizes):
+        y = [i - 0.16 + j * offset if len(sizes) > 1 else i for i in range(len(labels))]
+        for yi, x in zip(y, ladders[size]):
+            low, high = x.pct_range or (x.pct_cublas, x.pct_cublas)
+            ax.plot([low, high], [yi, yi], color=f"C{j}", linewidth=2, solid_capstyle="butt")
+            ax.plot([low, high], [yi, yi], "|", color=f"C{j}", markersize=10)
+        ax.plot([x.pct_cublas for x in ladders[size]], y, markers[j % len(markers)], color=f"C{j}", markersize=8,
+                linestyle="none", label=f"M = N = K = {size}")
+    ax.axvline(100, **CUBLAS_STYLE, label="cuBLAS = 100%")
+    ax.set_yticks(range(len(labels)), [wrap(t, TEXT, 2.5) for t in labels])
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    every = [v for xs in ladders.values() for x in xs for v in (x.pct_range or (x.pct_cublas,))]
+    ax.set_xlim(min(every) - 5, max(max(every), 100) + 5)
+    ax.set_xlabel(wrap("% of cuBLAS in the kernel's math, timed in turns in the same run (marker: the median of the "
+                       "rounds; bar: their range)", TEXT, 4.0))
+    ax.grid(True, axis="x", alpha=0.3)
+    if title:
+        ax.set_title(wrap(title, TITLE, 3.9), fontsize=TITLE)
+    fig.tight_layout()
+    _legend_below(fig, ax, len(sizes) + 1, columnspacing=1.0, handletextpad=0.4)
+    return stamp(fig, provenance([x for xs in ladders.values() for x in xs]))
+
+
 def roofline(ceilings: dict, ms: Sequence[Measurement], title: str = "") -> Figure:
     """Attainable GFLOP/s vs arithmetic intensity (measured DRAM bandwidth, FP32 peak), kernels on it.
 

@@ -204,27 +204,17 @@ def _stream_k_steps() -> tuple[float, str]:
                    f"about {value:.0f} each (a run may span two tiles).")
 
 
-def _lane_float4s(kernel: str, p: dict[str, int]) -> tuple[list[int], list[int]]:
-    """Distinct float4s that each quarter-warp reads in one fragment load of A and of B (its lanes' rows of the A
-    fragment, their columns of the B fragment)."""
-    from .diagrams import lane_position
-
-    lanes = [lane_position(lane, p, kernel) for lane in range(32)]
-    quarters = [lanes[8 * q:8 * q + 8] for q in range(4)]
-    return [len({m for m, _ in q}) for q in quarters], [len({n for _, n in q}) for q in quarters]
-
-
 def _wavefronts_per_k() -> tuple[float, str]:
-    from .diagrams import lds128_wavefronts
+    from .banks import SHARED_AT, fragment_loads, lds128_wavefronts
 
-    p = _spec("pipelined_warp_tiling")[1]
-    a, b = _lane_float4s("pipelined_warp_tiling", p)
+    loads = {operand: (float4s, per_k) for operand, float4s, per_k in fragment_loads("pipelined_warp_tiling")}
+    (a, na), (b, nb) = loads["A"], loads["B"]
     wa, wb = lds128_wavefronts(a), lds128_wavefronts(b)
-    value = p["TM"] // 4 * wa + p["TN"] // 4 * wb
-    return value, (f"In one load a quarter-warp reads {a[0]} distinct float4s of A and {b[0]} of B. Two or fewer: the "
-                   "two quarter-warps of a half-warp share a wavefront; more: one wavefront each. So a load of A takes "
-                   f"{wa} wavefronts and a load of B {wb}; per k: {p['TM'] // 4} x {wa} + {p['TN'] // 4} x {wb} = "
-                   f"{value} wavefronts.")
+    value = na * wa + nb * wb
+    return value, (f"In one load a quarter-warp reads {len(set(a[:8]))} distinct float4s of A and {len(set(b[:8]))} of "
+                   f"B. At most {SHARED_AT}: the two quarter-warps of a half-warp share a wavefront; more: one "
+                   f"wavefront each. So a load of A takes {wa} wavefronts and a load of B {wb}; per k: {na} x {wa} + "
+                   f"{nb} x {wb} = {value} wavefronts.")
 
 
 def _double_buffer_smem() -> tuple[float, str]:

@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 
 import re  # noqa: E402
 
-from gemm_lab import catalog, diagrams, issue_rate, sass, schedule, style  # noqa: E402
+from gemm_lab import banks, catalog, diagrams, issue_rate, sass, schedule, style  # noqa: E402
 
 SPEC = catalog.get("warp_tiling")
 SHAPES = [SPEC.full_params(), *(p for p in catalog.legal_grid(SPEC) if p["BK"] == 8 and p["BM"] == 256)]
@@ -108,19 +108,39 @@ def test_kernel_10b_numbers_its_lanes_in_quarter_warps_of_4_x_2():
         diagrams.lane_position(0, SPEC.full_params(), "prefetch")
 
 
-def test_quarter_warps_counts_the_wavefronts_the_kernel_headers_state():
-    """24 wavefronts per k for kernel 10's 8 x 16 thread tiles, 16 for 10b's (both headers say so)."""
-    assert diagrams.lds128_wavefronts([8, 8, 8, 8]) == 4 and diagrams.lds128_wavefronts([2, 2, 2, 2]) == 2
+def test_wavefront_models_count_what_the_kernel_headers_state():
+    """24 wavefronts per k for kernel 10's 8 x 16 thread tiles, 16 for 10b's (both headers say so), by the H100's
+    rule; the two simpler models of chapter 7b give other counts, each contradicted by one of the recorded kernels."""
+    assert banks.float4_passes([0, 1, 2, 3, 4, 5, 6, 7]) == 1 and banks.float4_passes([0, 8]) == 2
+    assert banks.lds128_wavefronts(list(range(32)), "quarter") == 4 == banks.lds128_wavefronts(list(range(32)))
+    assert banks.lds128_wavefronts([0] * 16 + [1] * 16) == 2 == banks.lds128_wavefronts([0] * 16 + [1] * 16, "bytes")
+    assert banks.lds128_wavefronts([0] * 32, "quarter") == 4
+    four = [0, 1, 2, 3] * 8  # every quarter-warp the same four float4s: not shared on the H100, packed by bytes
+    assert (banks.lds128_wavefronts(four), banks.lds128_wavefronts(four, "bytes")) == (4, 2)
+    with pytest.raises(ValueError, match="no model"):
+        banks.lds128_wavefronts(four, "guess")
     for params, (ten, ten_b) in ((None, (24, 16)), ({"BM": 128, "BN": 128, "WM": 32, "WN": 64, "TM": 8, "TN": 8},
                                                     (16, 12))):
-        fig = diagrams.quarter_warps(params)
-        try:
-            totals = [int(x) for x in re.findall(r"per k: (\d+) wavefronts", _texts(fig))]
-            assert totals == [ten, ten_b]
-            assert len(_gids(fig, "warp_tiling lane")) == len(_gids(fig, "pipelined_warp_tiling lane")) == 32
-            assert not style.fits(fig)
-        finally:
-            plt.close(fig)
+        per_k = {k: sum(banks.lds128_wavefronts(f) * n for _, f, n in banks.fragment_loads(k, params))
+                 for k in ("warp_tiling", "pipelined_warp_tiling")}
+        assert per_k == {"warp_tiling": ten, "pipelined_warp_tiling": ten_b}
+    assert banks.lds128_per_load("vectorized") == 3 and banks.lds128_per_load("vectorized", rule="quarter") == 4
+    assert banks.lds128_per_load("warp_tiling", rule="bytes") == 2
+
+
+@pytest.mark.parametrize("params", [None, {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "TM": 8, "TN": 8}])
+def test_quarter_warps_draws_each_lane_and_the_float4s_each_quarter_reads(params):
+    fig = diagrams.quarter_warps(params)
+    try:
+        for kernel in ("warp_tiling", "pipelined_warp_tiling"):
+            assert len(_gids(fig, f"{kernel} lane")) == 32
+            for operand, float4s, _ in banks.fragment_loads(kernel, params):
+                drawn = _gids(fig, f"{kernel} {operand} q")
+                assert len(drawn) == sum(len(set(float4s[i:i + 8])) for i in range(0, 32, 8))
+        assert "wavefront" not in _texts(fig)  # the page derives the wavefronts from this picture
+        assert not style.fits(fig)
+    finally:
+        plt.close(fig)
 
 
 @pytest.mark.parametrize("tiles,steps,blocks", [(512, 64, 132), (32, 128, 132), (2048, 16, 132), (7, 3, 4),

@@ -1,5 +1,6 @@
 """Chapter 9's helpers, on the CPU: the mbarrier ring and the cluster-reads pictures (each redrawn by another
-instance, text readable at 800 px), the multicast in the traffic model, and the headline share with its range."""
+instance, text readable at 800 px), the multicast in the traffic model, the headline share with its range, the
+ladder chart and Little's law for the ring's stages."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -7,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog, diagrams, model, style  # noqa: E402
+from gemm_lab import catalog, diagrams, model, plan, plots, style  # noqa: E402
 from gemm_lab.prose import fold, share  # noqa: E402
 
 SPEC = catalog.get("wgmma_ws_tf32")
@@ -90,3 +91,37 @@ def test_fold_glues_without_showing_and_closes_figures(monkeypatch):
     assert glued == {"table": False, "figure": False} and not plt.fignum_exists(fig.number)
     with pytest.raises(ValueError, match="letters, digits"):
         fold(**{"bad-name": 1})
+
+
+def test_ladder_draws_each_rungs_rounds_as_an_interval_at_each_size(replay):
+    import gemm_lab as gl
+
+    cases = [("wgmma_tf32", None), *(("wgmma_ws_tf32", rung) for rung in plan.HOPPER_LADDER), ("wgmma_ws_tf32", None)]
+    ladder = {s: gl.bench_all([(k, q, s) for k, q in cases], progress=False) for s in plan.LADDER_SIZES}
+    labels = [f"rung {i}" for i in range(len(cases))]
+    fig = plots.ladder(ladder, labels, "a ladder")
+    try:
+        (ax,) = fig.axes
+        spans = sorted(tuple(line.get_xdata()) for line in ax.lines if len(line.get_xdata()) == 2
+                       and line.get_linestyle() == "-")
+        assert spans == sorted(tuple(x.pct_range) for xs in ladder.values() for x in xs)  # one bar per rung and size
+        medians = [line for line in ax.lines if line.get_marker() in ("o", "s")]
+        assert [list(line.get_xdata()) for line in medians] == [[x.pct_cublas for x in xs] for xs in ladder.values()]
+        assert [t.get_text() for t in ax.get_yticklabels()] == labels and not style.fits(fig)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="one measurement per label"):
+        plots.ladder(ladder, labels[:-1])
+
+
+def test_littles_law_for_the_ring():
+    ceilings = {"wgmma_tf32_gflops": 132 * 2048 * 1.8, "sms": 132}  # 1,024 MACs (2,048 FLOP) per clock at 1.8 GHz
+    ring = model.ring("wgmma_ws_tf32", None, ceilings, latency_ns=140, bandwidth_gbs=132 * 40.96)
+    p = SPEC.full_params()
+    assert ring.step_ns == pytest.approx(p["BM"] * 128 * 32 / 1024 / 1.8)  # a stage's MACs at 1,024 per clock
+    assert ring.fill_ns == pytest.approx((p["BM"] + 128 / p["CLUSTER"]) * 32 * 4 / 40.96)  # bytes at 40.96 GB/s
+    assert ring.in_flight == -(-(140 + ring.fill_ns) // ring.step_ns) and ring.stages == ring.in_flight + 2
+    assert model.Ring(500, 100, 0).stages == 3 and model.Ring(500, 100, 400).stages == 3  # W <= T: one in flight
+    assert model.Ring(500, 100, 401).stages == 4
+    lone = model.ring("wgmma_ws_tf32", {"CLUSTER": 1}, ceilings, 140, 132 * 40.96)
+    assert lone.fill_ns > ring.fill_ns  # without multicast a block requests all of B's boxes

@@ -58,6 +58,9 @@ def _figures():
         "stage_costs": lambda: plots.stage_costs({s: emulation.stage_ms(s) for s in emulation.STAGE_SIZES},
                                                  [gl.cublas(s) for s in emulation.STAGE_SIZES], "test"),
         "errors": lambda: plots.errors([e for s in emulation.ERROR_VS_K for e in emulation.errors(s, None)]),
+        "ladder": lambda: plots.ladder({s: gl.bench_all([("wgmma_tf32", None, s), ("wgmma_ws_tf32", None, s)],
+                                                        progress=False) for s in plan.LADDER_SIZES}, ["8", "14"]),
+        "quarter_warps": lambda: diagrams.quarter_warps(),
     }
 
 
