@@ -297,9 +297,12 @@ def check(sub: Submission, params: dict[str, int], size: int = 0, column_major: 
 def _run_and_judge(sub: Submission, params: dict[str, int], shape: Shape, alpha: float = 1.0, beta: float = 0.0,
                    k_tail: bool = False, column_major: tuple[str, ...] = (), passed: int = 0) -> tuple[str, float]:
     """One case on the GPU: `judge` with a launch of the validated instance on device copies of the guarded words."""
+    import cupy
+
     inst = catalog.instance(sub, params, shape)
+    matmul = lambda x, y: cupy.asnumpy(cupy.asarray(x) @ cupy.asarray(y))  # noqa: E731 - float64 on the GPU: fast at scale
     return judge(_device_launch(inst, alpha, beta), shape, sub.tile(params), sub.precision, alpha=alpha, beta=beta,
-                 k_tail=k_tail, column_major=column_major, passed=passed)
+                 k_tail=k_tail, column_major=column_major, passed=passed, matmul=matmul)
 
 
 Launch = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # guarded words of A, B, C -> C's after a launch
@@ -345,19 +348,20 @@ def row_major_c(words: np.ndarray, m: int, n: int, column_major: bool) -> np.nda
 
 
 def judge(launch: Launch, shape: Shape, tile: tuple[int, int], precision: str = "fp32", *, alpha: float = 1.0,
-          beta: float = 0.0, k_tail: bool = False, column_major: tuple[str, ...] = (),
-          passed: int = 0) -> tuple[str, float]:
+          beta: float = 0.0, k_tail: bool = False, column_major: tuple[str, ...] = (), passed: int = 0,
+          matmul: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.matmul) -> tuple[str, float]:
     """Run `launch` RUNS times on the seeded inputs of `shape` (A, B and, with beta, C stored as `column_major`
     says; with beta = 0, C poisoned), and judge the first result against float64 (`diagnose`, which hears of a
-    second that differs): the diagnosis ("" when right) and the largest relative error."""
+    second that differs): the diagnosis ("" when right) and the largest relative error. `matmul` multiplies the
+    float64 references (NumPy's, or the GPU's where the shape is large)."""
     m, n, k = shape
     rng = np.random.default_rng(0)
     a, b = rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)
     c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    ref = alpha * (a64 @ b64) + beta * c0.astype(np.float64)
+    ref = alpha * matmul(a64, b64) + beta * c0.astype(np.float64)
     # Rounding errors scale with the terms |a||b|, not with the sum (as `run.check`)
-    floor = float((np.abs(a64) @ np.abs(b64)).max()) / math.sqrt(k)
+    floor = float(matmul(np.abs(a64), np.abs(b64)).max()) / math.sqrt(k)
     words_a, words_b = (guarded(stored(x, name in column_major), PADDING) for x, name in ((a, "A"), (b, "B")))
     words_c = guarded(stored(c0, "C" in column_major), CANARY) if beta else \
         guarded(np.full(m * n, POISON, np.uint32), CANARY)
