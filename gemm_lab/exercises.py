@@ -621,14 +621,21 @@ def _hole_indices(name: str) -> tuple[list[str], list[int]]:
     return lines, found
 
 
-def skeleton(name: str) -> str:
+class Source(str):
+    """A kernel's CUDA source, a str that a notebook shows as a highlighted code block (the book adds a copy button)."""
+
+    def _repr_markdown_(self) -> str:
+        return f"```cuda\n{self}```\n"
+
+
+def skeleton(name: str) -> Source:
     """The source of write-the-kernel exercise `name`: its solution's file with each hole's line replaced by a TODO
     that says what the line must do (the reader fills them in and passes the text to `submit`)."""
     lines, found = _hole_indices(name)
     for hole, i in zip(KERNEL_EXERCISES[name].holes, found):
         indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
         lines[i] = f"{indent}// TODO: {hole.hint}"
-    return "\n".join(lines) + "\n"
+    return Source("\n".join(lines) + "\n")
 
 
 def hole_lines(name: str) -> str:

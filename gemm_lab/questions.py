@@ -166,13 +166,15 @@ def _issue_loop() -> tuple[dict[str, int], int, int]:
 
 def _predicted_speed_givens() -> tuple[dict[str, int], int, int, float]:
     """The prediction's instance, the FFMAs and instructions of its main loop, and the share of issue slots the
-    default instance used, as Nsight Compute counted it at 4096."""
+    default instance used, as Nsight Compute counted it at 4096 (recorded: a question does not run ncu)."""
     from . import issue_rate
 
     p, ffma, total = _issue_loop()
     default = catalog.get("warp_tiling").full_params()
-    busy = hardware.counters("warp_tiling", (4096,) * 3, default)["metrics"][issue_rate.ISSUE_BUSY] / 100
-    return p, ffma, total, busy
+    row = hardware.recorded_counters("warp_tiling", default, (4096,) * 3)
+    if row is None:
+        raise LookupError("chapter 7's counters are not recorded on this GPU: run `gemm-lab record --only counters`")
+    return p, ffma, total, row["metrics"][issue_rate.ISSUE_BUSY] / 100
 
 
 def _predicted_speed_ask() -> str:
