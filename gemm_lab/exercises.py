@@ -544,7 +544,7 @@ KERNEL_EXERCISES = {e.name: e for e in (
     ), (("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
          "for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];", ("indices", "transpose", "NaN")),
         ("__syncthreads();  // everyone is done reading before the next copy overwrites them", "", ("race",))),
-        {"BM": 16, "BN": 32, "BK": 8}),
+        {"BM": 16, "BN": 16, "BK": 16}),  # as the planted bug of issue 40: without its second barrier, wrong at 2048
     KernelExercise("thread_tile_along_n", "ch03_register_blocking", "thread_tile_1d_n", (
         Hole("const int tr = threadIdx.x / (BN / TN);       // this thread's row of the tile: BN / TN threads share it",
              "this thread's row of the block's C tile"),
