@@ -2,8 +2,9 @@
 
     python benchmarks/submit_latency.py [EXERCISE ...]   # default: every exercise (exercises.KERNEL_EXERCISES)
 
-The exercise's solution (its chapter's kernel) is submitted with `gl.submit` at SIZE: compiled from an empty cubin
-cache, checked on guarded buffers and timed beside the book's kernel and cuBLAS (`open_s`), then submitted again
+The exercise's solution (its variant's file in kernels/exercises/) is submitted with `gl.submit` at SIZE: compiled
+from an empty cubin cache, checked on guarded buffers (at SIZE too) and timed beside the book's solution and cuBLAS
+(`open_s`), then submitted again
 once compiled (`warm_s`, SUBMITS times). Saves one row per exercise, as "submit <name>", to
 records/<gpu>/widget_latency.json beside the explorers' (`records.LATENCY`).
 """
@@ -15,7 +16,7 @@ import tempfile
 import time
 
 import gemm_lab as gl
-from gemm_lab import catalog, compile, device, exercises, records
+from gemm_lab import compile, device, exercises, records
 
 SIZE = 2048  # where a submission is timed beside the book's kernel and cuBLAS
 SUBMITS = 3  # submissions once compiled
@@ -25,7 +26,7 @@ def measure(name: str) -> dict:
     os.environ[compile.CACHE_ENV] = tempfile.mkdtemp(prefix=f"cubins-{name}-")  # read at each compile
     compile._live_cache.clear()
     exercise, gpu = exercises.KERNEL_EXERCISES[name], device.gpu()
-    source = catalog.get(exercise.like).path.read_text()
+    source = exercises.spec_of(exercise.like).path.read_text()
 
     def once() -> float:
         t = time.perf_counter()

@@ -1,17 +1,24 @@
 """The reader's own kernels: `submit` compiles, checks, diagnoses and times a kernel written to the contract of one of
-the book's (`like`), and keeps a personal scoreboard.
+the book's (`like`), or of a variant the book asks for and does not show (`VARIANTS`), and keeps a personal scoreboard.
 
-A submission is the text of a CUDA kernel template with the book's contract, `(M, N, K, alpha, A, B, beta, C)` with
-row-major float32 matrices, and the template parameters of the catalogued kernel it stands in for, in the same order:
-the grid, block, shared memory and rules of that kernel apply to it, and it may `#include` the headers of kernels/.
+A submission is the text of a CUDA kernel template with the book's contract, `(M, N, K, alpha, A, B, beta, C)`, and
+the template parameters of the kernel it stands in for, in the same order: the grid, block, shared memory and rules
+of that kernel apply to it, and it may `#include` the headers of kernels/. The book's kernels take row-major float32
+matrices; a variant may store some of them column-major (`Variant.column_major`), and is checked on those layouts.
 
 - Without a GPU it is compiled offline (NVRTC, as CI does): errors quote the reader's lines; otherwise registers,
   spills and shared memory are reported. Checking and timing need a GPU, and the report says so.
 - On a GPU it runs on guarded buffers (C poisoned with one NaN, the words around C with another, A and B padded with
-  a third) on shapes with tails of every tile, against float64; the first wrong element is named with what that
-  pattern usually means. Then it is timed beside the book's kernel and cuBLAS, in the same run, and added to the
-  scoreboard (`scoreboard`, kept under the compile cache's folder).
+  a third) on shapes with tails of every tile, with alpha and beta, and at the size it will be timed at, against
+  float64; the first wrong element is named with what that pattern usually means (wrong only at the timing size,
+  after the small shapes passed: most likely a race). Then it is timed beside the book's kernel (a variant's: the
+  book's solution) and cuBLAS, in the same run, and added to the scoreboard (`scoreboard`, kept under the compile
+  cache's folder).
 A kernel that never returns cannot be stopped from the host: interrupt the Python kernel, then restart it.
+
+Write-the-kernel exercises are data (`KERNEL_EXERCISES`): a variant's solution (a file of kernels/exercises/) with its
+key lines removed (`skeleton`), and broken versions whose diagnosis the GPU tests check. `solution` shows the file
+with the lines the reader writes highlighted; a page folds it under its exercise.
 """
 from __future__ import annotations
 
@@ -23,20 +30,138 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from . import catalog, compile, device, records, run, sanitize, timing
-from .catalog import KernelSpec, Params, Shape
+from . import catalog, compile, device, listings, records, run, sanitize, timing
+from .catalog import KernelSpec, Params, Rule, Shape
 from .records import Measurement
 from .tables import Markdown
 
 FILE = "exercise.cu"  # what compile errors call the reader's source
+SOLUTIONS = "kernels/exercises"  # the variants' solutions, from the repository root
 POISON, CANARY, PADDING = 0x7FC0BEEF, 0x7FC0DEAD, 0x7FC0FACE  # NaN payloads: unwritten C, around C, around A and B
 GUARD = 1024  # words of canary or padding on each side of a matrix (4 KiB: C stays 16-byte aligned)
+METHOD = timing.SHORT  # a reader waits on a submission: short turns, labelled as such in the record
 RUNS = 3  # launches of each case on the same inputs: a race rarely gives the same wrong words three times
 CONTRACT = "(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)"
+OPERANDS = ("A", "B", "C")
+INDEX = {  # where element (row, k) of A, (k, col) of B and (row, col) of C lie, per layout
+    ("A", False): "A[row * K + k]", ("A", True): "A[k * M + row]",
+    ("B", False): "B[k * N + col]", ("B", True): "B[col * K + k]",
+    ("C", False): "C[row * N + col]", ("C", True): "C[col * M + row]",
+}
+
+
+@dataclass(frozen=True)
+class VariantSpec(KernelSpec):
+    """A variant's spec: its file lies in kernels/exercises/, and its headers, like a submission's, in kernels/."""
+
+    def source_text(self) -> str:
+        return catalog.expand_includes(catalog.ROOT / "kernels" / self.path.name, self.path.read_text())
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A kernel the book asks the reader to write and does not show: the spec it is launched and checked by (its
+    `source` the solution's file in kernels/exercises/, its grid, block, shared memory and rules its own) and which
+    of its operands are column-major (stored as their transposes, row by row: element (i, j) of an R x C matrix at
+    i + j * R)."""
+
+    spec: KernelSpec
+    column_major: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if set(self.column_major) - set(OPERANDS):
+            raise ValueError(f"{self.spec.name}: column_major names operands among {OPERANDS}, not "
+                             f"{self.column_major}")
+
+
+def _variant(base: str, name: str, file: str, title: str, notes: str, column_major: tuple[str, ...] = (),
+             **changes: Any) -> Variant:
+    """The catalogued kernel `base` as the variant `name`: its function `sgemm_<name>` in kernels/exercises/`file`,
+    everything not in `changes` (choices, defaults, threads, smem_bytes, rules, ...) kept."""
+    fields = {f.name: getattr(catalog.get(base), f.name) for f in dataclasses.fields(KernelSpec)}
+    spec = VariantSpec(**{**fields, "name": name, "source": f"{SOLUTIONS}/{file}", "function": f"sgemm_{name}",
+                          "title": title, "notes": notes, **changes})
+    return Variant(spec, column_major)
+
+
+def _common(threads: Callable[[Params], int], smem: Callable[[Params], int], names: tuple[str, ...]) -> tuple[Rule, ...]:
+    """Positive parameters, and the threads and static shared memory a block may have (the catalog's limits)."""
+    return (
+        Rule(f"{', '.join(names)} must be positive integers", lambda p: all(p[n] >= 1 for n in names)),
+        Rule(f"threads per block must be between 1 and {catalog.MAX_THREADS_PER_BLOCK} (the hardware's limit per "
+             "block)", lambda p: 1 <= threads(p) <= catalog.MAX_THREADS_PER_BLOCK),
+        Rule(f"static shared memory must fit in {catalog.STATIC_SMEM_LIMIT // 1024} KiB per block (more needs dynamic "
+             "shared memory and an opt-in)", lambda p: smem(p) <= catalog.STATIC_SMEM_LIMIT),
+    )
+
+
+def _thread_tile_1d_n() -> Variant:
+    """Chapter 3's 1-D thread tile turned along N: each thread computes TN consecutive outputs of one row."""
+    threads = lambda p: p["BM"] * (p["BN"] // p["TN"])  # noqa: E731
+    smem = lambda p: 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+    positive, *limits = _common(threads, smem, ("BM", "BN", "BK", "TN"))
+    return _variant(
+        "thread_tile_1d", "thread_tile_1d_n", "03_thread_tile_1d_n.cu", "1-D thread tile along N",
+        "each thread computes TN consecutive outputs of a row from registers",
+        choices={"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TN": (4, 8, 16)},
+        defaults={"BM": 64, "BN": 64, "BK": 8, "TN": 8}, threads=threads, smem_bytes=smem,
+        rules=(positive, Rule("TN must divide BN (each thread owns TN whole columns of the tile)",
+                              lambda p: p["BN"] % p["TN"] == 0),
+               Rule("at most 512 threads per block, as for chapter 3's kernels", lambda p: threads(p) <= 512), *limits))
+
+
+def _prefetch_ring() -> Variant:
+    """Chapter 6's prefetching kernel with a ring of BUFFERS shared buffers; its rules are chapter 6's kernel's with
+    PREFETCH = 1, and the shared memory of BUFFERS copies of the tiles."""
+    base = catalog.get("prefetch")
+    smem = lambda p: 4 * p["BUFFERS"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+    as_prefetch = lambda p: {**{k: v for k, v in p.items() if k != "BUFFERS"}, "PREFETCH": 1}  # noqa: E731
+    rules = (
+        Rule("BUFFERS must be 2 to 4 (a step reads one buffer while the next tiles are written to another)",
+             lambda p: 2 <= p["BUFFERS"] <= 4),
+        *(Rule(r.why, lambda p, r=r: r.holds(as_prefetch(p))) for r in base.rules if not r.why.startswith("PREFETCH")),
+        Rule(f"static shared memory must fit in {catalog.STATIC_SMEM_LIMIT // 1024} KiB per block: BUFFERS copies of "
+             "the A and B tiles", lambda p: smem(p) <= catalog.STATIC_SMEM_LIMIT),
+    )
+    return _variant(
+        "prefetch", "prefetch_ring", "06_prefetch_ring.cu", "Prefetch into a ring of buffers",
+        "the next tiles load into registers while the current ones are multiplied, then go to the next of BUFFERS "
+        "shared buffers", choices={**{k: v for k, v in base.choices.items() if k != "PREFETCH"}, "BUFFERS": (2, 3)},
+        defaults={**{k: v for k, v in base.defaults.items() if k != "PREFETCH"}, "BUFFERS": 3}, smem_bytes=smem,
+        rules=rules)
+
+
+VARIANTS = {v.spec.name: v for v in (
+    _variant("coalesced", "colmajor_coalesced", "01_colmajor_coalesced.cu", "Coalesced, column-major",
+             "chapter 1's one thread per output with A, B and C column-major, as BLAS stores them", ("A", "B", "C")),
+    _variant("smem_tiled", "smem_tiled_a_colmajor", "02_smem_tiled_a_colmajor.cu", "Shared-memory tiling, A column-major",
+             "chapter 2's tiling with A column-major (stored as its transpose)", ("A",)),
+    _thread_tile_1d_n(),
+    _variant("vectorized", "vectorized_colmajor", "04_vectorized_colmajor.cu", "Vectorized, A and B column-major",
+             "chapter 4's float4 copies and tiles with A and B column-major: B's copy now transposes", ("A", "B")),
+    _prefetch_ring(),
+    _variant("warp_tiling", "warp_tiling_contiguous", "07_warp_tiling_contiguous.cu", "Warp tiling, whole lane tiles",
+             "chapter 7's warp tiling with each lane's TM x TN outputs in one piece"),
+)}
+
+
+def spec_of(like: str) -> KernelSpec:
+    """The spec a submission in place of `like` takes: a variant's (`VARIANTS`), or a catalogued kernel's."""
+    if like in VARIANTS:
+        return VARIANTS[like].spec
+    if like in catalog.KERNELS:
+        return catalog.KERNELS[like]
+    raise ValueError(f"unknown kernel {like!r}: a submission stands in for a kernel of the catalog "
+                     f"({', '.join(catalog.KERNELS)}) or an exercise's variant ({', '.join(VARIANTS)})")
+
+
+def column_major_of(like: str) -> tuple[str, ...]:
+    """The operands that a kernel in place of `like` takes column-major (none for the book's kernels)."""
+    return VARIANTS[like].column_major if like in VARIANTS else ()
 
 
 @dataclass(frozen=True)
@@ -56,10 +181,11 @@ class Submission(KernelSpec):
         return hashlib.sha256(catalog.code_only(self.text).encode()).hexdigest()
 
 
-def submission(source: str, like: str) -> Submission:
-    """The reader's `source` as a stand-in for catalogued kernel `like`, after checking that it is a kernel template
-    of that kernel's name with its template parameters and the book's contract (a ValueError says what differs)."""
-    spec = catalog.get(like)
+def submission(source: str, like: str, name: str = "") -> Submission:
+    """The reader's `source` as a stand-in for kernel `like` (catalogued, or a variant), after checking that it is a
+    kernel template of that kernel's name with its template parameters and the book's contract (a ValueError says
+    what differs); `name` is what its measurements are called (default: "your <like>")."""
+    spec = spec_of(like)
     if not isinstance(source, str) or "__global__" not in source:
         raise TypeError("submit takes the CUDA source of a kernel as a string (it has no __global__ function)")
     names = ", ".join(f"int {p}" for p in spec.param_names)
@@ -75,7 +201,7 @@ def submission(source: str, like: str) -> Submission:
     if len([a for a in head.group(2).split(",") if a.strip()]) != 8:
         raise ValueError(f"{spec.function} must take the book's contract {CONTRACT}")
     base = {f.name: getattr(spec, f.name) for f in dataclasses.fields(KernelSpec)}
-    return Submission(**{**base, "name": f"your {like}"}, text=source)
+    return Submission(**{**base, "name": name or f"your {like}"}, text=source)
 
 
 @dataclass
@@ -104,10 +230,12 @@ class Attempt:
 
 
 def submit(source: str, like: str, params: Params | None = None, *, size: int = 2048) -> Attempt:
-    """Compile, check and time the reader's kernel in place of catalogued kernel `like` (see the module). Bad input
-    (not a kernel, a wrong signature, tile sizes the rules forbid) is refused before anything compiles."""
+    """Compile, check and time the reader's kernel in place of kernel `like` (see the module), timed at M = N = K =
+    `size`. Bad input (not a kernel, a wrong signature, tile sizes the rules forbid, a size they cannot launch) is
+    refused before anything compiles."""
     sub = submission(source, like)
     inst = catalog.instance(sub, params)
+    catalog.instance(sub, inst.params, (size,) * 3)  # the timing size too, before anything compiles
     attempt, here = Attempt(like, inst.params), device.runs_here(sub)
     try:  # NVRTC names FILE and the reader's own line numbers, and quotes the lines
         if here:  # compiled once for this GPU and kept on disk: a second submission of the same text only loads it
@@ -125,75 +253,134 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
         attempt.note = ("Checking and timing need a GPU that runs this kernel (here: "
                         f"{'replay, no GPU' if not device.live() else device.gpu().name}); in Colab, pick a GPU runtime.")
         return attempt
-    attempt.wrong, attempt.checked = check(sub, inst.params)
-    if not attempt.wrong:
-        attempt.timed = [timing.bench(sub, size, inst.params, method=timing.SHORT),
-                        timing.bench(like, size, inst.params, method=timing.SHORT)]
+    attempt.wrong, attempt.checked = check(sub, inst.params, size, column_major_of(like))
+    if not attempt.wrong:  # checked at the timing size too: the timing finds nothing new to refuse
+        attempt.timed = [_time(catalog.instance(sub, inst.params, (size,) * 3), attempt.checked[-1][1]),
+                         _book(like, size, inst.params)]
         _remember(attempt.timed[0], like)
     return attempt
 
 
-def check(sub: Submission, params: dict[str, int]) -> tuple[str, list[tuple[Shape, float]]]:
-    """Run on every tail shape of the tile (`sanitize.tail_shapes`), then with alpha and beta, twice where it is wrong
-    (a race shows as results that differ); the first failure explained, or "" and what passed."""
-    passed = []
+Trial = Callable[..., tuple[str, float]]  # (sub, params, shape, *, alpha, beta, k_tail, column_major, passed)
+
+
+def check(sub: Submission, params: dict[str, int], size: int = 0, column_major: tuple[str, ...] = (),
+          trial: Trial | None = None) -> tuple[str, list[tuple[Shape, float]]]:
+    """Run on every tail shape of the tile (`sanitize.tail_shapes`), then with alpha and beta, then at M = N = K =
+    `size` (0: not), each three times (a race shows as results that differ), with the operands in `column_major`
+    stored column-major; the first failure explained, or "" and what passed. `trial` runs and judges one case
+    (default: on the GPU, `_run_and_judge`; the tests pass fakes)."""
+    trial = trial or _run_and_judge
+    passed: list[tuple[Shape, float]] = []
     shapes = [(m, n, k) for m, n, k in sanitize.tail_shapes(sub, params)]
     bk = params.get("BK", 1)
     with run.faults(sub, params):
         for shape in shapes:
-            why, err = _run_and_judge(sub, params, shape)
+            why, err = trial(sub, params, shape, column_major=column_major)
             if why and shape[2] % bk:  # right once K is a whole number of tiles deep? then the partial step is wrong
                 whole = (shape[0], shape[1], -(-shape[2] // bk) * bk)
-                if not _run_and_judge(sub, params, whole)[0]:
-                    why = _run_and_judge(sub, params, shape, k_tail=True)[0]
+                if not trial(sub, params, whole, column_major=column_major)[0]:
+                    why = trial(sub, params, shape, k_tail=True, column_major=column_major)[0]
             if why:
                 return why, passed
             passed.append((shape, err))
-        why, err = _run_and_judge(sub, params, shapes[-1], alpha=0.5, beta=-2.0)
+        why, err = trial(sub, params, shapes[-1], alpha=0.5, beta=-2.0, column_major=column_major)
         if why:
             return f"with alpha = 0.5 and beta = -2: {why}", passed
+        if size:  # what only scale shows (a race that small shapes rarely lose) is named here, not as a timing error
+            why, err = trial(sub, params, (size,) * 3, column_major=column_major, passed=len(passed))
+            if why:
+                return f"at M = N = K = {size}: {why}", passed
+            passed.append(((size,) * 3, err))
     return "", passed
 
 
-def _run_and_judge(sub: Submission, params: dict[str, int], shape: Shape, alpha: float = 1.0,
-                   beta: float = 0.0, k_tail: bool = False) -> tuple[str, float]:
+def _run_and_judge(sub: Submission, params: dict[str, int], shape: Shape, alpha: float = 1.0, beta: float = 0.0,
+                   k_tail: bool = False, column_major: tuple[str, ...] = (), passed: int = 0) -> tuple[str, float]:
+    """One case on the GPU: `judge` with a launch of the validated instance on device copies of the guarded words."""
     import cupy
 
+    inst = catalog.instance(sub, params, shape)
+    matmul = lambda x, y: cupy.asnumpy(cupy.asarray(x) @ cupy.asarray(y))  # noqa: E731 - float64 on the GPU: fast at scale
+    return judge(_device_launch(inst, alpha, beta), shape, sub.tile(params), sub.precision, alpha=alpha, beta=beta,
+                 k_tail=k_tail, column_major=column_major, passed=passed, matmul=matmul)
+
+
+Launch = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # guarded words of A, B, C -> C's after a launch
+
+
+def _device_launch(inst: catalog.Instance, alpha: float, beta: float) -> Launch:
+    """A launch of `inst` on fresh device copies of guarded words (the matrices inside them viewed with the shapes
+    the launcher checks: a column-major matrix's words are its transpose's, in the same number)."""
+    import cupy
+
+    m, n, k = inst.shape
+
+    def launch(a_words: np.ndarray, b_words: np.ndarray, c_words: np.ndarray) -> np.ndarray:
+        bufs = [cupy.asarray(w).view(cupy.float32) for w in (a_words, b_words, c_words)]
+        a, b, c = (buf[GUARD:GUARD + r * s].reshape(r, s) for buf, (r, s) in zip(bufs, ((m, k), (k, n), (m, n))))
+        run.launcher(inst, a, b, alpha=alpha, beta=beta, out=c)()
+        cupy.cuda.Device().synchronize()
+        return cupy.asnumpy(bufs[2]).view(np.uint32)
+
+    return launch
+
+
+def stored(x: np.ndarray, column_major: bool) -> np.ndarray:
+    """The words of matrix `x` in the order memory holds them: row by row, or column by column (its transpose's
+    rows)."""
+    return np.ascontiguousarray(x.T if column_major else x).ravel().view(np.uint32)
+
+
+def guarded(words: np.ndarray, guard_bits: int) -> np.ndarray:
+    """`words` (uint32) with GUARD words of `guard_bits` before and after them."""
+    out = np.full(words.size + 2 * GUARD, guard_bits, dtype=np.uint32)
+    out[GUARD:GUARD + words.size] = words
+    return out
+
+
+def row_major_c(words: np.ndarray, m: int, n: int, column_major: bool) -> np.ndarray:
+    """A launch's guarded words of C with the matrix in row-major order (the guards as they were)."""
+    if not column_major:
+        return words
+    out = words.copy()
+    out[GUARD:GUARD + m * n] = words[GUARD:GUARD + m * n].reshape(n, m).T.ravel()
+    return out
+
+
+def judge(launch: Launch, shape: Shape, tile: tuple[int, int], precision: str = "fp32", *, alpha: float = 1.0,
+          beta: float = 0.0, k_tail: bool = False, column_major: tuple[str, ...] = (), passed: int = 0,
+          matmul: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.matmul) -> tuple[str, float]:
+    """Run `launch` RUNS times on the seeded inputs of `shape` (A, B and, with beta, C stored as `column_major`
+    says; with beta = 0, C poisoned), and judge the first result against float64 (`diagnose`, which hears of a
+    second that differs): the diagnosis ("" when right) and the largest relative error. `matmul` multiplies the
+    float64 references (NumPy's, or the GPU's where the shape is large)."""
     m, n, k = shape
     rng = np.random.default_rng(0)
     a, b = rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)
     c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
-    ref = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + beta * c0.astype(np.float64)
-    inst = catalog.instance(sub, params, shape)
-    outs = []
-    for _ in range(RUNS):  # the same launch again: results that differ point at a race
-        ga, gb = _guarded(a, PADDING), _guarded(b, PADDING)
-        c_buf, gc = _guarded(c0 if beta else np.zeros((m, n), np.float32), CANARY, fill=None if beta else POISON)
-        run.launcher(inst, ga[1], gb[1], alpha=alpha, beta=beta, out=gc)()
-        cupy.cuda.Device().synchronize()
-        outs.append(cupy.asnumpy(c_buf).view(np.uint32))
-    tolerance = run.tolerance(k, sub.precision)
-    floor = float((np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))).max()) / math.sqrt(k)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = alpha * matmul(a64, b64) + beta * c0.astype(np.float64)
+    # Rounding errors scale with the terms |a||b|, not with the sum (as `run.check`)
+    floor = float(matmul(np.abs(a64), np.abs(b64)).max()) / math.sqrt(k)
+    words_a, words_b = (guarded(stored(x, name in column_major), PADDING) for x, name in ((a, "A"), (b, "B")))
+    words_c = guarded(stored(c0, "C" in column_major), CANARY) if beta else \
+        guarded(np.full(m * n, POISON, np.uint32), CANARY)
+    outs = [row_major_c(launch(words_a, words_b, words_c), m, n, "C" in column_major) for _ in range(RUNS)]
+    tolerance = run.tolerance(k, precision)
     differs = next((x for x in outs[1:] if (x != outs[0]).any()), outs[0])
-    return diagnose(outs[0], differs, ref, (m, n), tolerance, floor, sub.tile(params), k_tail), \
+    return diagnose(outs[0], differs, ref, (m, n), tolerance, floor, tile, k_tail, column_major=column_major,
+                    passed=passed), \
         run.max_rel_err(outs[0][GUARD:GUARD + m * n].view(np.float32).reshape(m, n), ref, floor)
 
 
-def _guarded(x: np.ndarray, guard_bits: int, fill: int | None = None) -> tuple[Any, Any]:
-    """A device buffer of `x` with GUARD words of `guard_bits` before and after it (and its own words `fill` bits, if
-    given): the whole buffer and the 16-byte aligned, C-contiguous view of the matrix inside it."""
-    import cupy
-
-    words = np.full(x.size + 2 * GUARD, guard_bits, dtype=np.uint32)
-    words[GUARD:GUARD + x.size] = np.full(x.size, fill, np.uint32) if fill is not None else x.ravel().view(np.uint32)
-    buf = cupy.asarray(words).view(cupy.float32)
-    return buf, buf[GUARD:GUARD + x.size].reshape(x.shape)
-
-
 def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tuple[int, int], tolerance: float,
-             floor: float, tile: tuple[int, int], k_tail: bool) -> str:
+             floor: float, tile: tuple[int, int], k_tail: bool, *, column_major: tuple[str, ...] = (),
+             passed: int = 0) -> str:
     """The first thing wrong with a guarded C (the words of one launch and of another of the same inputs, uint32, GUARD
-    words around M x N) against the float64 reference, and what it usually means; "" when all is right."""
+    words around M x N in row-major order) against the float64 reference, and what it usually means; "" when all is
+    right. `column_major`: the operands the kernel takes column-major (named in the hint on indices); `passed`: the
+    smaller shapes this kernel got right before this one (then a wrong result is most likely a race)."""
     m, n = shape
     guard = np.concatenate([first[:GUARD], first[GUARD + m * n:]])
     if (guard != CANARY).any():
@@ -207,10 +394,11 @@ def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tupl
         i, j = np.argwhere(unwritten)[0]
         rows, cols = np.flatnonzero(unwritten.any(axis=1)), np.flatnonzero(unwritten.any(axis=0))
         bm, bn = tile
-        edge = rows.min() >= m - m % bm if m % bm else False
-        edge |= cols.min() >= n - n % bn if n % bn else False
+        edge = m > bm and m % bm and rows.min() >= m - m % bm  # a partial tile after whole ones
+        edge |= n > bn and n % bn and cols.min() >= n - n % bn
         hint = ("only the last, partial tiles: blocks at the edge skip their outputs, or the grid is rounded down "
-                "instead of up" if edge else "threads that never reach their store, or a grid too small for C")
+                "instead of up" if edge else "threads that never reach their store, two threads storing to the same "
+                "output, or a grid too small for C")
         return f"C[{i}][{j}] was never written ({int(unwritten.sum())} of {m * n} outputs): {hint}"
     bad_nan = ~np.isfinite(c)
     if bad_nan.any():
@@ -223,16 +411,45 @@ def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tupl
         return ""
     i, j = np.argwhere(wrong)[0]
     said = f"C[{i}][{j}] is {c[i, j]:.6g}, not {ref[i, j]:.6g} ({int(wrong.sum())} of {m * n} outputs wrong)"
+    race = ("threads reading shared memory before others have written it, or overwriting it while others still read "
+            "it (a missing __syncthreads)")
     if (first != second).any():
-        return (f"{said}, and two runs of the same inputs disagree: a race, threads reading shared memory before "
-                "others have written it or overwriting it while others still read (a missing __syncthreads)")
+        return f"{said}, and two runs of the same inputs disagree: a race, {race}"
+    layout = lambda name: "column-major" if name in column_major else "row-major"  # noqa: E731
     if m == n and np.abs(c - ref.T).max() <= tolerance * scale:
-        return f"{said}: C is the transpose of the product, so the output's row and column indices are swapped"
+        return (f"{said}: C is the transpose of the product, so the output's row and column indices are swapped "
+                f"(C is {layout('C')}: {INDEX['C', 'C' in column_major]})")
     if k_tail:
         return (f"{said}, on a K that BK does not divide, and right where BK divides K: the last, partial step along K "
                 "(its loads or its loop)")
-    return (f"{said}: wrong products, so check the indices of A (row-major M x K: A[row * K + k]) and B (row-major "
-            "K x N: B[k * N + col]) and which tile each thread reads")
+    if passed:
+        return (f"{said}, though the {passed} smaller shapes with tails of every tile came out right: what only a "
+                f"large shape shows is most likely a race, which one or two steps along K rarely lose: {race}")
+    return (f"{said}: wrong products, so check the indices of A ({layout('A')} M x K: {INDEX['A', 'A' in column_major]})"
+            f" and B ({layout('B')} K x N: {INDEX['B', 'B' in column_major]}) and which tile each thread reads"
+            + (f", and the store ({layout('C')} C: {INDEX['C', True]})" if "C" in column_major else ""))
+
+
+def _time(inst: catalog.Instance, err: float) -> Measurement:
+    """Time an instance that `check` passed at its shape beside cuBLAS, as `timing.bench` does after its own check
+    (which knows only the book's row-major layouts): the same input sets, turns and record."""
+    spec, (m, n, k) = inst.spec, inst.shape
+    sets = timing._input_sets(m, n, k)
+    with run.faults(spec, inst.params, inst.shape), timing.cublas_math(timing.BASELINE[spec.precision]):
+        mine, theirs = timing.race([[run.launcher(inst, a, b, out=c) for a, b, c in sets],
+                                    timing._cublas_launches(sets)], timing.MIN_RUNS, METHOD)
+    return timing.measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err, METHOD)
+
+
+def _book(like: str, size: int, params: dict[str, int]) -> Measurement:
+    """The book's kernel `like` at M = N = K = `size` beside cuBLAS, or a variant's solution (checked first)."""
+    if like not in VARIANTS:
+        return timing.bench(like, size, params, method=METHOD)
+    book = submission(spec_of(like).path.read_text(), like, name=like)
+    why, err = _run_and_judge(book, params, (size,) * 3, column_major=column_major_of(like))
+    if why:
+        raise RuntimeError(f"the book's solution of {like} failed its own check ({why}): a bug in gemm_lab")
+    return _time(catalog.instance(book, params, (size,) * 3), err)
 
 
 def report(attempt: Attempt) -> Markdown:
@@ -246,7 +463,9 @@ def report(attempt: Attempt) -> Markdown:
         return Markdown("\n\n".join(text + [attempt.note]))
     if attempt.wrong:
         return Markdown("\n\n".join(text + [f"Wrong: {attempt.wrong}."]))
-    text.append(f"Right on {len(attempt.checked)} shapes with tails of every tile, and with alpha and beta.")
+    last = "x".join(map(str, attempt.checked[-1][0])) if attempt.checked else ""
+    text.append(f"Right on {len(attempt.checked)} shapes (with tails of every tile, up to {last}), and with alpha and "
+                "beta.")
     if attempt.timed:
         yours, book = attempt.timed
         text.append(f"At {yours.m}: yours {yours.gflops / 1e3:.1f} TFLOP/s ({yours.pct_cublas:.0f} % of cuBLAS), the "
@@ -276,7 +495,7 @@ def _remember(x: Measurement, like: str) -> None:
 
 @dataclass(frozen=True)
 class Hole:
-    """A line of a kernel file (its text, stripped, exactly) that a write-the-kernel exercise removes, and the hint
+    """A line of a solution's file (its text, stripped, exactly) that a write-the-kernel exercise removes, and the hint
     left in its place."""
 
     line: str
@@ -285,104 +504,144 @@ class Hole:
 
 @dataclass(frozen=True)
 class KernelExercise:
-    """Write the kernel: chapter `chapter`'s kernel `like` with its key lines removed (`holes`). `bugs` are broken
-    solutions (the line as the file has it, the line as a reader might write it, words the diagnosis must contain),
-    which the tests check `submit` catches."""
+    """Write the kernel: chapter `chapter`'s variant `like` (a key of VARIANTS, whose solution is a file of
+    kernels/exercises/) with its key lines removed (`holes`). `bugs` are broken solutions (a line as the file has it,
+    the line as a reader might write it, "" to leave it out, and words one of which the diagnosis must contain),
+    which the GPU tests check `submit` catches; `params` a small instance, quick to check."""
 
     name: str
     chapter: str
     like: str
     holes: tuple[Hole, ...]
     bugs: tuple[tuple[str, str, tuple[str, ...]], ...]
-    params: dict[str, int] = field(default_factory=dict)  # a small instance, quick to check
+    params: dict[str, int] = field(default_factory=dict)
 
 
 KERNEL_EXERCISES = {e.name: e for e in (
-    KernelExercise("coalesced_index", "ch01_naive_coalesced", "coalesced", (
-        Hole("const int row = blockIdx.y * BLOCK + threadIdx.x / BLOCK;",
-             "this thread's row of C: consecutive threads must share it"),
-        Hole("const int col = blockIdx.x * BLOCK + threadIdx.x % BLOCK;  // fast-moving index -> column",
-             "this thread's column of C: consecutive threads take consecutive columns"),
-    ), (("const int col = blockIdx.x * BLOCK + threadIdx.x % BLOCK;  // fast-moving index -> column",
-         "const int col = blockIdx.x * BLOCK + threadIdx.x / BLOCK;", ("never written", "outside C")),),
+    KernelExercise("column_major_index", "ch01_naive_coalesced", "colmajor_coalesced", (
+        Hole("const int row = blockIdx.y * BLOCK + threadIdx.x % BLOCK;  // fast-moving index -> row: a column is "
+             "contiguous", "this thread's row of C (blockIdx.y counts the blocks along M): consecutive threads "
+             "must read and write consecutive addresses"),
+        Hole("const int col = blockIdx.x * BLOCK + threadIdx.x / BLOCK;",
+             "and its column (blockIdx.x counts the blocks along N)"),
+        Hole("for (int k = 0; k < K; ++k) acc += A[k * M + row] * B[col * K + k];  // A(row, k) and B(k, col)",
+             "acc = the sum over k of A(row, k) * B(k, col), with A and B column-major"),
+        Hole("float* c = &C[col * M + row];  // C(row, col)", "c points at C(row, col), column-major"),
+    ), (("for (int k = 0; k < K; ++k) acc += A[k * M + row] * B[col * K + k];  // A(row, k) and B(k, col)",
+         "for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];", ("indices",)),
+        ("float* c = &C[col * M + row];  // C(row, col)", "float* c = &C[row * N + col];", ("indices", "transpose"))),
         {"BLOCK": 16}),
-    KernelExercise("tile_loop", "ch02_smem_tiling", "smem_tiled", (
-        Hole("load_tile<BM, BK, BM * BN>(As, A, row0, k0, M, K);",
-             "copy the BM x BK tile of A whose corner is (row0, k0) into As (load_tile in tiles.cuh)"),
-        Hole("load_tile<BK, BN, BM * BN>(Bs, B, k0, col0, K, N);", "and the BK x BN tile of B at (k0, col0) into Bs"),
+    KernelExercise("colmajor_tile_loop", "ch02_smem_tiling", "smem_tiled_a_colmajor", (
+        Hole("__shared__ float As[BK][BM];  // the A tile as A^T's tile: row kk holds column k0 + kk of A",
+             "the block's tile of A in shared memory (how will you lay it out?)"),
+        Hole("load_tile<BK, BM, BM * BN>(As, A, k0, row0, K, M);  // A^T is row-major K x M: its tile is a plain copy",
+             "copy this step's tile of A, columns k0 .. k0 + BK - 1 of rows row0 .. row0 + BM - 1, coalesced"),
         Hole("__syncthreads();  // the tiles are complete before anyone reads them",
              "no thread may read the tiles before the whole block has written them"),
-        Hole("for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];",
-             "this thread's part of its dot product: row tr of As times column tc of Bs"),
+        Hole("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
+             "this thread's part of its dot product: A(row0 + tr, k0 + kk) times B(k0 + kk, col0 + tc), from the tiles"),
         Hole("__syncthreads();  // everyone is done reading before the next copy overwrites them",
              "no thread may overwrite the tiles while others still read them"),
-    ), (("__syncthreads();  // the tiles are complete before anyone reads them", "", ("race", "wrong")),
-        ("for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];",
-         "for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[tc][kk];", ("indices", "transpose"))),
-        {"BM": 16, "BN": 16, "BK": 16}),
-    KernelExercise("outer_product", "ch03_register_blocking", "thread_tile_2d", (
-        Hole("for (int i = 0; i < TM; ++i) a[i] = As[tr + i][kk];", "this thread's TM values of column kk of As"),
-        Hole("for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tc + j];", "and its TN values of row kk of Bs"),
-        Hole("for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];  // the outer product",
-             "the TM x TN outer product of a and b, into acc"),
-    ), (("for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];  // the outer product",
-         "for (int j = 0; j < TN; ++j) acc[i][j] += a[j] * b[i];", ("indices", "transpose")),),
-        {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8}),
-    KernelExercise("transposed_store", "ch04_vectorized", "vectorized", (
-        Hole("As[c + 0][ALayout::col(c + 0, r)] = v.x;  // the transposing store: four scalar writes",
-             "the float4 v holds A[row0 + r][k0 + c .. c + 3]: store its four values transposed, As[k][m]"),
-        Hole("As[c + 1][ALayout::col(c + 1, r)] = v.y;", "(second value)"),
-        Hole("As[c + 2][ALayout::col(c + 2, r)] = v.z;", "(third value)"),
-        Hole("As[c + 3][ALayout::col(c + 3, r)] = v.w;", "(fourth value)"),
-    ), (("As[c + 1][ALayout::col(c + 1, r)] = v.y;", "As[c + 1][ALayout::col(c + 1, r)] = v.x;",
-         ("indices", "wrong")),),
+    ), (("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
+         "for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];", ("indices", "transpose", "NaN")),
+        ("__syncthreads();  // everyone is done reading before the next copy overwrites them", "", ("race",))),
+        {"BM": 16, "BN": 16, "BK": 16}),  # as the planted bug of issue 40: without its second barrier, wrong at 2048
+    KernelExercise("thread_tile_along_n", "ch03_register_blocking", "thread_tile_1d_n", (
+        Hole("const int tr = threadIdx.x / (BN / TN);       // this thread's row of the tile: BN / TN threads share it",
+             "this thread's row of the block's C tile"),
+        Hole("const int tc = threadIdx.x % (BN / TN) * TN;  // the first of its TN columns",
+             "the first of its TN consecutive columns"),
+        Hole("const float a = As[tr][kk];  // one shared load, reused TN times",
+             "the one value of A this thread needs at this kk"),
+        Hole("for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc + j];",
+             "its TN multiply-adds, one per output"),
+        Hole("for (int j = 0; j < TN; ++j) store_c(C, row0 + tr, col0 + tc + j, M, N, alpha, beta, acc[j]);",
+             "store its TN outputs (store_c in tiles.cuh checks the edges of C)"),
+    ), (("const int tc = threadIdx.x % (BN / TN) * TN;  // the first of its TN columns",
+         "const int tc = threadIdx.x % (BN / TN);", ("never written",)),
+        ("for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc + j];",
+         "for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc];", ("indices",))),
+        {"BM": 64, "BN": 64, "BK": 8, "TN": 8}),
+    KernelExercise("transposing_store_of_b", "ch04_vectorized", "vectorized_colmajor", (
+        Hole("const int r = i / (BM / 4), c = i % (BM / 4) * 4;  // a float4 of row k0 + r of A^T: column k0 + r of A",
+             "which float4 of the A tile this i is: consecutive i, consecutive addresses of A"),
+        Hole("*reinterpret_cast<float4*>(&As[r][c]) = load4(A, k0 + r, row0 + c, K, M, vec_a);  // already As[k][m]",
+             "copy it into As[k][m] (load4 in tiles.cuh reads four floats of a row-major matrix, zeros outside)"),
+        Hole("const int r = i / (BK / 4), c = i % (BK / 4) * 4;  // a float4 of row col0 + r of B^T: k0 + c .. k0 + c + 3",
+             "which float4 of the B tile this i is: consecutive i, consecutive addresses of B"),
+        Hole("const float4 v = load4(B, col0 + r, k0 + c, N, K, vec_b);", "load it into v"),
+        Hole("Bs[c + 0][r] = v.x;  // the transposing store, now of B", "store v into Bs[k][n]: its first value"),
+        Hole("Bs[c + 1][r] = v.y;", "(second value)"),
+        Hole("Bs[c + 2][r] = v.z;", "(third value)"),
+        Hole("Bs[c + 3][r] = v.w;", "(fourth value)"),
+    ), (("Bs[c + 1][r] = v.y;", "Bs[c + 1][r] = v.x;", ("indices", "wrong")),
+        ("*reinterpret_cast<float4*>(&As[r][c]) = load4(A, k0 + r, row0 + c, K, M, vec_a);  // already As[k][m]",
+         "*reinterpret_cast<float4*>(&As[r][c]) = load4(A, row0 + c, k0 + r, M, K, vec_a);",
+         ("indices", "NaN", "wrong"))),
         {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 8}),
-    KernelExercise("double_buffer", "ch06_prefetch", "prefetch", (
-        Hole("const int cur = PREFETCH ? t % 2 : 0;", "the buffer this step multiplies from"),
-        Hole("staged.store(As[PREFETCH ? 1 - cur : 0], Bs[PREFETCH ? 1 - cur : 0]);",
-             "write the staged next tiles into the buffer that nobody reads in this step"),
-    ), (("staged.store(As[PREFETCH ? 1 - cur : 0], Bs[PREFETCH ? 1 - cur : 0]);", "staged.store(As[cur], Bs[cur]);",
-         ("race", "wrong")),),
-        {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8, "PREFETCH": 1}),
-    KernelExercise("warp_tile_index", "ch07_warp_tiling", "warp_tiling", (
-        Hole("const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_n * 4;",
-             "the first row and column of this lane's groups of four: its warp's tile, then its place in the lane grid"),
-    ), (("const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_n * 4;",
-         "const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_m * 4;",
+    KernelExercise("buffer_ring", "ch06_prefetch", "prefetch_ring", (
+        Hole("const int cur = t % BUFFERS, next = (t + 1) % BUFFERS;  // the ring: step t reads one buffer, fills the "
+             "next", "cur: the buffer step t multiplies from; next: the one its staged tiles go to"),
+        Hole("staged.store(As[next], Bs[next]);  // last read BUFFERS - 1 steps ago",
+             "write the staged tiles of step t + 1 into their buffer"),
+        Hole("__syncthreads();  // the tiles of step t + 1 are complete before anyone reads them",
+             "the barrier(s) this step needs, if any"),
+    ), (("staged.store(As[next], Bs[next]);  // last read BUFFERS - 1 steps ago", "staged.store(As[cur], Bs[cur]);",
+         ("race", "wrong")),
+        ("__syncthreads();  // the tiles of step t + 1 are complete before anyone reads them", "", ("race",))),
+        {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8, "BUFFERS": 3}),
+    KernelExercise("contiguous_lane_tiles", "ch07_warp_tiling", "warp_tiling_contiguous", (
+        Hole("const int row = warp / (BN / WN) * WM + lane_m * TM, col = warp % (BN / WN) * WN + lane_n * TN;  "
+             "// its tile, whole", "the first row and column of this lane's TM x TN outputs inside the block tile"),
+        Hole("const float4 v = *reinterpret_cast<const float4*>(&As[buf][kk][row + 4 * g]);  // rows row .. row + TM - 1",
+             "the g-th float4 of this lane's TM values of row kk of the A tile (As is transposed: As[k][m])"),
+        Hole("const float4 v = *reinterpret_cast<const float4*>(&Bs[buf][kk][col + 4 * h]);  "
+             "// columns col .. col + TN - 1", "the h-th float4 of its TN values of row kk of the B tile"),
+        Hole("store4(C, row0 + row + i, col0 + col + j, M, N, alpha, beta,",
+             "the first line of the store of acc[i][j .. j + 3]: store4(C, <row of C>, <column of C>, M, N, alpha, beta,"),
+    ), (("const int row = warp / (BN / WN) * WM + lane_m * TM, col = warp % (BN / WN) * WN + lane_n * TN;  "
+         "// its tile, whole",
+         "const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_n * 4;",
          ("never written", "outside C", "wrong")),),
         {"BM": 64, "BN": 128, "BK": 8, "WM": 32, "WN": 64, "TM": 8, "TN": 8}),
 )}
 
 
 def _hole_indices(name: str) -> tuple[list[str], list[int]]:
-    """The lines of exercise `name`'s kernel file and the index (from 0) of each hole's line in it, in the order of
-    `holes`; a LookupError when a hole's line is not in the file exactly once (the kernel changed)."""
+    """The lines of exercise `name`'s solution file and the index (from 0) of each hole's line in it, in the order
+    of `holes`; a LookupError when a hole's line is not in the file exactly once (the file changed)."""
     exercise = KERNEL_EXERCISES[name]
-    lines = catalog.get(exercise.like).path.read_text().splitlines()
+    lines = spec_of(exercise.like).path.read_text().splitlines()
     found = []
     for hole in exercise.holes:
         at = [i for i, text in enumerate(lines) if text.strip() == hole.line]
         if len(at) != 1:
             raise LookupError(f"exercise {name}: the line {hole.line!r} is in {exercise.like}'s file "
-                              f"{len(at)} times, not once (the kernel changed: update the exercise)")
+                              f"{len(at)} times, not once (the solution changed: update the exercise)")
         found.append(at[0])
     return lines, found
 
 
-def skeleton(name: str) -> str:
-    """The source of write-the-kernel exercise `name`: its chapter's kernel file with each hole's line replaced by a
-    TODO that says what the line must do (the reader fills them in and passes the text to `submit`)."""
+class Source(str):
+    """A kernel's CUDA source, a str that a notebook shows as a highlighted code block (the book adds a copy button)."""
+
+    def _repr_markdown_(self) -> str:
+        return f"```cuda\n{self}```\n"
+
+
+def skeleton(name: str) -> Source:
+    """The source of write-the-kernel exercise `name`: its solution's file with each hole's line replaced by a TODO
+    that says what the line must do (the reader fills them in and passes the text to `submit`)."""
     lines, found = _hole_indices(name)
     for hole, i in zip(KERNEL_EXERCISES[name].holes, found):
         indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
         lines[i] = f"{indent}// TODO: {hole.hint}"
-    return "\n".join(lines) + "\n"
+    return Source("\n".join(lines) + "\n")
 
 
 def hole_lines(name: str) -> str:
-    """The numbers of exercise `name`'s hole lines in its kernel file, as `gl.excerpt(..., highlight=)` takes them
-    ("24-26, 30"): a solution shows the chapter's kernel with the lines the reader wrote marked, found in the file
-    when the page builds, so they follow the kernel when it changes."""
+    """The numbers of exercise `name`'s hole lines in its solution file ("24-26, 30"), found in the file when the
+    page builds, so they follow it when it changes."""
     numbers = sorted(i + 1 for i in _hole_indices(name)[1])
     runs: list[list[int]] = []
     for n in numbers:
@@ -391,3 +650,12 @@ def hole_lines(name: str) -> str:
         else:
             runs.append([n])
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def solution(name: str) -> listings.Listing:
+    """The solution of write-the-kernel exercise `name`: its whole file, the lines the reader writes highlighted (a
+    page shows it folded under the exercise, never above it)."""
+    lines, found = _hole_indices(name)
+    path, marked = spec_of(KERNEL_EXERCISES[name].like).path, {i + 1 for i in found}
+    shown = tuple(listings.Line(None, n, "!" if n in marked else " ", text) for n, text in enumerate(lines, start=1))
+    return listings.Listing(path.relative_to(catalog.ROOT).as_posix(), path, None, shown, whole=True)

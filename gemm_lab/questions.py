@@ -34,11 +34,12 @@ def _spec(name: str) -> tuple[catalog.KernelSpec, dict[str, int]]:
 
 
 OCCUPANCY_KERNEL = "prefetch"  # the primer works chapter 4's kernel through; its exercise takes chapter 6's
+LITTLE_KERNEL = "warp_tiling"  # Little's law takes chapter 7's warps: its answer must not give the occupancy's away
 
 
-def _resident() -> tuple[catalog.KernelSpec, dict[str, int], dict, model.SMLimits]:
-    """The occupancy exercise's kernel at its defaults, what fits of it on one SM, and that SM's limits."""
-    spec, p = _spec(OCCUPANCY_KERNEL)
+def _resident(kernel: str = OCCUPANCY_KERNEL) -> tuple[catalog.KernelSpec, dict[str, int], dict, model.SMLimits]:
+    """A kernel at its defaults, what fits of it on one SM, and that SM's limits."""
+    spec, p = _spec(kernel)
     sm = memory.sm_limits(memory.find())
     return spec, p, model.resident(spec, p, sm), sm
 
@@ -65,7 +66,7 @@ def _littles_law() -> tuple[float, str]:
     if rec is None:
         raise LookupError("the memory probes are not recorded on this GPU: run `gemm-lab record --only memory`")
     gbs, ns = rec.bandwidth_of("DRAM")["gbs"], rec.latency_of("DRAM")["ns"]
-    warps = _resident()[2]["warps"]
+    warps = _resident(LITTLE_KERNEL)[2]["warps"]
     per_sm = gbs * ns / ceil["sms"]
     per_warp = per_sm / warps
     return per_warp, (f"In flight = bandwidth x latency = {gbs:,.0f} GB/s x {ns:.0f} ns = {gbs * ns / 1024:,.0f} KiB "
@@ -78,9 +79,11 @@ def _littles_law_ask() -> str:
     rec, ceil = memory.find(), hardware.ceilings()
     if rec is None:
         return "(The memory probes are not recorded on this GPU yet.)"
+    spec, p, r, _ = _resident(LITTLE_KERNEL)
     return (f"DRAM on {rec.gpu} answers a load in {rec.latency_of('DRAM')['ns']:.0f} ns and streams "
-            f"{rec.bandwidth_of('DRAM')['gbs']:,.0f} GB/s to its {ceil['sms']} SMs. With the {_resident()[2]['warps']} "
-            "warps per SM of the exercise above, how many bytes of loads must each warp keep in flight to keep DRAM "
+            f"{rec.bandwidth_of('DRAM')['gbs']:,.0f} GB/s to its {ceil['sms']} SMs. Chapter 7's kernel keeps "
+            f"{r['warps']} warps on each SM ({r['blocks']} block{'s' if r['blocks'] > 1 else ''} of "
+            f"{spec.threads(p) // 32}). How many bytes of loads must each of those warps keep in flight to keep DRAM "
             "busy?")
 
 
@@ -161,25 +164,41 @@ def _issue_loop() -> tuple[dict[str, int], int, int]:
     return p, body.count("FFMA"), len(body)
 
 
-def _issue_ceiling_ask() -> str:
+def _predicted_speed_givens() -> tuple[dict[str, int], int, int, float]:
+    """The prediction's instance, the FFMAs and instructions of its main loop, and the share of issue slots the
+    default instance used, as Nsight Compute counted it at 4096 (recorded: a question does not run ncu)."""
+    from . import issue_rate
+
     p, ffma, total = _issue_loop()
+    default = catalog.get("warp_tiling").full_params()
+    row = hardware.recorded_counters("warp_tiling", default, (4096,) * 3)
+    if row is None:
+        raise LookupError("chapter 7's counters are not recorded on this GPU: run `gemm-lab record --only counters`")
+    return p, ffma, total, row["metrics"][issue_rate.ISSUE_BUSY] / 100
+
+
+def _predicted_speed_ask() -> str:
+    p, ffma, total, busy = _predicted_speed_givens()
     c = hardware.ceilings()
     return (f"Chapter 7's kernel with {p['TM']} x {p['TN']} thread tiles in a {p['BM']} x {p['BN']} block (WM = "
-            f"{p['WM']}, WN = {p['WN']}: {catalog.get('warp_tiling').threads(p) // 32} warps) compiles to a main loop "
-            f"of {total:,} instructions, {ffma:,} of them FFMAs. Each of the GPU's {c['sms']} SMs issues at most 4 "
-            f"warp instructions per clock, at {c['clock_mhz']:,.0f} MHz, and an FFMA does 32 lanes x 2 FLOP. At what "
-            "TFLOP/s does instruction issue cap this kernel?")
+            f"{p['WM']}, WN = {p['WN']}) compiles to a main loop of {total:,} instructions, {ffma:,} of them FFMAs. "
+            f"Each of the GPU's {c['sms']} SMs issues at most 4 warp instructions per clock, at {c['clock_mhz']:,.0f} "
+            f"MHz, and an FFMA does 32 lanes x 2 FLOP. The chapter's default instance issued in {100 * busy:.0f}\u00a0% "
+            "of its slots at 4096 (Nsight Compute). Predict this instance's speed at 4096, in TFLOP/s, if it issues "
+            "in as many of its slots.")
 
 
-def _issue_ceiling() -> tuple[float, str]:
-    p, ffma, total = _issue_loop()
+def _predicted_speed() -> tuple[float, str]:
+    p, ffma, total, busy = _predicted_speed_givens()
     c = hardware.ceilings()
     issue = model.speed_of_light("warp_tiling", p, 4096, c)["issue"]
     all_ffma = 4 * 32 * 2 * c["sms"] * c["clock_mhz"] / 1e6
-    return issue.tflops, (f"If every instruction were an FFMA: 4 x 32 x 2 FLOP x {c['sms']} SMs x "
-                          f"{c['clock_mhz']:,.0f} MHz = {all_ffma:.1f} TFLOP/s, the FP32 peak. Only {ffma:,} of "
-                          f"{total:,} are: a share of {ffma / total:.3f}, so issue caps the kernel at "
-                          f"{all_ffma:.1f} x {ffma / total:.3f} = {issue.tflops:.1f} TFLOP/s.")
+    return issue.tflops * busy, (
+        f"If every instruction were an FFMA: 4 x 32 x 2 FLOP x {c['sms']} SMs x {c['clock_mhz']:,.0f} MHz = "
+        f"{all_ffma:.1f} TFLOP/s, the FP32 peak. Only {ffma:,} of {total:,} are: a share of {ffma / total:.3f}, so "
+        f"issue caps the kernel at {all_ffma:.1f} x {ffma / total:.3f} = {issue.tflops:.1f} TFLOP/s (its issue "
+        f"ceiling). Issuing in {100 * busy:.0f}\u00a0% of the slots: {issue.tflops:.1f} x {busy:.2f} = "
+        f"{issue.tflops * busy:.1f} TFLOP/s.")
 
 
 def _warps() -> tuple[float, str]:
@@ -357,8 +376,9 @@ QUESTIONS = {q.name: q for q in (
         "A thread of chapter 3's 2-D kernel computes a TM x TN = {TM} x {TN} tile. How many shared-memory loads does "
         "it make per FFMA?").format(**_spec("thread_tile_2d")[1]), "loads per FFMA", _loads_per_ffma),
     Question("register_floor", "ch03_register_blocking", lambda: (
-        "Such a thread keeps its TM x TN results in registers, and for each k its TM values of A and TN values of B. "
-        "How many registers must it hold at least, before any address or loop index?"),
+        "Such a thread keeps its TM x TN results in registers for the whole kernel, and the operands of one step k "
+        "of its outer product while that step runs. How many registers must it hold at least, before any address or "
+        "loop index?"),
         "registers", _register_floor, 0),
     Question("float4_loads", "ch04_vectorized", lambda: (
         "Chapter 4's kernel at its defaults (BM = {BM}, BK = {BK}, {threads} threads) copies its A tile as float4s. "
@@ -377,7 +397,7 @@ QUESTIONS = {q.name: q for q in (
         "The same store with each row of As padded by 4 floats (BM + 4 = {row} floats a row): how many wavefronts?"
     ).format(row=_spec("bank_conflicts")[1]["BM"] + catalog.a_pad({"LAYOUT": 1})), "wavefronts",
              lambda: _store_wavefronts(1), 0),
-    Question("issue_ceiling", "ch07_warp_tiling", _issue_ceiling_ask, "TFLOP/s", _issue_ceiling),
+    Question("predicted_speed", "ch07_warp_tiling", _predicted_speed_ask, "TFLOP/s", _predicted_speed),
     Question("warps_per_block", "ch07_warp_tiling", lambda: (
         "How many warps does a block of chapter 7's kernel have at its defaults, BM = {BM}, BN = {BN}, WM = {WM}, "
         "WN = {WN} (each warp computes one WM x WN warp tile of the BM x BN block tile)?"

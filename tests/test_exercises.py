@@ -1,14 +1,17 @@
 """`gl.submit`: a reader's kernel is refused before compiling when it breaks the contract or the rules, compiled
 offline with errors at the reader's own lines, and (on a GPU) checked on guarded buffers: the book's kernel passes,
-and a wrong index, a missing barrier and a tail left out are each caught and named. `diagnose` is checked on the CPU
-with made-up buffers."""
+and a wrong index, a missing barrier (at small shapes or only at the timing size) and a tail left out are each caught
+and named. On the CPU: `diagnose` with made-up buffers, `judge` with launches emulated in NumPy (the column-major
+layouts of the variants), and `check` and `submit` with fake trials (a kernel wrong only at the timing size)."""
+import contextlib
 import math
+import re
 
 import numpy as np
 import pytest
 
 import gemm_lab as gl
-from gemm_lab import catalog, compile, device, exercises
+from gemm_lab import catalog, compile, device, exercises, run, timing
 
 SOURCE = (catalog.ROOT / "kernels" / "03_smem_tiling.cu").read_text()
 
@@ -54,6 +57,27 @@ def _diagnose(c: np.ndarray, ref: np.ndarray, second: np.ndarray | None = None, 
                               (4, 4), k_tail)
 
 
+def test_a_wrong_result_after_the_small_shapes_passed_is_named_a_likely_race():
+    rng = np.random.default_rng(0)
+    ref = rng.uniform(-1, 1, (6, 6))
+    c = ref.copy()
+    c[3, 2] += 0.5
+    got = exercises.diagnose(_guarded(c), _guarded(c), ref, c.shape, 1e-5, 1.0, (4, 4), False, passed=5)
+    assert "most likely a race" in got and "5 smaller shapes" in got and "__syncthreads" in got, got
+
+
+def test_the_index_hint_follows_the_layout():
+    rng = np.random.default_rng(0)
+    ref = rng.uniform(-1, 1, (6, 5))
+    c = ref.copy()
+    c[3, 2] += 0.5
+    row_major = exercises.diagnose(_guarded(c), _guarded(c), ref, c.shape, 1e-5, 1.0, (4, 4), False)
+    assert "A[row * K + k]" in row_major and "B[k * N + col]" in row_major and "C[" not in row_major.split(":", 1)[1]
+    column_major = exercises.diagnose(_guarded(c), _guarded(c), ref, c.shape, 1e-5, 1.0, (4, 4), False,
+                                      column_major=("A", "B", "C"))
+    assert "A[k * M + row]" in column_major and "B[col * K + k]" in column_major and "C[col * M + row]" in column_major
+
+
 @pytest.mark.parametrize("case,expected", [
     ("right", ""), ("outside", "wrote outside C (past its last element)"), ("tail", "only the last, partial tiles"),
     ("hole", "threads that never reach their store"), ("nan", "read the NaN padding"), ("race", "a race"),
@@ -93,9 +117,144 @@ def test_the_scoreboard_lives_beside_the_compile_cache(tmp_path, monkeypatch):
     assert exercises.scoreboard_path() == tmp_path / "scoreboard.json" and exercises.scoreboard() == []
 
 
+def _emulated(column_major=(), store_row_major=False):
+    """A launch emulated in NumPy from the guarded words, indexing A, B and C as the layouts say (as a kernel of a
+    variant does), optionally storing C row-major whatever its layout (a bug)."""
+    def make(m, n, k, alpha, beta):
+        def launch(a_words, b_words, c_words):
+            g = exercises.GUARD
+            body = lambda w, r, c, col: (w[g:g + r * c].view(np.float32).reshape((c, r) if col else (r, c)))  # noqa: E731
+            a, b = body(a_words, m, k, "A" in column_major), body(b_words, k, n, "B" in column_major)
+            a, b = (a.T if "A" in column_major else a), (b.T if "B" in column_major else b)
+            out = c_words.copy()
+            col_c = "C" in column_major and not store_row_major
+            c_old = body(c_words, m, n, "C" in column_major)
+            c_old = c_old.T if "C" in column_major else c_old
+            c = alpha * (a.astype(np.float64) @ b) + (beta * c_old if beta else 0)
+            out[g:g + m * n] = np.ascontiguousarray(c.T if col_c else c).astype(np.float32).ravel().view(np.uint32)
+            return out
+        return launch
+    return make
+
+
+@pytest.mark.parametrize("column_major", [(), ("A",), ("A", "B"), ("A", "B", "C")])
+@pytest.mark.parametrize("beta", [0.0, -2.0])
+def test_judge_stores_each_operand_as_its_layout_says(column_major, beta):
+    """A launch that reads and writes the layouts as a variant's kernel does is right on every shape, with and without
+    beta; one that stores a column-major C row-major is caught (on a square C, as the transpose)."""
+    for m, n, k in [(1, 1, 1), (17, 19, 23), (12, 12, 8)]:
+        launch = _emulated(column_major)(m, n, k, 0.5, beta)
+        why, err = exercises.judge(launch, (m, n, k), (4, 4), alpha=0.5, beta=beta, column_major=column_major)
+        assert why == "" and err < 1e-6, (m, n, k, why)
+    if "C" in column_major:
+        launch = _emulated(column_major, store_row_major=True)(12, 12, 8, 1.0, 0.0)
+        why, _ = exercises.judge(launch, (12, 12, 8), (4, 4), column_major=column_major)
+        assert "transpose" in why and "C[col * M + row]" in why, why
+
+
+def test_stored_words_are_the_transposes_rows_for_a_column_major_matrix():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert list(exercises.stored(x, False).view(np.float32)) == [0, 1, 2, 3, 4, 5]
+    assert list(exercises.stored(x, True).view(np.float32)) == [0, 3, 1, 4, 2, 5]  # x[i, j] at i + 2 j
+    words = exercises.guarded(exercises.stored(x, True), exercises.CANARY)
+    back = exercises.row_major_c(words, 2, 3, True)
+    assert list(back[exercises.GUARD:exercises.GUARD + 6].view(np.float32)) == [0, 1, 2, 3, 4, 5]
+
+
+def _fake_trial(wrong_at: int | None, differs: bool = False):
+    """A stand-in for a GPU run: right on every shape but M = N = K = `wrong_at`, where one output is off (and a second
+    run disagrees, if `differs`), judged by `diagnose` as `_run_and_judge` would."""
+    calls = []
+
+    def trial(sub, params, shape, alpha=1.0, beta=0.0, k_tail=False, column_major=(), passed=0):
+        calls.append((shape, passed))
+        m, n, _ = shape
+        ref = np.ones((m, n))
+        c = ref.copy()
+        if shape == (wrong_at,) * 3:
+            c[1, 2] = 3.0
+        second = ref.copy() if differs and shape == (wrong_at,) * 3 else c
+        return exercises.diagnose(_guarded(c), _guarded(second), ref, (m, n), 1e-5, 1.0, sub.tile(params), k_tail,
+                                  column_major=column_major, passed=passed), 0.0
+    return trial, calls
+
+
+@pytest.mark.parametrize("differs", [False, True])
+def test_a_kernel_right_on_small_shapes_and_wrong_at_the_timing_size_gets_a_diagnosis(monkeypatch, differs):
+    """The timing size is checked like the small shapes, last: its failure is a diagnosis naming a race, never an
+    error from the timing."""
+    monkeypatch.setattr(run, "faults", lambda *a, **k: contextlib.nullcontext())
+    sub = exercises.submission(SOURCE, "smem_tiled")
+    params = catalog.validate(sub, {"BM": 16, "BN": 16, "BK": 16})
+    trial, calls = _fake_trial(64, differs)
+    why, passed = exercises.check(sub, params, 64, trial=trial)
+    assert why.startswith("at M = N = K = 64: C[1][2]") and "race" in why, why
+    assert calls[-1] == ((64, 64, 64), len(passed)) and len(passed) == len(calls) - 2  # all small shapes passed
+    trial, calls = _fake_trial(None)
+    assert exercises.check(sub, params, 64, trial=trial)[0] == "" and calls[-1][0] == (64, 64, 64)
+
+
+def test_submit_reports_the_race_and_times_nothing(monkeypatch):
+    """`submit` on a GPU (faked): compiled, checked with the timing size, wrong there: the attempt says so, no
+    traceback, and nothing is timed."""
+    class Fn:
+        num_regs, local_size_bytes, shared_size_bytes = 32, 0, 2048
+
+    monkeypatch.setattr(device, "runs_here", lambda spec: True)
+    monkeypatch.setattr(compile, "load", lambda inst: Fn())
+    monkeypatch.setattr(run, "faults", lambda *a, **k: contextlib.nullcontext())
+    trial, _ = _fake_trial(256)
+    monkeypatch.setattr(exercises, "_run_and_judge", trial)
+    monkeypatch.setattr(exercises, "_time", lambda *a: pytest.fail("timed a wrong kernel"))
+    monkeypatch.setattr(timing, "bench", lambda *a, **k: pytest.fail("timed a wrong kernel"))
+    attempt = gl.submit(SOURCE, "smem_tiled", {"BM": 16, "BN": 16, "BK": 16}, size=256)
+    assert attempt.compiled and not attempt.ok and not attempt.timed
+    shown = str(exercises.report(attempt))
+    assert "Wrong: at M = N = K = 256" in shown and "race" in shown, shown
+
+
+def test_timing_still_offers_what_submit_times_with():
+    """`submit` times a checked kernel as `timing.bench` does, without its row-major check (`exercises._time`)."""
+    for name in ("_input_sets", "_cublas_launches", "race", "measurement", "cublas_math", "rounds_for", "BASELINE",
+                 "MIN_RUNS"):
+        assert hasattr(timing, name), f"timing.{name} is gone: update exercises._time"
+
+
+def test_variants_are_refused_before_compiling_when_their_rules_break(monkeypatch):
+    monkeypatch.setattr(compile, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
+    ring = (catalog.ROOT / exercises.SOLUTIONS / "06_prefetch_ring.cu").read_text()
+    with pytest.raises(ValueError, match="BUFFERS must be 2 to 4"):
+        gl.submit(ring, "prefetch_ring", {"BUFFERS": 1})
+    with pytest.raises(ValueError, match="static shared memory"):
+        gl.submit(ring, "prefetch_ring", {"BM": 128, "BN": 128, "BK": 32, "BUFFERS": 4})
+    with pytest.raises(ValueError, match="TN must divide BN"):
+        gl.submit((catalog.ROOT / exercises.SOLUTIONS / "03_thread_tile_1d_n.cu").read_text(), "thread_tile_1d_n",
+                  {"BN": 32, "TN": 16 + 8})
+    with pytest.raises(ValueError, match="unknown kernel 'nope'.*colmajor_coalesced"):
+        gl.submit(SOURCE, "nope")
+    with pytest.raises(ValueError, match="sgemm_colmajor_coalesced"):
+        gl.submit(SOURCE, "colmajor_coalesced")  # the chapter's kernel is not the variant
+
+
+@pytest.mark.parametrize("name", list(exercises.VARIANTS))
+def test_each_variant_is_a_kernel_the_book_does_not_show(name):
+    """Its solution lies in kernels/exercises/ and defines its function; its defaults pass its rules; it stores only
+    A, B and C column-major."""
+    variant = exercises.VARIANTS[name]
+    spec = variant.spec
+    assert spec.path.parent == catalog.ROOT / exercises.SOLUTIONS and f"{spec.function}(" in spec.path.read_text()
+    assert name not in catalog.KERNELS and catalog.validate(spec) == spec.full_params()
+    assert set(variant.column_major) <= set(exercises.OPERANDS)
+    headers = re.findall(r'^#include "([^"]+)"', spec.path.read_text(), re.M)  # found in kernels/, as a submission's
+    assert all(f'#line 1 "{h}"' in spec.source_text() for h in headers)
+
+
 BROKEN = {
     "index": ("acc += As[tr][kk] * Bs[kk][tc];", "acc += As[kk][tr] * Bs[tc][kk];", ("indices", "transpose")),
     "barrier": ("__syncthreads();  // the tiles are complete before anyone reads them", "", ("race", "wrong", "written")),
+    # right on the small shapes, wrong at the timing size: the check at that size names a race (issue 40)
+    "second_barrier": ("__syncthreads();  // everyone is done reading before the next copy overwrites them", "",
+                       ("race",)),
     "tail": ("store_c(C, row0 + tr, col0 + tc, M, N, alpha, beta, acc);",
              "C[(row0 + tr) * N + col0 + tc] = alpha * acc;", ("outside C", "written", "edge")),
 }
@@ -120,25 +279,31 @@ def test_each_broken_variant_is_caught_with_its_diagnosis(bug):
 @pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
 def test_each_write_the_kernel_exercise_has_its_holes_and_its_solution_compiles(name):
     """The skeleton removes every hole's line (each in the file exactly once), each broken solution applies to the
-    file, and the solution (the chapter's kernel) compiles offline as a submission (CPU: CI runs this)."""
+    file, and the solution (the variant's file) compiles offline as a submission, at the exercise's parameters and at
+    the variant's defaults (CPU: CI runs this)."""
     pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
     exercise = exercises.KERNEL_EXERCISES[name]
-    source = catalog.get(exercise.like).path.read_text()
+    assert exercise.like in exercises.VARIANTS and exercises.spec_of(exercise.like).chapter == exercise.chapter
+    source = exercises.spec_of(exercise.like).path.read_text()
     skeleton = exercises.skeleton(name)
     assert skeleton.count("// TODO: ") == len(exercise.holes)
     assert all(hole.line not in skeleton for hole in exercise.holes)
     assert all(source.count(old) == 1 for old, _, _ in exercise.bugs)
-    assert gl.submit(source, exercise.like, exercise.params).compiled
+    for params in (exercise.params, None):
+        attempt = gl.submit(source, exercise.like, params)
+        assert attempt.compiled and attempt.spills == 0, attempt.compile_log
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
 def test_each_solution_passes_and_each_broken_one_is_named(name):
+    """At the default timing size (2048), which `submit` checks too: a race that small shapes miss shows there."""
     exercise = exercises.KERNEL_EXERCISES[name]
-    source = catalog.get(exercise.like).path.read_text()
-    assert gl.submit(source, exercise.like, exercise.params, size=1024).ok
+    source = exercises.spec_of(exercise.like).path.read_text()
+    attempt = gl.submit(source, exercise.like, exercise.params)
+    assert attempt.ok and attempt.checked[-1][0] == (2048,) * 3 and len(attempt.timed) == 2, attempt.wrong
     for old, new, words in exercise.bugs:
-        attempt = gl.submit(source.replace(old, new), exercise.like, exercise.params, size=1024)
+        attempt = gl.submit(source.replace(old, new), exercise.like, exercise.params)
         assert attempt.compiled and attempt.wrong and any(w in attempt.wrong for w in words), (old, attempt.wrong)
 
 

@@ -1,13 +1,16 @@
-"""The book's exercises (issue 33), read from the pages of _toc.yml without building the book.
+"""The book's exercises (issues 33 and 40), read from the pages of _toc.yml without building the book.
 
 Chapters 1-9 and the GPU primer close with an "Exercises" section (before their folded lab notes) of at least two
 exercises; each exercise is numbered (sphinx-exercise), and has one folded hint before its folded solution. A page
 asks only its own chapter's questions (`gemm_lab.questions`) and write-the-kernel exercises
-(`gemm_lab.exercises.KERNEL_EXERCISES`), submits each kernel in place of that exercise's kernel at legal tile sizes,
-leaves the skeleton and the submission to the reader (skip-execution), and shows the solution as the chapter's
-kernel with the hole lines highlighted, found in the file when the page builds. Every write-the-kernel exercise
-appears on its chapter's page, so the book has as many as KERNEL_EXERCISES (at least five). Pages whose exercises
-are written on other branches are PENDING: strict xfails, removed from the set as their exercises land.
+(`gemm_lab.exercises.KERNEL_EXERCISES`), submits each kernel in place of that exercise's variant at legal tile sizes,
+shows the skeleton when the page builds (so the static page has it, with a copy button), leaves the submission to the reader
+(skip-execution), and shows the solution, the variant's file with the hole lines highlighted, only folded under its
+exercise. Each write-the-kernel exercise asks for a variant whose answer is not on the page: most of its hole lines
+are in no kernel of the book. Every write-the-kernel exercise appears on its chapter's page, so the book has as many
+as KERNEL_EXERCISES (at least five). The primer, chapters 0 to 7, 8b and 10 each ask at least one open "why"
+question (label ex-...-why-..., no number to type, a folded hint and answer). Pages whose exercises are written on
+other branches are PENDING: strict xfails, removed from the set as their exercises land.
 """
 from __future__ import annotations
 
@@ -29,6 +32,9 @@ REQUIRED = {"gpu_primer", "ch01_naive_coalesced", "ch02_smem_tiling", "ch03_regi
             "ch05_bank_conflicts", "ch06_prefetch", "ch07_warp_tiling", "ch08_tensor_cores", "ch08a_wgmma",
             "ch08b_precision", "ch08c_data_movers", "ch09_hopper_pipeline"}  # issue 33: at least two exercises in each
 # of chapters 1-9 and the primer (chapter 8's pages 8a and 8c too, issue 40)
+WHY = {"gpu_primer", "ch00_measuring", "ch01_naive_coalesced", "ch02_smem_tiling", "ch03_register_blocking",
+       "ch04_vectorized", "ch05_bank_conflicts", "ch06_prefetch", "ch07_warp_tiling", "ch08b_precision",
+       "ch10_ozaki"}  # issue 40: at least one open "why" question each
 PENDING: set[str] = set()
 MIN_EXERCISES, MIN_KERNEL_EXERCISES = 2, 5
 FENCE = re.compile(r"^(`{3,}|~{3,}|:{3,})\s*(?:\{([\w-]+)\})?\s*(.*)$")  # a directive, or a plain code block
@@ -199,17 +205,59 @@ def test_a_page_writes_its_own_kernels_and_shows_the_holes_in_the_solution(md):
     for cell, call in calls(page, "submit"):
         like, params = (*(ast.literal_eval(a) for a in call.args[1:3]), None)[:2]
         assert like in likes, f"{md.name}: gl.submit(..., {like!r}) stands in for no kernel whose skeleton the page gives"
-        catalog.validate(like, params)  # tile sizes its rules allow
+        catalog.validate(exercises.spec_of(like), params)  # tile sizes its rules allow
         assert "skip-execution" in cell.tags, f"{md.name}: the reader runs gl.submit (tag it skip-execution)"
     for cell, _ in calls(page, "skeleton"):
-        assert "skip-execution" in cell.tags, f"{md.name}: the reader runs gl.skeleton (tag it skip-execution)"
-    shown = [c for c, call in calls(page, "hole_lines")]
-    assert sorted(_names(page, "hole_lines")) == sorted(names), \
-        f"{md.name}: each solution highlights its holes with gl.exercises.hole_lines(name)"
-    for cell in shown:
-        assert "remove-input" in cell.tags, f"{md.name}: show the solution's listing alone (remove-input)"
-        listing = eval(cell.body, {"gl": gl})
-        assert sum(line.kind == "!" for line in listing.lines) >= 1
+        shows = cell.body.splitlines()[-1].strip() in ("source", "print(source)")
+        assert not {"skip-execution", "remove-output", "remove-cell", "hide-output"} & cell.tags and shows, \
+            f"{md.name}: show the skeleton when the page builds (its last line `source`), so the page has it"
+    assert sorted(_names(page, "solution")) == sorted(names), \
+        f"{md.name}: each solution shows its file, holes highlighted, with gl.exercises.solution(name)"
+    for group in exercises_of(page):
+        shown = [b for b in group if b.kind == "code-cell" and "solution(" in b.body]
+        start = next((i for i, b in enumerate(group) if b.kind == "solution-start"), None)
+        end = next((i for i, b in enumerate(group) if b.kind == "solution-end"), None)
+        for cell in shown:
+            assert start is not None and start < group.index(cell) < end, \
+                f"{md.name}:{cell.line}: the solution's listing belongs inside its folded solution"
+            assert "remove-input" in cell.tags, f"{md.name}: show the solution's listing alone (remove-input)"
+            listing = eval(cell.body, {"gl": gl})
+            assert sum(line.kind == "!" for line in listing.lines) == len(
+                exercises.KERNEL_EXERCISES[_names([cell], "solution")[0]].holes)
+    shown_elsewhere = [c for c, _ in calls(page, "solution") if not any(c in g for g in exercises_of(page))]
+    assert not shown_elsewhere, f"{md.name}: a solution shown outside its exercise"
+
+
+def _code(line: str) -> str:
+    """A line's code: no comment, spaces collapsed."""
+    return " ".join(catalog.code_only(line).split())
+
+
+BOOK_CODE = {_code(line) for path in (catalog.ROOT / "kernels").iterdir() if path.suffix in (".cu", ".cuh")
+             for line in path.read_text().splitlines()}
+
+
+@pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
+def test_the_answer_is_not_on_the_page(name):
+    """A write-the-kernel exercise asks for a variant: most of the lines the reader writes are in no kernel the book
+    shows (kernels/), so no listing above the exercise holds the answer."""
+    holes = exercises.KERNEL_EXERCISES[name].holes
+    new = [h.line for h in holes if _code(h.line) not in BOOK_CODE]
+    assert 2 * len(new) >= len(holes), f"{name}: only {new} of its holes are not in the book's kernels"
+    page = (catalog.ROOT / "book" / f"{exercises.KERNEL_EXERCISES[name].chapter}.md").read_text()
+    assert exercises.SOLUTIONS not in page.replace(f"{exercises.SOLUTIONS}/", ""), f"{name}: the page names the file"
+
+
+@pytest.mark.parametrize("md", [p for p in PAGES if p.stem in WHY], ids=[p.stem for p in PAGES if p.stem in WHY])
+def test_each_page_asks_an_open_why_question(md):
+    """d2l style: a question answered in words with the page's model, a folded hint and a folded answer, and no cell
+    that checks a number or a kernel."""
+    whys = [g for g in exercises_of(blocks(md.read_text())) if "-why-" in g[0].options.get("label", "")]
+    assert whys, f"{md.name}: ask at least one open 'why' question (an exercise labelled ex-...-why-...)"
+    for group in whys:
+        end = next(i for i, b in enumerate(group) if b.kind in ("solution", "solution-end"))
+        assert not [b for b in group[:end] if b.kind == "code-cell"], f"{md.name}: {group[0].options['label']} is open"
+        assert "?" in group[0].body, f"{md.name}: {group[0].options['label']} asks a question"
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="on another branch"))
@@ -223,7 +271,7 @@ def test_every_write_the_kernel_exercise_is_on_its_chapters_page(name):
 @pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
 def test_hole_lines_number_the_lines_the_skeleton_removes(name):
     exercise = exercises.KERNEL_EXERCISES[name]
-    lines = catalog.get(exercise.like).path.read_text().splitlines()
+    lines = exercises.spec_of(exercise.like).path.read_text().splitlines()
     numbers = {n for part in exercises.hole_lines(name).split(", ")
                for n in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
     assert sorted(lines[n - 1].strip() for n in numbers) == sorted(h.line for h in exercise.holes)
