@@ -5,6 +5,7 @@ at least the page's body size.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
@@ -14,7 +15,7 @@ from matplotlib.patches import Patch
 from . import catalog, model, run
 from .records import CUBLAS, CUBLAS_KERNELS, Measurement
 from .style import TEXT, TITLE, WIDTH, stamp, wrap
-from .tables import baseline_name, counters_provenance, params_text, provenance
+from .tables import baseline_name, counters_provenance, params_text, provenance, shape_text
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -46,7 +47,8 @@ def bars(ms: Sequence[Measurement], title: str = "") -> Figure:
     y = range(len(ms))
     ax.barh(y, [x.gflops for x in ms], color=[color(x.kernel) for x in ms])
     for i, x in enumerate(ms):
-        ax.text(x.gflops, i, f"  {x.gflops:,.0f}\n  {x.pct_cublas:.1f}% of cuBLAS", va="center")
+        ax.text(x.gflops, i, f"  {x.gflops:,.0f}\n  {x.pct_cublas:.1f}% of cuBLAS", va="center",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})  # over the cuBLAS line
     cublas = sum(x.cublas_gflops for x in ms) / len(ms)
     ax.axvline(cublas, **CUBLAS_STYLE, label=f"cuBLAS SGEMM, same runs ({cublas:,.0f})")
     ax.set_yticks(list(y), instance_labels(ms))
@@ -71,10 +73,36 @@ def instance_labels(ms: Sequence[Measurement], width: int = 22) -> list[str]:
               if len({x.params.get(p) for x in ms}) > 1]
     out = []
     for x in ms:
-        varied = ", ".join(f"{p}={x.params[p]}" for p in differ if p in x.params)
+        varied = ", ".join(_value_text(p, x.params[p]) for p in differ if p in x.params)
         text = " ".join(filter(None, (x.kernel if len(kernels) > 1 or not varied else "", varied)))
         out.append(textwrap.fill(text or params_text(x.params), width))
     return out
+
+
+# Parameters whose values are codes: a label names the value, with the code after it ("plain (LAYOUT=0)").
+VALUE_NAMES = {"LAYOUT": catalog.A_LAYOUTS}
+
+
+def _value_text(param: str, value: int) -> str:
+    names = VALUE_NAMES.get(param, {})
+    return f"{names[value]} ({param}={value})" if value in names else f"{param}={value}"
+
+
+def _shades(base: str, n: int) -> list:
+    """n shades of `base`, from dark (mixed with black) to light (mixed with white): points of one kernel told apart,
+    still of its colour."""
+    from matplotlib.colors import to_rgb
+
+    if n == 1:
+        return [base]
+    out = []
+    for i in range(n):
+        t = -0.6 + 1.1 * i / (n - 1)  # -0.6: 60 % black ... 0.5: 50 % white
+        out.append(tuple(c * (1 + t) if t < 0 else c + (1 - c) * t for c in to_rgb(base)))
+    return out
+
+
+SIZE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")  # one per matrix size where a chart shows several
 
 
 def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size", *, log: bool = True) -> Figure:
@@ -176,21 +204,32 @@ def roofline(ceilings: dict, ms: Sequence[Measurement], title: str = "") -> Figu
     fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
     xs = [2**e for e in range(-4, 13)]
     ax.plot(xs, [model.roofline(i, peak, bw) for i in xs], color="dimgray", linewidth=2)
-    ax.text(xs[0] * 1.2, bw * xs[0] * 1.6, f"DRAM {bw / 1e3:.2f} TB/s (measured)", rotation=33)
-    ax.text(xs[-1], peak * 1.08, f"FP32 FFMA peak {peak / 1e3:.1f} TFLOP/s", ha="right")
+    # the peak's label sits above its line, in room the y-axis keeps for it
+    ax.annotate(f"FP32 FFMA peak {peak / 1e3:.1f} TFLOP/s", (xs[-1], peak), xytext=(0, 4), textcoords="offset points",
+                ha="right", va="bottom")
+    sizes = sorted({(x.m, x.n, x.k) for x in ms})
     for x in ms:
         if x.kernel == CUBLAS:
             i = 2 * x.m * x.n * x.k / model.compulsory_bytes(x.m, x.n, x.k)
         else:
             i = model.intensity(x.kernel, x.m, x.n, x.k, x.params)
-        ax.plot(i, x.gflops, "o", color=color(x.kernel), label=f"{x.kernel} ({x.m}$^3$)")
+        marker = SIZE_MARKERS[sizes.index((x.m, x.n, x.k)) % len(SIZE_MARKERS)]  # one marker per size, told apart
+        name = "cuBLAS SGEMM" if x.kernel == CUBLAS else x.kernel
+        ax.plot(i, x.gflops, marker, color=color(x.kernel), markersize=8, linestyle="none",
+                label=f"{name} at {shape_text(x.m, x.n, x.k)}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    low, _ = ax.get_ylim()
+    ax.set_ylim(low, peak * 2.2)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of global traffic, model)")
     ax.set_ylabel("GFLOP/s")
     _title(ax, title or f"Roofline of the {ceilings['gpu']}")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
+    # the bandwidth's label runs along its slope, just above it (the angle as drawn, once the axes have their size)
+    (x0, y0), (x1, y1) = ax.transData.transform([(xs[1], bw * xs[1]), (xs[5], bw * xs[5])])
+    ax.annotate(f"DRAM {bw / 1e3:.2f} TB/s (measured)", (xs[1], bw * xs[1]), xytext=(-4, 6), textcoords="offset points",
+                rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)), rotation_mode="anchor", ha="left", va="bottom")
     _legend_below(fig, ax, 2)
     date = ceilings["recorded_at"][:10]
     return stamp(fig, provenance(ms) + f"; ceilings recorded on {ceilings['gpu']}, {date}")
@@ -380,10 +419,14 @@ def accuracy_vs_speed(ms: Sequence[Measurement], title: str = "") -> Figure:
     names the points (labels beside them would print over each other where kernels nearly coincide), and cuBLAS's
     points are open rings, so a kernel that matches cuBLAS shows inside its ring."""
     fig, ax = plt.subplots(figsize=(WIDTH, 4.5))
+    groups: dict[tuple[str, str], list[Measurement]] = {}
+    for x in ms:  # points that would look alike (one kernel, one precision): a shade each, darkest first
+        groups.setdefault((x.kernel, x.precision), []).append(x)
+    shade = {id(x): c for xs in groups.values() for x, c in zip(xs, _shades(color(xs[0].kernel), len(xs)))}
     for x in ms:
         ring = x.kernel in CUBLAS_KERNELS.values()
         ax.scatter(x.gflops / 1e3, x.max_rel_err, s=220 if ring else 60, marker=PRECISION_MARKERS.get(x.precision, "o"),
-                   color="none" if ring else color(x.kernel), edgecolor=color(x.kernel) if ring else "black",
+                   color="none" if ring else shade[id(x)], edgecolor=shade[id(x)] if ring else "black",
                    linewidth=2 if ring else 0.6, zorder=2 if ring else 3, label=label(x))
     ax.set_yscale("log")
     ax.set_xlim(0, max(x.gflops for x in ms) / 1e3 * 1.1)
