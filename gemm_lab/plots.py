@@ -567,3 +567,40 @@ def errors(rows: Sequence[Any], along: str = "k", title: str = "") -> Figure:
     _legend_below(fig, axes[0], 2)
     gpus, dates = sorted({r.gpu for r in rows}), sorted({r.recorded_at[:10] for r in rows})
     return stamp(fig, f"recorded on {', '.join(gpus)}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
+
+
+def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]], title: str = "") -> Figure:
+    """Published claims beside ours, as the one ratio that travels between GPUs: % of cuBLAS SGEMM timed on the same
+    GPU. One panel per source (`published.claims_beside_ours`); per step a grey bar (published, on its GPU) and a
+    coloured one (ours, the instance with the same idea, on ours). Equal bars: the ratio travelled; unequal: the GPU
+    or the harness changed it, and the page says why."""
+    rows = [len(items) for _, items in groups]
+    fig, axes = plt.subplots(len(groups), 1, figsize=(WIDTH, 0.42 * sum(rows) + 1.3 * len(groups) + 0.9),
+                             gridspec_kw={"height_ratios": [r + 1.2 for r in rows]}, sharex=True, squeeze=False)
+    top = max(max(p, x.pct_cublas) for _, items in groups for _, p, x in items)
+    for ax, (source, items) in zip(axes[:, 0], groups):
+        y = range(len(items))
+        ax.barh([i - 0.2 for i in y], [p for _, p, _ in items], height=0.38, color="lightgray", hatch="///",
+                edgecolor="gray", label="published, on its GPU")
+        ax.barh([i + 0.2 for i in y], [x.pct_cublas for _, _, x in items], height=0.38,
+                color=[color(x.kernel) for _, _, x in items], label="ours, same idea, on the H100")
+        for i, (_, p, x) in enumerate(items):
+            ax.text(max(p, x.pct_cublas) + 2, i, f"{p:.0f} → {x.pct_cublas:.0f}%", va="center",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
+        ax.set_yticks(list(y), [wrap(label, TEXT, 2.3) for label, _, _ in items], linespacing=0.95)
+        ax.set_ylim(len(items) - 0.5, -0.5)
+        ax.axvline(100, **CUBLAS_STYLE)
+        ax.set_title(wrap(source, TEXT, 3.8), fontsize=TEXT, loc="left")  # within the axes' width
+    ax = axes[-1, 0]
+    right = top * 1.3
+    ax.set_xlim(0, right)
+    ax.set_xticks([t for t in range(0, int(right), 50) if t < right - 10])  # no tick label on the right edge
+    ax.set_xlabel(wrap("% of cuBLAS SGEMM timed on the same GPU (higher is better); dashed: cuBLAS", TEXT, 4.3))
+    fig.suptitle(wrap(title or "Published claims beside ours: the ratio to cuBLAS, step by step", TITLE), fontsize=TITLE)
+    fig.tight_layout()
+    handles = [Patch(facecolor="lightgray", hatch="///", edgecolor="gray", label="published, % of cuBLAS on its GPU"),
+               Patch(facecolor="gray", label="ours, the same idea, % of cuBLAS on ours (colour: the kernel)")]
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, frameon=False)
+    return stamp(fig, "Published: quoted as data from each source (gemm_lab.published). Ours: "
+                 + provenance([x for _, items in groups for _, _, x in items]))
+
