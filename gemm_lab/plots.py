@@ -596,7 +596,8 @@ def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]
     ax.set_xlim(0, right)
     ax.set_xticks([t for t in range(0, int(right), 50) if t < right - 10])  # no tick label on the right edge
     ax.set_xlabel(wrap("% of cuBLAS SGEMM timed on the same GPU (higher is better); dashed: cuBLAS", TEXT, 4.3))
-    fig.suptitle(wrap(title or "Published claims beside ours: the ratio to cuBLAS, step by step", TITLE), fontsize=TITLE)
+    fig.suptitle(wrap(title or "Published claims beside ours: the ratio to cuBLAS, step by step", TITLE),
+                 fontsize=TITLE)
     fig.tight_layout()
     handles = [Patch(facecolor="lightgray", hatch="///", edgecolor="gray", label="published, % of cuBLAS on its GPU"),
                Patch(facecolor="gray", label="ours, the same idea, % of cuBLAS on ours (colour: the kernel)")]

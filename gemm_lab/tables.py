@@ -434,9 +434,9 @@ class BudgetView:
         b = self.budget
         m, n, k = b.shape
         later = ", ".join(f"{level} (chapter {chapter_label(ROW_CHAPTERS[level])})" for level in b.hidden)
-        return (f"Speed of light of {b.kernel} ({params_text(b.params)}) at {shape_text(m, n, k)}, TFLOP/s, each ceiling "
-                f"with the chapter that teaches it. The lowest, {b.bound.level}, is the prediction where the model "
-                "counts right; a measurement above a row means that row overcounts. "
+        return (f"Speed of light of {b.kernel} ({params_text(b.params)}) at {shape_text(m, n, k)}, TFLOP/s, each "
+                f"ceiling with the chapter that teaches it. The lowest, {b.bound.level}, is the prediction where the "
+                "model counts right; a measurement above a row means that row overcounts. "
                 + (f"Rows that later chapters add: {later}. " if later else "")
                 + f"Ceilings from the {b.gpu} device record and the offline SASS.")
 
