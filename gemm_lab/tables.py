@@ -51,7 +51,13 @@ class Table:
                        for c, a in zip(self.columns, align))
 
         def td(text: str, i: int) -> str:
-            # a value and its unit or bracket ("48,657 (94%)", "0.82 ms") stay on one line; anything longer may wrap
+            # a value and its unit ("0.82 ms") stay on one line; a value and its bracket ("48,657 (94%)") too, but
+            # where the page is too narrow the bracket may go under the value; anything longer may wrap
+            value, _, bracket = text.partition(" ")
+            if i not in self.wrap and text.count(" ") == 1 and bracket.startswith("("):
+                nowrap = "<span style='white-space:nowrap'>{}</span>"
+                return (f"<td style='{pad};text-align:{align[i]}'>{nowrap.format(html.escape(value))} "
+                        f"{nowrap.format(html.escape(bracket))}</td>")
             width = "min-width:14em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
             return f"<td style='{pad};text-align:{align[i]};{width}'>{html.escape(text)}</td>"
 
