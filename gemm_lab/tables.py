@@ -59,7 +59,10 @@ class Table:
                 return (f"<td style='{pad};text-align:{align[i]}'>{nowrap.format(html.escape(value))} "
                         f"{nowrap.format(html.escape(bracket))}</td>")
             width = "min-width:14em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
-            return f"<td style='{pad};text-align:{align[i]};{width}'>{html.escape(text)}</td>"
+            shown = html.escape(text)
+            if " " not in text and "_" in text:  # a long name (pipelined_warp_tiling) may break after its underscores
+                shown, width = shown.replace("_", "_<wbr>"), ""
+            return f"<td style='{pad};text-align:{align[i]};{width}'>{shown}</td>"
 
         body = "".join("<tr>" + "".join(td(c, i) for i, c in enumerate(r)) + "</tr>" for r in self.rows)
         cap = (f"<caption style='caption-side:bottom;text-align:left;font-size:0.92em'>{html.escape(self.caption)}"
@@ -435,11 +438,12 @@ class BudgetView:
                 ("measured", x.gflops / 1e3, f"{share:.0%} of the {b.bound.level} ceiling{beyond}; " + provenance([x]))]
 
     def caption(self) -> str:
-        from .model import ROW_CHAPTERS, chapter_label
+        from .model import ROW_CHAPTERS, chapter_key, chapter_label
 
         b = self.budget
         m, n, k = b.shape
-        later = ", ".join(f"{level} (chapter {chapter_label(ROW_CHAPTERS[level])})" for level in b.hidden)
+        later = ", ".join(f"{level} (chapter {chapter_label(ROW_CHAPTERS[level])})"
+                          for level in sorted(b.hidden, key=lambda level: chapter_key(ROW_CHAPTERS[level])))
         return (f"Speed of light of {b.kernel} ({params_text(b.params)}) at {shape_text(m, n, k)}, TFLOP/s, each "
                 f"ceiling with the chapter that teaches it. The lowest, {b.bound.level}, is the prediction where the "
                 "model counts right; a measurement above a row means that row overcounts. "
