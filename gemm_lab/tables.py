@@ -59,10 +59,7 @@ class Table:
                 return (f"<td style='{pad};text-align:{align[i]}'>{nowrap.format(html.escape(value))} "
                         f"{nowrap.format(html.escape(bracket))}</td>")
             width = "min-width:14em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
-            shown = html.escape(text)
-            if " " not in text and "_" in text:  # a long name (pipelined_warp_tiling) may break after its underscores
-                shown, width = shown.replace("_", "_<wbr>"), ""
-            return f"<td style='{pad};text-align:{align[i]};{width}'>{shown}</td>"
+            return f"<td style='{pad};text-align:{align[i]};{width}'>{html.escape(text)}</td>"
 
         body = "".join("<tr>" + "".join(td(c, i) for i, c in enumerate(r)) + "</tr>" for r in self.rows)
         cap = (f"<caption style='caption-side:bottom;text-align:left;font-size:0.92em'>{html.escape(self.caption)}"
