@@ -74,15 +74,23 @@ class Table:
 
 @dataclass(frozen=True)
 class Tables:
-    """Tables shown one under the other, as one output."""
+    """Tables shown one under the other, as one output; `fold` starts them folded under one summary line."""
 
     parts: tuple[Table, ...]
+    fold: str = ""
 
     def __str__(self) -> str:
-        return "\n\n".join(map(str, self.parts))
+        return "\n\n".join(([self.fold] if self.fold else []) + list(map(str, self.parts)))
+
+    def folded(self, summary: str) -> Tables:
+        """The same tables, opening folded under `summary`."""
+        return dataclasses.replace(self, fold=summary)
 
     def _repr_html_(self) -> str:
-        return "<div style='height:0.8em'></div>".join(t._repr_html_() for t in self.parts)
+        shown = "<div style='height:0.8em'></div>".join(t._repr_html_() for t in self.parts)
+        if self.fold:
+            return f"<details><summary style='cursor:pointer'>{html.escape(self.fold)}</summary>{shown}</details>"
+        return shown
 
 
 def _numeric(cell: str) -> bool:
