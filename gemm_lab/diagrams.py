@@ -330,15 +330,30 @@ def _timeline(ax, bars: list[tuple], rows: tuple[str, ...], right: float = 0) ->
     return end
 
 
-def pipeline(params: dict[str, int], steps: int = 3, blocks_per_sm: int = 2, latency: int = 600) -> Figure:
+def load_latency() -> tuple[float, str]:
+    """Clocks for one global load to come back, as the pipeline timelines draw it: the GPU primer's measured DRAM
+    latency (a pointer chase, `memory`), the worst case of a tile load; 600 clocks, assumed, before it was recorded."""
+    from . import memory
+
+    measured = memory.parameters().get("latency", {}).get("DRAM")
+    return (measured["cycles"], "measured DRAM latency, GPU primer") if measured else (600.0, "assumed")
+
+
+def pipeline(params: dict[str, int], steps: int = 3, latency: float | None = None) -> Figure:
     """A schematic timeline of main-loop steps of one block: when tiles travel and when FFMAs run.
 
     One lane per kind of work; each bar is numbered and coloured by the tile (the BK-deep slice of A and B) it works
     on, so one tile can be followed from its load to its FFMAs. Durations are a model, not a measurement: a step's
-    FFMAs take BM*BN*BK / (128 / blocks_per_sm) clocks (the SM's 128 FP32 lanes shared by the resident blocks), a
-    global load `latency` clocks, a shared store and a __syncthreads a few dozen. PREFETCH 0/1 is 08_prefetch.cu,
-    STAGES is 09_multistage.cu.
+    FFMAs take BM*BN*BK / (128 / blocks) clocks (the SM's 128 FP32 lanes shared by the blocks resident on it, as the
+    occupancy model `model.resident` counts them for this instance), a global load `latency` clocks (by default
+    `load_latency()`), a shared store and a __syncthreads a few dozen. PREFETCH 0/1 is 08_prefetch.cu, STAGES is
+    09_multistage.cu.
     """
+    kernel = "multistage" if "STAGES" in params else "prefetch"
+    params = catalog.get(kernel).full_params(params)
+    occupancy = model.resident(kernel, params)
+    blocks_per_sm = occupancy["blocks"]
+    latency, origin = (latency, "given") if latency is not None else load_latency()
     compute = params["BM"] * params["BN"] * params["BK"] / (128 / blocks_per_sm)
     store, sync = 40, 30
     bars: list[tuple] = []
@@ -393,8 +408,9 @@ def pipeline(params: dict[str, int], steps: int = 3, blocks_per_sm: int = 2, lat
     busy = steps * compute / (t - loop)
     fig.tight_layout()
     return stamp(fig, f"Bars are numbered and coloured by tile n (grey: a barrier). Model: FFMAs {compute:.0f} clk per "
-                      f"step ({params['BM']}x{params['BN']}x{params['BK']} tile, {blocks_per_sm} blocks/SM), load "
-                      f"latency {latency} clk (assumed); FFMA busy {busy:.0%} of the steps shown")
+                      f"step ({params['BM']}x{params['BN']}x{params['BK']} tile, {blocks_per_sm} blocks/SM by the "
+                      f"occupancy model, limited by {occupancy['limited_by']}), load latency {latency:.0f} clk "
+                      f"({origin}); FFMA busy {busy:.0%} of the steps shown")
 
 
 def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, latency: int = 1200,

@@ -5,7 +5,8 @@ by side.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from . import catalog
 from .catalog import KernelSpec, Params
@@ -204,23 +205,55 @@ class Ceiling:
     how: str  # the arithmetic, with its numbers, or why the level does not apply
 
 
+# The book page that teaches each row of the budget. A page shows the rows taught so far (`Budget.upto`), so a reader
+# never meets a ceiling before the chapter that explains it.
+ROW_CHAPTERS = {"FFMA peak": "ch00_measuring", "DRAM": "ch00_measuring", "L2": "ch01_naive_coalesced",
+                "shared memory": "ch02_smem_tiling", "issue": "ch03_register_blocking",
+                "registers": "ch05_bank_conflicts", "tensor peak": catalog.TENSOR_CORES_CHAPTER}
+
+
+def chapter_key(page: str) -> tuple[float, str]:
+    """A book page's place in the chapter order: "ch07_warp_tiling" (7, ""), "ch07b_..." (7, "b"); pages that are not
+    chapters (the scoreboard, an appendix) come after every chapter."""
+    m = re.match(r"ch(\d+)([a-z]?)", page)
+    return (int(m.group(1)), m.group(2)) if m else (float("inf"), "")
+
+
+def chapter_label(page: str) -> str:
+    """The chapter a page is, as the book names it: "ch03_register_blocking" -> "3", "ch08b_precision" -> "8b"."""
+    number, letter = chapter_key(page)
+    return f"{number}{letter}" if number != float("inf") else page
+
+
 @dataclass(frozen=True)
 class Budget:
-    """An instance's ceilings at one size, from the device record `ceilings` and the offline SASS."""
+    """An instance's ceilings at one size, from the device record `ceilings` and the offline SASS; `hidden` names the
+    rows left out because the page showing it comes before the chapter that teaches them (`upto`)."""
 
     kernel: str
     params: dict[str, int]
     shape: tuple[int, int, int]
     gpu: str
     ceilings: tuple[Ceiling, ...]
+    hidden: tuple[str, ...] = ()
 
     @property
     def bound(self) -> Ceiling:
-        """The lowest ceiling: the level that limits this instance first."""
+        """The lowest ceiling shown: the prediction, where the model counts this instance's cost right."""
         return min((c for c in self.ceilings if c.tflops is not None), key=lambda c: c.tflops)
 
     def __getitem__(self, level: str) -> Ceiling:
+        if level in self.hidden:
+            raise KeyError(f"the {level} row is taught in chapter {chapter_label(ROW_CHAPTERS[level])}: this budget "
+                           "shows the rows taught before; pass upto= a later chapter")
         return next(c for c in self.ceilings if c.level == level)
+
+    def upto(self, page: str) -> Budget:
+        """The rows taught by the end of `page` (a book page such as "ch02_smem_tiling"), the others hidden."""
+        shown = [c for c in self.ceilings if c.level not in ROW_CHAPTERS
+                 or chapter_key(ROW_CHAPTERS[c.level]) <= chapter_key(page)]
+        return replace(self, ceilings=tuple(shown),
+                       hidden=(*self.hidden, *(c.level for c in self.ceilings if c not in shown)))
 
 
 def math_instruction(kernel: str | KernelSpec) -> str:

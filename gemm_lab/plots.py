@@ -5,6 +5,7 @@ at least the page's body size.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
@@ -14,7 +15,7 @@ from matplotlib.patches import Patch
 from . import catalog, model, run
 from .records import CUBLAS, CUBLAS_KERNELS, Measurement
 from .style import TEXT, TITLE, WIDTH, stamp, wrap
-from .tables import baseline_name, counters_provenance, params_text, provenance
+from .tables import baseline_name, counters_provenance, params_text, provenance, shape_text
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -46,7 +47,8 @@ def bars(ms: Sequence[Measurement], title: str = "") -> Figure:
     y = range(len(ms))
     ax.barh(y, [x.gflops for x in ms], color=[color(x.kernel) for x in ms])
     for i, x in enumerate(ms):
-        ax.text(x.gflops, i, f"  {x.gflops:,.0f}\n  {x.pct_cublas:.1f}% of cuBLAS", va="center")
+        ax.text(x.gflops, i, f"  {x.gflops:,.0f}\n  {x.pct_cublas:.1f}% of cuBLAS", va="center",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})  # over the cuBLAS line
     cublas = sum(x.cublas_gflops for x in ms) / len(ms)
     ax.axvline(cublas, **CUBLAS_STYLE, label=f"cuBLAS SGEMM, same runs ({cublas:,.0f})")
     ax.set_yticks(list(y), instance_labels(ms))
@@ -71,10 +73,36 @@ def instance_labels(ms: Sequence[Measurement], width: int = 22) -> list[str]:
               if len({x.params.get(p) for x in ms}) > 1]
     out = []
     for x in ms:
-        varied = ", ".join(f"{p}={x.params[p]}" for p in differ if p in x.params)
+        varied = ", ".join(_value_text(p, x.params[p]) for p in differ if p in x.params)
         text = " ".join(filter(None, (x.kernel if len(kernels) > 1 or not varied else "", varied)))
         out.append(textwrap.fill(text or params_text(x.params), width))
     return out
+
+
+# Parameters whose values are codes: a label names the value, with the code after it ("plain (LAYOUT=0)").
+VALUE_NAMES = {"LAYOUT": catalog.A_LAYOUTS}
+
+
+def _value_text(param: str, value: int) -> str:
+    names = VALUE_NAMES.get(param, {})
+    return f"{names[value]} ({param}={value})" if value in names else f"{param}={value}"
+
+
+def _shades(base: str, n: int) -> list:
+    """n shades of `base`, from dark (mixed with black) to light (mixed with white): points of one kernel told apart,
+    still of its colour."""
+    from matplotlib.colors import to_rgb
+
+    if n == 1:
+        return [base]
+    out = []
+    for i in range(n):
+        t = -0.6 + 1.1 * i / (n - 1)  # -0.6: 60 % black ... 0.5: 50 % white
+        out.append(tuple(c * (1 + t) if t < 0 else c + (1 - c) * t for c in to_rgb(base)))
+    return out
+
+
+SIZE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")  # one per matrix size where a chart shows several
 
 
 def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size", *, log: bool = True) -> Figure:
@@ -209,21 +237,32 @@ def roofline(ceilings: dict, ms: Sequence[Measurement], title: str = "") -> Figu
     fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
     xs = [2**e for e in range(-4, 13)]
     ax.plot(xs, [model.roofline(i, peak, bw) for i in xs], color="dimgray", linewidth=2)
-    ax.text(xs[0] * 1.2, bw * xs[0] * 1.6, f"DRAM {bw / 1e3:.2f} TB/s (measured)", rotation=33)
-    ax.text(xs[-1], peak * 1.08, f"FP32 FFMA peak {peak / 1e3:.1f} TFLOP/s", ha="right")
+    # the peak's label sits above its line, in room the y-axis keeps for it
+    ax.annotate(f"FP32 FFMA peak {peak / 1e3:.1f} TFLOP/s", (xs[-1], peak), xytext=(0, 4), textcoords="offset points",
+                ha="right", va="bottom")
+    sizes = sorted({(x.m, x.n, x.k) for x in ms})
     for x in ms:
         if x.kernel == CUBLAS:
             i = 2 * x.m * x.n * x.k / model.compulsory_bytes(x.m, x.n, x.k)
         else:
             i = model.intensity(x.kernel, x.m, x.n, x.k, x.params)
-        ax.plot(i, x.gflops, "o", color=color(x.kernel), label=f"{x.kernel} ({x.m}$^3$)")
+        marker = SIZE_MARKERS[sizes.index((x.m, x.n, x.k)) % len(SIZE_MARKERS)]  # one marker per size, told apart
+        name = "cuBLAS SGEMM" if x.kernel == CUBLAS else x.kernel
+        ax.plot(i, x.gflops, marker, color=color(x.kernel), markersize=8, linestyle="none",
+                label=f"{name} at {shape_text(x.m, x.n, x.k)}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    low, _ = ax.get_ylim()
+    ax.set_ylim(low, peak * 2.2)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of global traffic, model)")
     ax.set_ylabel("GFLOP/s")
     _title(ax, title or f"Roofline of the {ceilings['gpu']}")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
+    # the bandwidth's label runs along its slope, just above it (the angle as drawn, once the axes have their size)
+    (x0, y0), (x1, y1) = ax.transData.transform([(xs[1], bw * xs[1]), (xs[5], bw * xs[5])])
+    ax.annotate(f"DRAM {bw / 1e3:.2f} TB/s (measured)", (xs[1], bw * xs[1]), xytext=(-4, 6), textcoords="offset points",
+                rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)), rotation_mode="anchor", ha="left", va="bottom")
     _legend_below(fig, ax, 2)
     date = ceilings["recorded_at"][:10]
     return stamp(fig, provenance(ms) + f"; ceilings recorded on {ceilings['gpu']}, {date}")
@@ -420,10 +459,14 @@ def accuracy_vs_speed(ms: Sequence[Measurement], title: str = "") -> Figure:
     names the points (labels beside them would print over each other where kernels nearly coincide), and cuBLAS's
     points are open rings, so a kernel that matches cuBLAS shows inside its ring."""
     fig, ax = plt.subplots(figsize=(WIDTH, 4.5))
+    groups: dict[tuple[str, str], list[Measurement]] = {}
+    for x in ms:  # points that would look alike (one kernel, one precision): a shade each, darkest first
+        groups.setdefault((x.kernel, x.precision), []).append(x)
+    shade = {id(x): c for xs in groups.values() for x, c in zip(xs, _shades(color(xs[0].kernel), len(xs)))}
     for x in ms:
         ring = x.kernel in CUBLAS_KERNELS.values()
         ax.scatter(x.gflops / 1e3, x.max_rel_err, s=220 if ring else 60, marker=PRECISION_MARKERS.get(x.precision, "o"),
-                   color="none" if ring else color(x.kernel), edgecolor=color(x.kernel) if ring else "black",
+                   color="none" if ring else shade[id(x)], edgecolor=shade[id(x)] if ring else "black",
                    linewidth=2 if ring else 0.6, zorder=2 if ring else 3, label=label(x))
     ax.set_yscale("log")
     ax.set_xlim(0, max(x.gflops for x in ms) / 1e3 * 1.1)
@@ -564,3 +607,41 @@ def errors(rows: Sequence[Any], along: str = "k", title: str = "") -> Figure:
     _legend_below(fig, axes[0], 2)
     gpus, dates = sorted({r.gpu for r in rows}), sorted({r.recorded_at[:10] for r in rows})
     return stamp(fig, f"recorded on {', '.join(gpus)}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
+
+
+def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]], title: str = "") -> Figure:
+    """Published claims beside ours, as the one ratio that travels between GPUs: % of cuBLAS SGEMM timed on the same
+    GPU. One panel per source (`published.claims_beside_ours`); per step a grey bar (published, on its GPU) and a
+    coloured one (ours, the instance with the same idea, on ours). Equal bars: the ratio travelled; unequal: the GPU
+    or the harness changed it, and the page says why."""
+    rows = [len(items) for _, items in groups]
+    fig, axes = plt.subplots(len(groups), 1, figsize=(WIDTH, 0.42 * sum(rows) + 1.3 * len(groups) + 0.9),
+                             gridspec_kw={"height_ratios": [r + 1.2 for r in rows]}, sharex=True, squeeze=False)
+    top = max(max(p, x.pct_cublas) for _, items in groups for _, p, x in items)
+    for ax, (source, items) in zip(axes[:, 0], groups):
+        y = range(len(items))
+        ax.barh([i - 0.2 for i in y], [p for _, p, _ in items], height=0.38, color="lightgray", hatch="///",
+                edgecolor="gray", label="published, on its GPU")
+        ax.barh([i + 0.2 for i in y], [x.pct_cublas for _, _, x in items], height=0.38,
+                color=[color(x.kernel) for _, _, x in items], label="ours, same idea, on the H100")
+        for i, (_, p, x) in enumerate(items):
+            ax.text(max(p, x.pct_cublas) + 2, i, f"{p:.0f} → {x.pct_cublas:.0f}%", va="center",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
+        ax.set_yticks(list(y), [wrap(label, TEXT, 2.3) for label, _, _ in items], linespacing=0.95)
+        ax.set_ylim(len(items) - 0.5, -0.5)
+        ax.axvline(100, **CUBLAS_STYLE)
+        ax.set_title(wrap(source, TEXT, 3.8), fontsize=TEXT, loc="left")  # within the axes' width
+    ax = axes[-1, 0]
+    right = top * 1.3
+    ax.set_xlim(0, right)
+    ax.set_xticks([t for t in range(0, int(right), 50) if t < right - 10])  # no tick label on the right edge
+    ax.set_xlabel(wrap("% of cuBLAS SGEMM timed on the same GPU (higher is better); dashed: cuBLAS", TEXT, 4.3))
+    fig.suptitle(wrap(title or "Published claims beside ours: the ratio to cuBLAS, step by step", TITLE),
+                 fontsize=TITLE)
+    fig.tight_layout()
+    handles = [Patch(facecolor="lightgray", hatch="///", edgecolor="gray", label="published, % of cuBLAS on its GPU"),
+               Patch(facecolor="gray", label="ours, the same idea, % of cuBLAS on ours (colour: the kernel)")]
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, frameon=False)
+    return stamp(fig, "Published: quoted as data from each source (gemm_lab.published). Ours: "
+                 + provenance([x for _, items in groups for _, _, x in items]))
+

@@ -68,10 +68,12 @@ def fold(**objects) -> dict:
             display(value)
         return dict(objects)
     import matplotlib.pyplot as plt
+    from IPython.display import Pretty
     from matplotlib.figure import Figure
 
     for name, value in objects.items():
-        glue(name, value, display=False)
+        # a text (a SASS excerpt, a report) shows as its lines, not as a Python string with its quotes and \n escapes
+        glue(name, Pretty(value) if isinstance(value, str) else value, display=False)
         if isinstance(value, Figure):
             plt.close(value)
     return dict(objects)

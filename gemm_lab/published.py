@@ -185,3 +185,24 @@ def best_ffma(size: int) -> Measurement:
     """Our fastest FFMA (FP32 SGEMM) kernel at M = N = K = `size`: the fastest recorded instance of chapter 7's and
     chapter 7b's kernels (`sweeps.best`), whichever is faster."""
     return max((sweeps.best(k, size) for k in BEST_FFMA), key=lambda x: x.gflops)
+
+
+def claims_beside_ours() -> list[tuple[str, list[tuple[str, float, Measurement]]]]:
+    """Each published progression as (source, [(step, its published % of cuBLAS, our measurement with the same idea)]):
+    siboehm's eleven kernels on the A6000 (ours at 4092), seed 002's eight steps (ours at 2048) and seed 000's
+    headline tile on the V100 (ours at 4096): what `plots.claims` draws."""
+    def steps(items: tuple[Step, ...], cublas: float, size: int) -> list[tuple[str, float, Measurement]]:
+        out = []
+        for step in items:
+            if step[2] is None:
+                continue
+            kernel, params = resolve(step)
+            out.append((f"{step[0]} {step[1]}", 100 * step[2] / cublas, timing.bench(kernel, size, params)))
+        return out
+
+    claim, kernel, params = SEED000_CLAIM
+    return [(f"siboehm/SGEMM_CUDA on an RTX A6000; ours at {SIBOEHM_SIZE}³", steps(SIBOEHM_STEPS, SIBOEHM_CUBLAS,
+                                                                                   SIBOEHM_SIZE)),
+            ("my_SGEMM (seed 002), GPU not named; ours at 2048³", steps(SEED002_STEPS, SEED002_CUBLAS, 2048)),
+            ("Zhihu GEMM part 2 (seed 000) on a V100; ours at 4096³",
+             [("double buffering, 128x128x8, 8x8", claim, timing.bench(kernel, 4096, params))])]

@@ -51,7 +51,13 @@ class Table:
                        for c, a in zip(self.columns, align))
 
         def td(text: str, i: int) -> str:
-            # a value and its unit or bracket ("48,657 (94%)", "0.82 ms") stay on one line; anything longer may wrap
+            # a value and its unit ("0.82 ms") stay on one line; a value and its bracket ("48,657 (94%)") too, but
+            # where the page is too narrow the bracket may go under the value; anything longer may wrap
+            value, _, bracket = text.partition(" ")
+            if i not in self.wrap and text.count(" ") == 1 and bracket.startswith("("):
+                nowrap = "<span style='white-space:nowrap'>{}</span>"
+                return (f"<td style='{pad};text-align:{align[i]}'>{nowrap.format(html.escape(value))} "
+                        f"{nowrap.format(html.escape(bracket))}</td>")
             width = "min-width:14em" if i in self.wrap else "white-space:nowrap" if text.count(" ") <= 1 else ""
             return f"<td style='{pad};text-align:{align[i]};{width}'>{html.escape(text)}</td>"
 
@@ -68,15 +74,23 @@ class Table:
 
 @dataclass(frozen=True)
 class Tables:
-    """Tables shown one under the other, as one output."""
+    """Tables shown one under the other, as one output; `fold` starts them folded under one summary line."""
 
     parts: tuple[Table, ...]
+    fold: str = ""
 
     def __str__(self) -> str:
-        return "\n\n".join(map(str, self.parts))
+        return "\n\n".join(([self.fold] if self.fold else []) + list(map(str, self.parts)))
+
+    def folded(self, summary: str) -> Tables:
+        """The same tables, opening folded under `summary`."""
+        return dataclasses.replace(self, fold=summary)
 
     def _repr_html_(self) -> str:
-        return "<div style='height:0.8em'></div>".join(t._repr_html_() for t in self.parts)
+        shown = "<div style='height:0.8em'></div>".join(t._repr_html_() for t in self.parts)
+        if self.fold:
+            return f"<details><summary style='cursor:pointer'>{html.escape(self.fold)}</summary>{shown}</details>"
+        return shown
 
 
 def _numeric(cell: str) -> bool:
@@ -166,10 +180,11 @@ def _baselines(ms: Sequence[Measurement]) -> str:
     return "cuBLAS in each kernel's math (SGEMM for FP32, 3xTF32 and Ozaki kernels, TF32 tensor cores for TF32 ones)"
 
 
-def measurements_table(ms: Sequence[Measurement]) -> Table:
+def measurements_table(ms: Sequence[Measurement], *, parameters: bool = True) -> Table:
     """One row per measurement: GFLOP/s beside cuBLAS of the same run, and vs the FP32 peak (FP32 rows only: the
     tensor cores have their own peak). What every row shares (the shape; the kernel and the parameters its rows
-    share) goes to the caption, leaving the columns to what differs, so parameter cells stay short."""
+    share) goes to the caption, leaving the columns to what differs, so parameter cells stay short. `parameters=False`
+    leaves the parameters out (rows of several kernels at their defaults, shown elsewhere), for a narrower table."""
     kernels = list(dict.fromkeys(x.kernel for x in ms))
     shapes = {shape_text(x.m, x.n, x.k) for x in ms}
     show_shape = len(shapes) != 1
@@ -180,11 +195,11 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
                   else f"{kernels[0]} ({fixed} in every row)"]
         instance_columns: tuple[str, ...] = ("parameters",) if varying else ()
     else:
-        varying, shared, instance_columns = [], [], ("kernel", "parameters")
+        varying, shared, instance_columns = [], [], ("kernel", "parameters") if parameters else ("kernel",)
 
     def row(x: Measurement) -> tuple[str, ...]:
         instance = ((params_text({p: x.params[p] for p in varying}),) if varying else
-                    (x.kernel, params_text(x.params)) if instance_columns else ())
+                    (x.kernel, params_text(x.params))[:len(instance_columns)] if instance_columns else ())
         return (*instance, *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
                 f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%" + _rounds(x),
                 f"{x.pct_peak:.1f}%" if x.precision == "fp32" else "-", f"{x.max_rel_err:.1e}")
@@ -198,7 +213,7 @@ def measurements_table(ms: Sequence[Measurement]) -> Table:
                  + ("% cuBLAS of a tensor-core row: the median of its rounds of turns, in brackets the lowest and "
                     "highest round; " if any(_rounds(x) for x in ms) else "")
                  + f"error: max relative error against float64; {provenance(ms)}",
-                 wrap=(instance_columns.index("parameters"),) if instance_columns else ())
+                 wrap=(instance_columns.index("parameters"),) if "parameters" in instance_columns else ())
 
 
 def _rounds(x: Measurement) -> str:
@@ -354,8 +369,9 @@ def banner() -> Banner:
     mine, shown = device.reader_gpu(), device.replay_gpu()
     dates = sorted({x.date for x in records.measurements()})
     when = f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
-    text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}." + (
-        " Each chart and table gives the dates of its own data." if len(dates) > 1 else "")
+    text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}" + (
+        ", the span of all the book's records; each chart and table gives the dates of its own data, within it."
+        if len(dates) > 1 else ".")
     if os.environ.get(device.GPU_ENV):
         text += f" {device.GPU_ENV} chose these records."
     elif mine and mine != shown:
@@ -415,24 +431,38 @@ def gpu_comparison(kernels: Sequence[str], sizes: Sequence[int], gpus: Sequence[
 
 @dataclass(frozen=True)
 class BudgetView:
-    """A speed-of-light budget (`model.speed_of_light`) beside the measured result: one line per ceiling, the
-    binding one in bold, bars to scale up to the peak (longer ceilings cannot bind and are cut, marked »)."""
+    """A speed-of-light budget (`model.speed_of_light`) beside the measured result: one line per ceiling taught so far,
+    each with the chapter that teaches it, the lowest in bold, bars to scale up to the peak (longer ceilings cannot
+    bind and are cut, marked »).
+
+    The rule every page follows: the lowest row is the prediction where the model counts the kernel's cost right; a
+    measured speed above a row means that row overcounts, and the page says why."""
 
     budget: model.Budget
     measured: Measurement
 
     def _lines(self) -> list[tuple[str, float | None, str]]:
+        from .model import ROW_CHAPTERS, chapter_label
+
         b, x = self.budget, self.measured
         share = x.gflops / 1e3 / b.bound.tflops
-        beyond = "; above it, so that row overcounts this kernel's cost (the text says why)" if share > 1.005 else ""
-        return [*((c.level, c.tflops, c.how) for c in b.ceilings),
+        beyond = "; above it: that row overcounts this kernel's cost (the text says why)" if share > 1.005 else ""
+        return [*((c.level + (f" (ch. {chapter_label(ROW_CHAPTERS[c.level])})" if c.level in ROW_CHAPTERS else ""),
+                   c.tflops, c.how) for c in b.ceilings),
                 ("measured", x.gflops / 1e3, f"{share:.0%} of the {b.bound.level} ceiling{beyond}; " + provenance([x]))]
 
     def caption(self) -> str:
+        from .model import ROW_CHAPTERS, chapter_key, chapter_label
+
         b = self.budget
         m, n, k = b.shape
-        return (f"Speed of light of {b.kernel} ({params_text(b.params)}) at {shape_text(m, n, k)}, TFLOP/s: the lowest "
-                f"ceiling binds ({b.bound.level}); ceilings from the {b.gpu} device record and the offline SASS")
+        later = ", ".join(f"{level} (chapter {chapter_label(ROW_CHAPTERS[level])})"
+                          for level in sorted(b.hidden, key=lambda level: chapter_key(ROW_CHAPTERS[level])))
+        return (f"Speed of light of {b.kernel} ({params_text(b.params)}) at {shape_text(m, n, k)}, TFLOP/s, each "
+                f"ceiling with the chapter that teaches it. The lowest, {b.bound.level}, is the prediction where the "
+                "model counts right; a measurement above a row means that row overcounts. "
+                + (f"Rows that later chapters add: {later}. " if later else "")
+                + f"Ceilings from the {b.gpu} device record and the offline SASS.")
 
     def __str__(self) -> str:
         rows = [(level, "-" if t is None else f"{t:,.1f}", how) for level, t, how in self._lines()]
@@ -443,14 +473,17 @@ class BudgetView:
         top = self.budget.ceilings[0].tflops  # the peak: FFMA or tensor
         bound = self.budget.bound.level
         cells = []
-        for level, t, how in self._lines():
-            weight = "font-weight:bold;" if level in (bound, "measured") else ""
-            colour = "#c33" if level == "measured" else "#36c" if level == bound else "#9ab"
+        for (level, t, how), c in zip(self._lines(), [*self.budget.ceilings, None]):
+            weight = "font-weight:bold;" if c is None or c.level == bound else ""
+            colour = "#c33" if c is None else "#36c" if c.level == bound else "#9ab"
             bar = "" if t is None else (
                 f"<div style='background:{colour};height:0.8em;width:{min(t / top, 1) * 100:.1f}%'></div>"
                 + ("<span style='font-size:0.8em'>»</span>" if t > 1.001 * top else ""))
+            name, _, taught = level.partition(" (")
+            label = html.escape(name) + (f" <span style='font-weight:normal;color:#777;font-size:0.85em'>"
+                                         f"({html.escape(taught)}</span>" if taught else "")
             cells.append(f"<tr style='{weight}'><td style='padding:0.1em 0.5em;white-space:nowrap'>"
-                         f"{html.escape(level)}</td><td style='padding:0.1em 0.5em;text-align:right'>"
+                         f"{label}</td><td style='padding:0.1em 0.5em;text-align:right'>"
                          f"{'-' if t is None else f'{t:,.1f}'}</td><td style='width:30%;padding:0.1em 0.5em'><div style='display:"
                          f"flex;align-items:center;gap:2px'>{bar}</div></td><td style='padding:0.1em 0.5em;"
                          f"font-size:0.9em;{'' if weight else 'color:#555'}'>{html.escape(how)}</td></tr>")
@@ -462,22 +495,25 @@ class BudgetView:
 
 
 def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, *, ceilings: dict | None = None,
-           measured: Measurement | None = None, l2_gbs: float | None = None) -> BudgetView:
+           measured: Measurement | None = None, l2_gbs: float | None = None, upto: str | None = None) -> BudgetView:
     """A kernel instance's speed-of-light budget at M = N = K = `size`, with its result beside it: the one call a
     chapter makes to show where the ceiling is and how close the kernel came. `ceilings` defaults to
     `hardware.ceilings()` (pass the page's own to save measuring them again live), `measured` to `timing.bench`;
     `l2_gbs` (the L2 ceiling, see `model.speed_of_light`) to the L2 copy bandwidth the memory probes recorded on this
-    GPU, where they did.
+    GPU, where they did. `upto` is the book page whose reader sees it: only the rows taught by then show
+    (`model.ROW_CHAPTERS`); by default the page that introduces the kernel, or every row ("all").
 
         gl.budget("warp_tiling")                       # the default tile at 4096
         gl.budget("smem_tiled", {"BK": 8}, 2048, ceilings=ceil)
+        gl.budget("prefetch", upto="ch07_warp_tiling")  # chapter 6's kernel, as chapter 7 shows it
     """
     from . import catalog, hardware, model, timing
 
     spec = catalog.get(kernel)
     p = spec.full_params(params)
     b = model.speed_of_light(spec, p, size, ceilings or hardware.ceilings(), l2_gbs or _recorded_l2_gbs())
-    return BudgetView(b, measured or timing.bench(spec, size, p))
+    page = upto or spec.chapter or "all"
+    return BudgetView(b if page == "all" else b.upto(page), measured or timing.bench(spec, size, p))
 
 
 def _recorded_l2_gbs() -> float | None:

@@ -217,14 +217,17 @@ def test_chapter_map_has_a_line_per_chapter_with_numbers_from_the_records(replay
 
 
 def test_tables_fit_the_page():
-    """What keeps a table inside the content column: numbers with their unit never wrap, longer cells may;
-    a table too wide splits into two keyed by its first column, a long one folds."""
+    """What keeps a table inside the content column: numbers with their unit never wrap, a bracket after a number
+    may go under it (never inside it), longer cells may wrap; a table too wide splits into two keyed by its first
+    column, a long one folds."""
     from gemm_lab.tables import Table
 
     t = Table(("tile", "GFLOP/s", "note", "registers"),
-              (("BM=128, BN=128, BK=8", "48,657 (94%)", "a long remark that may wrap", "96 / 128"),), "caption")
-    cells = re.findall(r"<td style='([^']*)'>([^<]*)</td>", t._repr_html_())
-    assert [("nowrap" in style) for style, _ in cells] == [False, True, False, False]
+              (("BM=128, BN=128, BK=8", "48,657 (94%)", "a long remark that may wrap", "0.82 ms"),), "caption")
+    cells = re.findall(r"<td style='([^']*)'>(.*?)</td>", t._repr_html_())
+    assert [("nowrap" in style) for style, _ in cells] == [False, False, False, True]
+    nowrap = "<span style='white-space:nowrap'>{}</span>"
+    assert cells[1][1] == f"{nowrap.format('48,657')} {nowrap.format('(94%)')}"
     assert "text-align:right" in cells[1][0] and "text-align:left" in cells[0][0]
     top, bottom = t.split(2).parts
     assert top.columns == ("tile", "GFLOP/s") and bottom.columns == ("tile", "note", "registers")

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import banks, catalog, diagrams, emulation, model, plan, plots, records, style, tables  # noqa: E402
+from gemm_lab import banks, catalog, diagrams, emulation, model, plan, plots, published, records, style, tables  # noqa: E402
 
 
 def _figures():
@@ -53,6 +53,7 @@ def _figures():
         "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, 4096, tables.recorded_gpus()),
         "error_vs_k": lambda: plots.error_vs_k(by_k),
         "accuracy_vs_speed": lambda: plots.accuracy_vs_speed(board[-6:]),
+        "claims": lambda: plots.claims(published.claims_beside_ours()),
         "crt": lambda: diagrams.crt((3, 5, 7), 38),
         "ozaki_pipeline": lambda: diagrams.ozaki_pipeline(catalog.get("ozaki").full_params(), 8192),
         "stage_costs": lambda: plots.stage_costs({s: emulation.stage_ms(s) for s in emulation.STAGE_SIZES},
@@ -94,3 +95,35 @@ def test_heatmap_colour_bar_and_cells_say_the_same_unit(replay):
     cells = [float(t.get_text()) for ax in fig.axes[:-1] for t in ax.texts]
     assert max(cells) == pytest.approx(top, abs=0.05)
     plt.close(fig)
+
+
+def test_points_that_would_look_alike_are_told_apart(replay):
+    """The roofline gives each size its marker, and a chart of several points of one kernel (chapter 10's moduli)
+    gives each its shade: no two legend entries draw the same mark."""
+    import gemm_lab as gl
+
+    def marks(fig) -> list[tuple]:
+        """What each legend entry draws: a line's marker and colour, a scatter's shape and colours."""
+        def mark(h) -> tuple:
+            if hasattr(h, "get_marker"):
+                return h.get_marker(), str(h.get_color())
+            return str(h.get_paths()[0].vertices.round(2).tolist()), str(h.get_facecolor().round(3).tolist())
+        return [mark(h) for h in fig.legends[0].legend_handles]
+
+    roof = plots.roofline(gl.ceilings(), [gl.cublas(s) for s in plan.SIZES])
+    ozaki = plots.accuracy_vs_speed(gl.bench_all([("ozaki", {"MODULI": m}, 8192) for m in (6, 7, 8, 9)], progress=False))
+    for fig in (roof, ozaki):
+        found = marks(fig)
+        assert len(found) == 4 and len(set(found)) == 4, found
+    plt.close("all")
+
+
+def test_pipeline_timelines_take_blocks_per_sm_from_the_occupancy_model(replay):
+    """Chapter 6's timelines say as many resident blocks as its occupancy table (and the primer's exercise)."""
+    tile = {k: v for k, v in catalog.get("prefetch").full_params().items() if k != "PREFETCH"}
+    for params in ({**tile, "PREFETCH": 0}, {**tile, "PREFETCH": 1}):
+        fig = diagrams.pipeline(params)
+        blocks = model.resident("prefetch", params)["blocks"]
+        assert any(f"{blocks} blocks/SM by the occupancy model" in " ".join(t.get_text().split()) for t in fig.texts), params
+        plt.close(fig)
+

@@ -1,7 +1,11 @@
 """The paper models give the numbers worked out by hand in the chapters."""
+from pathlib import Path
+
 import pytest
 
 from gemm_lab import model
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_flops_and_compulsory_traffic():
@@ -100,3 +104,43 @@ def test_the_registers_row_counts_the_ffmas_the_issue_row_counts():
     b = model.speed_of_light("prefetch", None, 4096, GPU)
     in_loop = b["issue"].how.split(" FFMA")[0]
     assert f"of the main loop's {in_loop} FFMAs" in b["registers"].how
+
+
+def test_a_page_shows_the_budget_rows_taught_so_far(sass_of):
+    """Each row names the chapter that teaches it; a budget shown before that chapter leaves the row out, and its bound
+    is the lowest row shown."""
+    sass_of(["FFMA"] * 3 + ["LDS"] * 5, ffma=100, conflicts=25)
+    full = model.speed_of_light("smem_tiled", None, 4096, GPU)
+    assert all((ROOT / "book" / f"{page}.md").exists() for page in model.ROW_CHAPTERS.values())
+    early = full.upto("ch02_smem_tiling")
+    assert {c.level for c in early.ceilings} == {"FFMA peak", "shared memory", "DRAM"}
+    assert set(early.hidden) == {"issue", "registers"} and early.bound.level == "shared memory"
+    with pytest.raises(KeyError, match="chapter 3"):
+        early["issue"]
+    assert full.upto("ch05_bank_conflicts").hidden == () and full.upto("scoreboard").hidden == ()
+    assert model.chapter_key("ch07_warp_tiling") < model.chapter_key("ch07b_pipelined_warp_tiling") < model.chapter_key(
+        "ch08_tensor_cores") and model.chapter_label("ch08b_precision") == "8b"
+
+
+def test_the_caption_states_the_one_rule_and_the_rows_to_come(replay):
+    import gemm_lab as gl
+
+    view = gl.budget("smem_tiled", ceilings=gl.ceilings())  # chapter 2's page: issue and registers come later
+    caption = view.caption()
+    assert "is the prediction where the model counts right" in caption and "that row overcounts" in caption
+    assert "issue (chapter 3)" in caption and "registers (chapter 5)" in caption
+    assert "(ch. 2)" in str(view) and "issue" not in [line.split()[0] for line in str(view).splitlines()[1:]]
+
+
+def test_issue_binds_the_ffma_chapters_3_to_7b_and_no_tensor_core_kernel(replay):
+    """What the GPU primer and the glossary say of the issue ceiling, as each chapter's own budget shows it (the
+    chapter-3 and chapter-7b kernels, the ends of that range; warp_tiling's test is above)."""
+    import gemm_lab as gl
+
+    ceil = gl.ceilings()
+    for kernel in ("thread_tile_2d", "pipelined_warp_tiling"):
+        spec = gl.KERNELS[kernel]
+        assert model.speed_of_light(spec, None, 4096, ceil).upto(spec.chapter).bound.level == "issue", kernel
+    for kernel in ("mma_tf32", "wgmma_tf32"):
+        b = model.speed_of_light(kernel, None, 4096, ceil)
+        assert b["issue"].tflops is None or b["issue"].tflops > b["tensor peak"].tflops, kernel
