@@ -228,10 +228,12 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
 
     method = method or SUSTAINED
     each_ms = [_warm_up_ms(launches) for launches in sides]
-    per_turn = [method.per_turn(ms, runs) for ms in each_ms]
     seen = device.Telemetry().start()
-    for side in reversed(range(len(sides))):  # untimed, so that no timed turn meets a cool, idle GPU
-        _queue(sides[side], method.lead_in(each_ms[side], per_turn[side]))
+    leads = [_queue(sides[side], method.lead_in(each_ms[side], method.per_turn(each_ms[side], runs)))
+             for side in reversed(range(len(sides)))][::-1]  # untimed, so that no timed turn meets a cool, idle GPU
+    leads[0][-1][1].synchronize()
+    # turns are sized from the lead-in's last launches, at the clock the cap settled on, not from the warm-up's
+    per_turn = [method.per_turn(_settled_ms(lead), runs) for lead in leads]
     turns: list[tuple[int, list[tuple[Any, Any]]]] = []
     for r in range(method.rounds):
         for side in range(len(sides)) if r % 2 == 0 else reversed(range(len(sides))):
@@ -265,6 +267,15 @@ def energy_fields(seen: dict[str, float], timed_ms: float, launches: int) -> dic
         out["energy_j"] = seen["joules"] / launches
         out["mean_power_w"] = seen["joules"] / seen["seconds"]
     return out
+
+
+def _settled_ms(lead: list[tuple[Any, Any]]) -> float:
+    """The median time of the last quarter of a lead-in's launches (at least one): what a launch takes once the clock
+    has settled."""
+    import cupy
+
+    tail = lead[-max(1, len(lead) // 4):]
+    return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in tail)
 
 
 def _warm_up_ms(launches: Sequence[Callable[[], Any]]) -> float:
