@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import catalog, compile, tma
+from . import catalog, compile, cublas, tma
 from .catalog import Instance
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
@@ -508,14 +508,12 @@ class Pipeline:
         zeros (`ozaki_nonfinite` puts them back as for every call)."""
         import cupy
 
-        from . import timing
-
         warnings.warn(f"no number of moduli up to {CANDIDATES[-1]} is as accurate as SGEMM on these inputs (estimated "
                       f"median error {self.report.ratio(CANDIDATES[-1]):.3g} times SGEMM's with {CANDIDATES[-1]}): "
                       "cuBLAS SGEMM computed C instead", Fallback, stacklevel=4)
         self.report = Estimate(**{**self.report.__dict__, "fallback": "cublas"})
         a, b = (cupy.where(cupy.isfinite(x), x, 0) if self.report.nonfinite else x for x in (self.a, self.b))
-        with timing.cublas_math("fp32"):
+        with cublas.math("fp32"):
             product = cupy.matmul(a, b)
         self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
 

@@ -5,8 +5,9 @@ Chapters replay exactly these cases without a GPU, so a chapter that shows a new
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from . import catalog, published
+from . import catalog, folders, published, records
 
 SIZES = (1024, 2048, 4096, 8192)
 ODD_SHAPE = (2999, 4001, 3001)  # M, N, K: no tile divides it and rows are not 16-byte aligned
@@ -198,3 +199,34 @@ ENERGY_COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     *(("wgmma_ws_tf32", {"GROUP": group}) for group in sorted((*ENERGY_GROUPS, 8))),
     ("cublas_tf32", {}),
 )
+
+
+SUSTAINED_MS = 2000.0  # each side's timed GPU time in a sustained race, wherever one launch takes 1 ms or more
+SHORTFALL = 0.95  # what a side may fall short of it: turns are sized from the settled launch time, and a clock that
+# sinks further within the rounds (or, before turns were sized so, the warm-up's faster launches) shortens them a little
+
+
+def unsustained(root: Path | None = None) -> list[str]:
+    """Tensor-core and emulation rows of races the pages quote (`quoted_races`) that were not timed sustained: without
+    the method, each side's timed milliseconds (at least SUSTAINED_MS where a launch takes 1 ms) or the joules per
+    launch of NVML's energy counter. `records --check` reports them beside `records.check`'s problems."""
+    quoted = set()
+    for name, params, size in headline_cases() + list(EXTRA):  # the claims page's races are FFMA only
+        spec = catalog.KERNELS.get(name)
+        if spec and spec.precision != "fp32":  # FP32 races run below the cap (their records say how they were timed)
+            m, n, k = (size,) * 3 if isinstance(size, int) else size
+            quoted.add((name, json.dumps(spec.full_params(params), sort_keys=True), m, n, k))
+    problems = []
+    for path in sorted((root or folders.RECORDS_DIR).glob("*/*.json")):
+        if records.precision_of(path.stem) is None:
+            continue
+        for r in records.read_rows(path):
+            if (r["kernel"], json.dumps(r["params"], sort_keys=True), r["m"], r["n"], r["k"]) not in quoted:
+                continue
+            sides = (r.get("telemetry", {}), r.get("cublas_telemetry", {}))
+            long_enough = all(t.get("timed_ms", 0) >= SHORTFALL * SUSTAINED_MS for t in sides) or r.get("time_ms", 0) < 1
+            if r.get("method") != "sustained" or not long_enough or not all("energy_j" in t for t in sides):
+                problems.append(f"{path}: {r['kernel']} {r['params']} at {r['m']}x{r['n']}x{r['k']} is quoted by a page "
+                                "but was not timed in a sustained race with each side's timed milliseconds and joules: "
+                                "re-record it with `gemm-lab record`")
+    return problems

@@ -448,38 +448,6 @@ def check(root: Path | None = None) -> list[str]:
         if path.stem == LATENCY:
             problems += [p for r in rows for p in _latency_problems(path, r)]
         problems += _sanitizer_problems(path, runs) if path.stem == SANITIZER else _stale(path, rows)
-        if _is_bench(path):
-            problems += _unsustained(path, rows)
-    return problems
-
-
-SUSTAINED_MS = 2000.0  # each side's timed GPU time in a sustained race, wherever one launch takes 1 ms or more
-SHORTFALL = 0.95  # what a side may fall short of it: turns are sized from the settled launch time, and a clock that
-# sinks further within the rounds (or, before turns were sized so, the warm-up's faster launches) shortens them a little
-
-
-def _unsustained(path: Path, rows: list[dict[str, Any]]) -> list[str]:
-    """Tensor-core and emulation rows of races the pages quote (`plan.quoted_races`) that were not timed sustained:
-    without the method, each side's timed milliseconds (at least SUSTAINED_MS where a launch takes 1 ms) or the
-    joules per launch of NVML's energy counter."""
-    from . import plan
-
-    quoted = set()
-    for name, params, size in plan.headline_cases() + list(plan.EXTRA):  # the claims page's races are FFMA only
-        spec = catalog.KERNELS.get(name)
-        if spec and spec.precision != "fp32":
-            m, n, k = (size,) * 3 if isinstance(size, int) else size
-            quoted.add((name, json.dumps(spec.full_params(params), sort_keys=True), m, n, k))
-    problems = []
-    for r in rows:
-        if (r["kernel"], json.dumps(r["params"], sort_keys=True), r["m"], r["n"], r["k"]) not in quoted:
-            continue
-        sides = (r.get("telemetry", {}), r.get("cublas_telemetry", {}))
-        long_enough = all(t.get("timed_ms", 0) >= SHORTFALL * SUSTAINED_MS for t in sides) or r.get("time_ms", 0) < 1
-        if r.get("method") != "sustained" or not long_enough or not all("energy_j" in t for t in sides):
-            problems.append(f"{path}: {r['kernel']} {r['params']} at {r['m']}x{r['n']}x{r['k']} is quoted by a page but "
-                            "was not timed in a sustained race with each side's timed milliseconds and joules: "
-                            "re-record it with `gemm-lab record`")
     return problems
 
 

@@ -252,13 +252,18 @@ def gflop_per_joule(x: Measurement, cublas: bool = False) -> str:
     return f"{value:,.0f}" if value else "-"
 
 
+def ozaki_label(pinned: int, ran: int | None = None) -> str:
+    """"Ozaki, 8 moduli", or for the default "Ozaki, auto (7 moduli)" (what its estimate chose, where recorded)."""
+    if pinned:
+        return f"Ozaki, {pinned} moduli"
+    return f"Ozaki, auto ({ran} moduli)" if ran else "Ozaki, auto" if ran is None else "Ozaki, auto (fell back)"
+
+
 def speed_and_power(ms: Sequence[Measurement]) -> Table:
     """Each measurement's speed beside cuBLAS in its own math, the range of its rounds' shares, the median SM clock
     NVML read while each side's timed launches ran, and each side's work per energy (NVML's energy counter): for
     tensor-core kernels, whose clock follows the power cap, the numbers that explain a share."""
     def name(x: Measurement) -> str:
-        from .plots import ozaki_label
-
         return ozaki_label(x.params["MODULI"], x.details.get("moduli")) if "MODULI" in x.params else x.kernel
 
     def share(x: Measurement) -> str:

@@ -22,10 +22,8 @@ that each run reads from DRAM, as a real workload would.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import os
 import statistics
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -33,6 +31,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from tqdm.auto import tqdm
 
 from . import device, records, run
+from .cublas import BASELINE, kernel_name as cublas_kernel, math as cublas_math
 from .catalog import KernelSpec, Params, Probe, Shape
 from .records import Measurement
 
@@ -72,8 +71,6 @@ SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0)
 SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
 FFMA_SETTLE_MS = 300.0
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
-BASELINE = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "fp32", "ozaki": "fp32"}
-_COMPUTE_TYPES = {"fp32": "COMPUTE_TYPE_DEFAULT", "tf32": "COMPUTE_TYPE_TF32"}  # cupy.matmul's, per cuBLAS math
 
 
 class VerificationError(RuntimeError):
@@ -145,7 +142,7 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MI
     """cuBLAS alone in `precision`'s math ("fp32": SGEMM; "tf32": TF32 tensor cores), as a measurement of its
     pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded)."""
     m, n, k = shape_of(size)
-    kernel = _cublas_kernel(precision)
+    kernel = cublas_kernel(precision)
     if not device.live():
         return records.lookup(kernel, {}, m, n, k)
     import cupy
@@ -158,38 +155,6 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MI
         method = (method or SUSTAINED).for_precision(precision)
         (alone,) = race([_cublas_launches(_input_sets(m, n, k))], runs, method)
     return measurement(None, precision, {}, (m, n, k), alone, alone, err, method)
-
-
-@contextlib.contextmanager
-def cublas_math(precision: str) -> Iterator[None]:
-    """`cupy.matmul` on float32 computes in `precision`'s math inside the block: "fp32" is FP32 SGEMM (TF32 off),
-    "tf32" lets cuBLAS use TF32 tensor cores. CuPy's setting is per process, so the previous one is always restored."""
-    import numpy
-    from cupy._core import _routines_linalg as linalg
-
-    _cublas_kernel(precision)
-    if precision == "fp32":
-        require_fp32_cublas()
-    previous = linalg.get_compute_type(numpy.float32)
-    linalg.set_compute_type(numpy.float32, getattr(linalg, _COMPUTE_TYPES[precision]))
-    try:
-        yield
-    finally:
-        linalg.set_compute_type(numpy.float32, previous)
-
-
-def _cublas_kernel(precision: str) -> str:
-    """The pseudo-kernel of cuBLAS in `precision`'s math; a ValueError names the maths cuBLAS has."""
-    if precision not in records.CUBLAS_KERNELS:
-        hint = f"; {precision} kernels race cuBLAS in {BASELINE[precision]}" if precision in BASELINE else ""
-        raise ValueError(f"cuBLAS computes in {' or '.join(records.CUBLAS_KERNELS)}, not {precision!r}{hint}")
-    return records.CUBLAS_KERNELS[precision]
-
-
-def require_fp32_cublas() -> None:
-    """Refuse to time cuBLAS when CuPy is told to let it use TF32 tensor cores: not an FP32 baseline."""
-    if os.environ.get("CUPY_TF32", "0") != "0":
-        raise RuntimeError("CUPY_TF32 is set: cuBLAS would use TF32 tensor cores, not an FP32 baseline")
 
 
 def _cublas_launches(sets: list[tuple[Any, Any, Any]]) -> list[Callable[[], Any]]:

@@ -1,4 +1,5 @@
 """Every chapter of the book executes from top to bottom in replay mode (as in the book build)."""
+import os
 import re
 from pathlib import Path
 
@@ -24,6 +25,8 @@ def test_chapter_executes(path, mode, monkeypatch):
     else:
         monkeypatch.delenv("GEMM_LAB_REPLAY", raising=False)
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # the kernel imports this checkout's gemm_lab, whichever checkout an editable install points at
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     nb = jupytext.read(path)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]

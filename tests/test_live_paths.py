@@ -168,8 +168,9 @@ def test_kernel_and_cublas_take_turns_in_mirrored_order(log, monkeypatch):
 def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
     """Turn medians of 1.0 ms (kernel) against cuBLAS's 0.9, 1.1, 1.0, 1.2 ms: 90, 110, 100, 120 % per round."""
     monkeypatch.setattr(run, "launcher", launching(log))
-    times = iter([0.5] * 2 + [1.0] * 20 + [5.0] * 4 + [0.9] * 5 + [1.1] * 5 + [1.0] * 5 + [1.2] * 5 + [5.0] * 4)
-    # the warm-ups, then by side: each turn's launches, then each turn's span (first start to last end)
+    times = iter([0.5] * 4 + [1.0] * 20 + [5.0] * 4 + [0.9] * 5 + [1.1] * 5 + [1.0] * 5 + [1.2] * 5 + [5.0] * 4)
+    # the warm-ups, each side's settled launch (the last of its lead-in), then by side: each turn's launches, then
+    # each turn's span (first start to last end)
     monkeypatch.setattr(sys.modules["cupy"].cuda, "get_elapsed_time", lambda start, end: next(times))
     x = timing.bench("naive", 16)
     assert x.rounds_pct == pytest.approx([90.0, 110.0, 100.0, 120.0])
@@ -181,6 +182,7 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
     launches, a lead-in of 10 ms 60, kernel and cuBLAS alike; the record says how many were timed and how long."""
     monkeypatch.setattr(run, "launcher", launching(log))
     monkeypatch.setattr(timing, "FFMA_SETTLE_MS", 10.0)
+    monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.5 / 3)  # the lead-in's launches, once settled
     method = timing.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5)
     x = timing.bench("naive", 16, method=method)
     assert (method.per_turn(0.5 / 3, timing.MIN_RUNS), method.lead_in(0.5 / 3, 15)) == (15, 60)
@@ -191,6 +193,13 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
     assert method.for_precision("fp32").lead_in(0.5 / 3, 15) == 15 and method.for_precision("tf32") == method
     short = timing.Method("short", settle_ms=0.0, rounds=4, turn_ms=0.1)  # never fewer than MIN_RUNS
     assert timing.bench("naive", 16, method=short).runs == timing.MIN_RUNS
+
+
+def test_turns_are_sized_from_the_lead_ins_last_quarter(log, monkeypatch):
+    """A clock that sinks under the cap makes the warm-up's launches faster than the settled ones: the turns take
+    the median of the lead-in's last quarter of launches, here 2 ms, not the first ones' 1 ms."""
+    monkeypatch.setattr(sys.modules["cupy"].cuda, "get_elapsed_time", lambda start, end: 1.0 if start < 6 else 2.0)
+    assert timing._settled_ms([(i, i) for i in range(8)]) == 2.0
 
 
 def test_turns_of_small_work_stop_at_max_turn_launches():

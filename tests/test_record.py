@@ -21,6 +21,7 @@ def recorder(monkeypatch):
     monkeypatch.setattr(timing, "bench_all", lambda cases, **kw: asked["cases"].extend(cases))
     monkeypatch.setattr(sweeps, "sweep", lambda name, size, choices, **kw: asked["sweeps"].append(name))
     monkeypatch.setattr(cli, "_recorded", lambda *case: False)
+    monkeypatch.setattr(records, "lookup_or_none", lambda *a, **k: None)  # nothing recorded yet, cuBLAS included
     return asked
 
 
