@@ -332,3 +332,28 @@ def race_table(ms: Sequence[Any]) -> Table:
                  "sustained races (each side settles 1 s, then 8 mirrored rounds of 250 ms turns); % of cuBLAS SGEMM "
                  "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "
                  "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms), wrap=(3, 5))
+
+
+def outlier_model(k: int = 512, rows: int = 64, cols: int = 48, moduli: int = 7, factor: float = 1e6,
+                  seed: int = 0) -> dict[str, float]:
+    """The outlier channel in the NumPy model, on the CPU: A (rows x k) and B (k x cols) standard normal, column k // 3
+    of A times `factor` and that row of B over it. The max relative error against float64 of float32's A @ B and of
+    the scheme with `moduli` moduli as it comes ("plain") and equilibrated (`ozaki.shifts`): the size of the damage
+    that equilibration repairs, without a GPU."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((rows, k)), rng.standard_normal((k, cols))
+    a[:, k // 3] *= factor
+    b[k // 3, :] /= factor
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+
+    def err(c: Any) -> float:
+        return float(np.abs(np.asarray(c, np.float64) - exact).max() / np.abs(exact).max())
+
+    out = {"float32": err(a @ b)}
+    for name, shift in (("plain", None), ("equilibrated", ozaki.shifts(a, b))):
+        ra, rb, e, f = ozaki.residues(a, b, moduli, shift)
+        out[name] = err(ozaki.reconstruct([x @ y for x, y in zip(ra, rb)], e, f, moduli).astype(np.float32))
+    return out
