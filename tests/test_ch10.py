@@ -135,7 +135,7 @@ def test_equilibration_repairs_the_outlier_channel_in_the_model():
     a[:, 3] *= 2.0**20
     b[3, :] *= 2.0**-20
     s = ozaki.shifts(a, b)
-    assert s[3] == -20 and not s[np.arange(20) != 3].any()
+    assert abs(s[3] + 20) <= 1 and np.abs(s[np.arange(20) != 3]).max() <= 1  # the outlier, not the rest
     ra, _, _, _ = ozaki.residues(a, b, 7, s)
     assert all(((-p // 2 <= r) & (r < p - p // 2)).all() for r, p in zip(ra, ozaki.MODULI))  # signed: fits int8
     assert max(int(np.abs(r).max()) for r in ra) <= 128
@@ -166,7 +166,7 @@ def test_median_error_chart_pairs_each_race_with_its_accuracy_record(replay):
         points = [c.get_offsets()[0] for c in fig.axes[0].collections]
         assert len(points) == 3 and not style.fits(fig)
         auto = next(e for e in errs if e.method == "ozaki" and e.params["MODULI"] == 0)
-        assert points[0] == pytest.approx((ms[0].gflops / 1e3, auto.median_rel_err))
+        assert tuple(points[0]) == pytest.approx((ms[0].gflops / 1e3, auto.median_rel_err))
     finally:
         plt.close(fig)
     with pytest.raises(ValueError, match="no accuracy record"):
