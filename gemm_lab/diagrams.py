@@ -1388,3 +1388,43 @@ def ozaki_pipeline(params: dict[str, int], size: int | tuple[int, int, int]) -> 
     fig.subplots_adjust(left=0.01, right=0.99, top=0.9, bottom=0.11)
     return stamp(fig, "A and B in FP32, residue rows padded as the kernels pad them; each plane read once (L2 serving "
                       "the re-reads), C written once (beta = 0)")
+
+
+def outlier_channel(k: int = 48, rows: int = 64, column: int | None = None, factor: float = 1e6, moduli: int = 7,
+                    seed: int = 0) -> Figure:
+    """Why one outlier column of A starves the others, and how equilibration feeds them: A (rows x k) and B (k x 8)
+    standard normal, column `column` of A (default k // 3) times `factor` and that row of B divided by it (the product
+    is unchanged). Through the NumPy model (`ozaki.residues`, without and with `ozaki.shifts`, the integers rebuilt from
+    their residues by `ozaki.reconstruct`), each bar is the median number of significant bits the elements of one column
+    of A keep as integers (at most FP32's 24). Bars carry gid "outlier" (the outlier column) or "column"."""
+    from . import ozaki
+
+    column = k // 3 if column is None else column
+    if not 0 <= column < k:
+        raise ValueError(f"column {column}: A has columns 0 to {k - 1}")
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((rows, k)), rng.standard_normal((k, 8))
+    a[:, column] *= factor
+    b[column, :] /= factor
+    shift = ozaki.shifts(a, b)
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 3.9), sharey=True)
+    for ax, (title, s) in zip(axes, (("as it comes", None), ("equilibrated", shift))):
+        ra, _, e, _ = ozaki.residues(a, b, moduli, s)
+        ints = ozaki.reconstruct(ra, np.zeros(rows, np.int64), np.zeros(k, np.int64), moduli)  # a' from its residues
+        kept = np.minimum(24, np.where(ints == 0, 0, np.floor(np.log2(np.abs(np.where(ints == 0, 1, ints)))) + 1))
+        median = np.median(kept, axis=0)
+        for h in range(k):
+            ax.bar(h, median[h], width=0.85, color="C3" if h == column else "C0",
+                   gid="outlier" if h == column else "column")
+        ax.axhline(24, color="black", linestyle="--", linewidth=1.2)
+        ax.set_title(title + (f": s = {int(shift[column])} there" if s is not None else ""), fontsize=TEXT)
+        ax.set_xlabel("column h of A (along K)")
+        ax.set_ylim(0, 27)
+    axes[0].set_ylabel("bits an element keeps")
+    axes[0].text(0.98, 24.6, "FP32: 24", ha="right", va="bottom", transform=axes[0].get_yaxis_transform())
+    factor_text = f"{factor:.0e}".replace("e+0", "e").replace("e+", "e")
+    fig.suptitle(wrap(f"One column of A {factor_text} times the rest, {moduli} moduli: bits left to the other columns",
+                      style.TITLE), fontsize=style.TITLE)
+    fig.tight_layout()
+    return stamp(fig, f"NumPy model (ozaki.residues, ozaki.shifts): A {rows} × {k}, B {k} × 8, standard normal; "
+                      "median over A's rows")

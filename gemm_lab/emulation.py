@@ -10,6 +10,7 @@ the matching row of B a million times smaller: the shape of LLM activations). Ro
 """
 from __future__ import annotations
 
+import json
 import statistics
 import warnings
 from dataclasses import dataclass, field
@@ -142,7 +143,10 @@ def errors(shape: tuple[int, int, int], phi: float | None, gpu: str | None = Non
                           f"on {gpu or device.replay_gpu()}: record it on a GPU with `gemm-lab record --only ozaki`")
     order = [(name, params) for name, params in METHODS]
     fields = set(Errors.__dataclass_fields__)
-    found = [Errors(**{f: r[f] for f in fields if f in r}) for r in rows]
+    newest: dict[str, dict[str, Any]] = {}  # a method re-recorded (a new kernel source) keeps only its latest row
+    for r in sorted(rows, key=lambda r: r["recorded_at"]):
+        newest[json.dumps([r["method"], r["params"]], sort_keys=True)] = r
+    found = [Errors(**{f: r[f] for f in fields if f in r}) for r in newest.values()]
     return sorted(found, key=lambda e: next((i for i, (n, p) in enumerate(order)
                                              if n == e.method and all(e.params.get(x) == v for x, v in p.items())), 99))
 
@@ -265,3 +269,91 @@ def stage_table(size: int, params: dict[str, int] | None = None) -> Table:
                  f"M = N = K = {size}, {moduli} moduli: each stage timed alone (median of its launches); least bytes: "
                  f"read + written (ozaki.traffic); DRAM's: the device record's copy bandwidth, "
                  f"{ceil['dram_gbs'] / 1e3:.2f} TB/s; stages {stage_source(inst.params)}", wrap=(4,))
+
+
+def case_name(phi: float | None, family: str = "") -> str:
+    """How a table names one set of inputs: "normal", "φ = 2", or the family ("outlier channel")."""
+    return family or ("normal" if phi is None else f"φ = {phi:g}")
+
+
+def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | None = None) -> Table:
+    """What the default (MODULI = 0) decided on each recorded set of inputs, from its report (`Errors.details`): the
+    moduli it ran (or its fallback), its estimate of its own median error over SGEMM's on the 64 x 32 sample, and the
+    measured ratio over all of C (its median relative error over cuBLAS SGEMM's, the same inputs, against float64).
+    An estimate near the measurement is what makes the choice trustworthy: it is all the pipeline sees."""
+    rows = []
+    for shape, phi, family in cases_ or cases():
+        found = errors(shape, phi, family=family)
+        auto = next(e for e in found if e.method == "ozaki" and e.params.get("MODULI") == 0)
+        sgemm = next(e for e in found if e.method == "cublas")
+        d = auto.details
+        ran = d["moduli"]
+        estimated = d["median"][str(ran or ozaki.CANDIDATES[-1])] / d["sgemm_median"] if d["sgemm_median"] else 0.0
+        rows.append((f"{shape[0]}×{shape[1]}×{shape[2]}", case_name(phi, family),
+                     str(ran) if ran else "–", f"{estimated:.2f}" + ("" if ran else f" (with {ozaki.CANDIDATES[-1]})"),
+                     f"{auto.median_rel_err / sgemm.median_rel_err:.2f}", str(d["equilibrated"]),
+                     f"yes ({d['fallback']})" if d["fallback"] else "no"))
+    return Table(("M×N×K", "inputs", "moduli chosen", "estimated / SGEMM", "measured / SGEMM", "columns shifted",
+                  "fell back"), tuple(rows),
+                 "the default (MODULI = 0) on each recorded set of inputs: its report (ozaki.Estimate); estimated: the "
+                 "median relative error on its 64 × 32 sample over SGEMM's modelled one; measured: its median relative "
+                 "error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell back: it ran "
+                 f"SGEMM); columns shifted: by the equilibration; " + _dates(
+                     [e for shape, phi, family in (cases_ or cases()) for e in errors(shape, phi, family=family)]))
+
+
+def _dates(rows: Sequence[Errors]) -> str:
+    gpus, dates = sorted({r.gpu for r in rows}), sorted({r.recorded_at[:10] for r in rows})
+    return f"recorded on {', '.join(gpus)}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "")
+
+
+def clock_speed_of_light(x: Any) -> float:
+    """TFLOP/s the pipeline of measurement `x` could reach at the SM clock it ran at, if its products alone took time:
+    kernel 15's recorded INT8 rate per MHz at that size (its own race's clock), times `x`'s clock, over the moduli
+    that ran. The same measurement's clock sets the ceiling it is compared with (a ceiling at another clock would
+    flatter or blame the pipeline for the power cap)."""
+    k15 = int8.bench(x.m)
+    per_mhz = k15.gflops / 1e3 / k15.telemetry["sm_clock_mhz"]
+    moduli = x.details.get("moduli") or x.params["MODULI"]
+    return per_mhz * x.telemetry["sm_clock_mhz"] / moduli
+
+
+def race_table(ms: Sequence[Any]) -> Table:
+    """Each sustained race beside cuBLAS SGEMM: the share, and for both sides the median SM clock and mean power
+    (NVML's energy counter over the timed turns' seconds) and GFLOP per joule, which decide who wins under the power
+    cap."""
+    from .plots import label
+    from .tables import clock_and_power, gflop_per_joule, shape_text
+
+    return Table(("size", "kernel", "% of SGEMM", "clock, power", "GFLOP/J", "SGEMM's clock, power", "SGEMM's GFLOP/J"),
+                 tuple((shape_text(x.m, x.n, x.k), label(x), f"{x.pct_cublas:.0f}%", clock_and_power(x.telemetry),
+                        gflop_per_joule(x), clock_and_power(x.cublas_telemetry), gflop_per_joule(x, cublas=True))
+                       for x in ms),
+                 "sustained races (each side settles 1 s, then 8 mirrored rounds of 250 ms turns); % of cuBLAS SGEMM "
+                 "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "
+                 "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms), wrap=(3, 5))
+
+
+def outlier_model(k: int = 512, rows: int = 64, cols: int = 48, moduli: int = 7, factor: float = 1e6,
+                  seed: int = 0) -> dict[str, float]:
+    """The outlier channel in the NumPy model, on the CPU: A (rows x k) and B (k x cols) standard normal, column k // 3
+    of A times `factor` and that row of B over it. The max relative error against float64 of float32's A @ B and of
+    the scheme with `moduli` moduli as it comes ("plain") and equilibrated (`ozaki.shifts`): the size of the damage
+    that equilibration repairs, without a GPU."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((rows, k)), rng.standard_normal((k, cols))
+    a[:, k // 3] *= factor
+    b[k // 3, :] /= factor
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+
+    def err(c: Any) -> float:
+        return float(np.abs(np.asarray(c, np.float64) - exact).max() / np.abs(exact).max())
+
+    out = {"float32": err(a @ b)}
+    for name, shift in (("plain", None), ("equilibrated", ozaki.shifts(a, b))):
+        ra, rb, e, f = ozaki.residues(a, b, moduli, shift)
+        out[name] = err(ozaki.reconstruct([x @ y for x, y in zip(ra, rb)], e, f, moduli).astype(np.float32))
+    return out

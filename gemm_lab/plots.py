@@ -638,3 +638,44 @@ def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]
     return stamp(fig, "Published: quoted as data from each source (gemm_lab.published). Ours: "
                  + provenance([x for _, items in groups for _, _, x in items]))
 
+
+
+def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title: str = "") -> Figure:
+    """Each method as one point: TFLOP/s of its sustained race (`ms`) against the median of each element's relative
+    error on standard normal inputs of the same shape (`errs`, `emulation.Errors`): the median, because the max error
+    of the speed check hides what an emulation loses on small elements. A measurement without an accuracy record of
+    the same method and MODULI is refused (a point needs both)."""
+    from .records import CUBLAS_KERNELS as cublas_names
+
+    def key(method: str, params: dict[str, int]) -> tuple[str, int]:
+        return method, params.get("MODULI", -1)
+
+    found = {key(e.method, e.params): e for e in errs}
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.5))
+    ys = []
+    for x in ms:
+        e = found.get(key(x.kernel, x.params))
+        if e is None or (e.m, e.n, e.k) != (x.m, x.n, x.k):
+            raise ValueError(f"no accuracy record of {label(x)} at {x.m}x{x.n}x{x.k}")
+        ring = x.kernel in cublas_names.values()
+        ax.scatter(x.gflops / 1e3, e.median_rel_err, s=220 if ring else 70,
+                   marker=PRECISION_MARKERS.get(x.precision, "o"), color="none" if ring else color(x.kernel),
+                   edgecolor=color(x.kernel) if ring else "black", linewidth=2 if ring else 0.6,
+                   label=label(x), zorder=2 if ring else 3)
+        if x.precision == "ozaki":
+            pinned, ran = x.params["MODULI"], x.details.get("moduli")
+            ax.annotate(str(pinned) if pinned else f"auto: {ran}", (x.gflops / 1e3, e.median_rel_err),
+                        xytext=(7, 4) if pinned else (7, -14), textcoords="offset points")
+        ys.append(e.median_rel_err)
+    ax.set_yscale("log")
+    ax.set_ylim(min(ys) / 4, max(ys) * 4)
+    ax.set_xlim(0, max(x.gflops for x in ms) / 1e3 * 1.12)
+    ax.set_xlabel("TFLOP/s, sustained (higher is better)")
+    ax.set_ylabel(wrap("median relative error vs float64 (lower is better)", TEXT, 3.6))
+    shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
+    _title(ax, title or f"Median error and speed at M x N x K = {', '.join(shapes)}; Ozaki points: their moduli")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    _legend_below(fig, ax, 2)
+    dates = sorted({e.recorded_at[:10] for e in errs})
+    return stamp(fig, provenance(ms) + f"; errors recorded {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))

@@ -83,14 +83,94 @@ def test_stage_table_and_speed_tables_read_the_records(replay):
     import gemm_lab as gl
 
     t = emulation.stage_table(8192)
-    assert [r[0] for r in t.rows] == list(ozaki.STAGES) and "TOP/s" in t.rows[2][4]
+    assert [r[0] for r in t.rows] == list(ozaki.STAGES) and "TOP/s" in t.rows[ozaki.STAGES.index("products")][4]
     assert "recorded on" in emulation.stage_source()
     x = gl.bench("ozaki", 8192)
-    row = tables.speed_and_power([x]).rows[0]
-    assert row[1] == "ozaki, 8 moduli" and row[4:] == tuple(f"{v:,.0f}" for v in (
-        x.telemetry["sm_clock_mhz"], x.telemetry["power_w"], x.cublas_telemetry["sm_clock_mhz"],
-        x.cublas_telemetry["power_w"]))
+    assert x.method == "sustained" and x.details["moduli"] in ozaki.CANDIDATES
+    row = emulation.race_table([x]).rows[0]
+    assert row[1] == f"Ozaki, auto ({x.details['moduli']} moduli)" and row[2] == f"{x.pct_cublas:.0f}%"
+    assert row[3] == tables.clock_and_power(x.telemetry) and "W" in row[3] and "power_w" not in x.telemetry
+    assert row[4] == f"{x.gflop_per_joule():,.0f}" and row[6] == f"{x.gflop_per_joule(cublas=True):,.0f}"
     assert int8.table((4096,)).rows[0][3].startswith(f"{int8.bench(4096).pct_cublas:.1f}%")
+
+
+def test_speed_of_light_at_the_measured_clock(replay):
+    import gemm_lab as gl
+
+    x = gl.bench("ozaki", 8192)
+    k15 = int8.bench(8192)
+    ceiling = emulation.clock_speed_of_light(x)
+    assert ceiling == pytest.approx(k15.gflops / 1e3 * x.telemetry["sm_clock_mhz"] / k15.telemetry["sm_clock_mhz"]
+                                    / x.details["moduli"])
+    assert x.gflops / 1e3 < ceiling  # a measurement below its own ceiling, clock and all
+
+
+def test_the_choices_table_reads_each_reports_verdict(replay):
+    table = emulation.choices()
+    assert len(table.rows) == len(emulation.cases())
+    by_inputs = {r[1]: r for r in table.rows if r[0] == "4096×4096×4096"}
+    assert by_inputs["outlier channel"][5] != "0"  # the outlier column was shifted
+    for row in table.rows:
+        fell_back = row[6].startswith("yes")
+        assert (row[2] == "–") == fell_back
+        if fell_back:
+            assert row[4] == "1.00"  # SGEMM ran: its own error
+        else:
+            assert int(row[2]) in ozaki.CANDIDATES and float(row[3]) <= 1.0
+            assert float(row[4]) <= float(row[3]) + 0.01  # the estimate is no rosier than the measurement
+    assert all(by_inputs[emulation.case_name(phi)][6].startswith("yes") for phi in emulation.PHIS if phi >= 4)
+
+
+def test_one_row_per_method_after_a_re_recording(replay):
+    rows = emulation.errors(emulation.PHI_SHAPE, emulation.PHIS[-1])
+    keys = [(e.method, e.params.get("MODULI")) for e in rows]
+    assert len(keys) == len(set(keys)) == len(emulation.METHODS)
+
+
+def test_equilibration_repairs_the_outlier_channel_in_the_model():
+    err = emulation.outlier_model()
+    assert err["plain"] > 100 * err["float32"] and err["equilibrated"] <= err["float32"]
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((8, 20)), rng.standard_normal((20, 4))
+    a[:, 3] *= 2.0**20
+    b[3, :] *= 2.0**-20
+    s = ozaki.shifts(a, b)
+    assert abs(s[3] + 20) <= 1 and np.abs(s[np.arange(20) != 3]).max() <= 1  # the outlier, not the rest
+    ra, _, _, _ = ozaki.residues(a, b, 7, s)
+    assert all(((-p // 2 <= r) & (r < p - p // 2)).all() for r, p in zip(ra, ozaki.MODULI))  # signed: fits int8
+    assert max(int(np.abs(r).max()) for r in ra) <= 128
+
+
+def test_outlier_picture_redraws_from_its_arguments():
+    for k, column, factor in ((48, 16, 1e6), (20, 0, 1e4)):
+        fig = diagrams.outlier_channel(k=k, column=column, factor=factor)
+        try:
+            for ax in fig.axes:
+                bars = [p for p in ax.patches if p.get_gid()]
+                assert len(bars) == k and bars[column].get_gid() == "outlier"
+            plain, equilibrated = ([p.get_height() for p in ax.patches if p.get_gid() == "column"] for ax in fig.axes)
+            assert np.median(equilibrated) > np.median(plain) + 8 and not style.fits(fig)
+        finally:
+            plt.close(fig)
+    with pytest.raises(ValueError, match="columns 0 to"):
+        diagrams.outlier_channel(k=8, column=8)
+
+
+def test_median_error_chart_pairs_each_race_with_its_accuracy_record(replay):
+    import gemm_lab as gl
+
+    errs = emulation.errors(emulation.HEADLINE_SHAPE, None)
+    ms = [gl.bench("ozaki", 8192), gl.bench("ozaki", 8192, {"MODULI": 6}), gl.cublas(8192)]
+    fig = plots.median_error_vs_speed(ms, errs)
+    try:
+        points = [c.get_offsets()[0] for c in fig.axes[0].collections]
+        assert len(points) == 3 and not style.fits(fig)
+        auto = next(e for e in errs if e.method == "ozaki" and e.params["MODULI"] == 0)
+        assert tuple(points[0]) == pytest.approx((ms[0].gflops / 1e3, auto.median_rel_err))
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="no accuracy record"):
+        plots.median_error_vs_speed([gl.bench("ozaki", 4096)], errs)
 
 
 def test_crt_picture_redraws_from_its_moduli_and_number():
@@ -121,7 +201,7 @@ def test_pipeline_picture_redraws_from_the_instance_and_size():
         finally:
             plt.close(fig)
     assert "8 exact INT8" in texts[0] and "6 exact INT8" in texts[1]
-    with pytest.raises(ValueError, match="MODULI must be 6 to 9"):
+    with pytest.raises(ValueError, match=r"MODULI must be 0 \(auto"):
         diagrams.ozaki_pipeline({"MODULI": 5}, 1024)
 
 

@@ -56,6 +56,10 @@ def _figures():
         "claims": lambda: plots.claims(published.claims_beside_ours()),
         "crt": lambda: diagrams.crt((3, 5, 7), 38),
         "ozaki_pipeline": lambda: diagrams.ozaki_pipeline(catalog.get("ozaki").full_params(), 8192),
+        "outlier_channel": lambda: diagrams.outlier_channel(),
+        "median_error_vs_speed": lambda: plots.median_error_vs_speed(
+            gl.bench_all([("ozaki", {"MODULI": m}, 8192) for m in (0, 6, 7, 9)], progress=False),
+            emulation.errors(emulation.HEADLINE_SHAPE, None)),
         "stage_costs": lambda: plots.stage_costs({s: emulation.stage_ms(s) for s in emulation.STAGE_SIZES},
                                                  [gl.cublas(s) for s in emulation.STAGE_SIZES], "test"),
         "errors": lambda: plots.errors([e for s in emulation.ERROR_VS_K for e in emulation.errors(s, None)]),
