@@ -31,7 +31,7 @@ TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32", "wgmma_3
 CUBLAS_PRECISIONS = ("fp32", "tf32")
 # Chapter 10's FP32 emulation on INT8 tensor cores, recorded with the headline against cuBLAS SGEMM.
 EMULATION = ("ozaki",)
-OZAKI_MODULI = (6, 7, 9)  # besides the default 8, at OZAKI_SIZES
+OZAKI_MODULI = (6, 7, 9)  # pinned, besides the default (0: chosen per call), at OZAKI_SIZES
 OZAKI_SIZES = (4096, 8192)
 INT8_SIZES = (2048, 4096, 8192)  # kernel 15 alone beside cuBLAS's INT8 GEMM (`gemm-lab record --only ozaki`)
 # The kernels that take ODD_SHAPE: the TMA kernels need N and K multiples of 4 and refuse it.
