@@ -109,15 +109,17 @@ def params_text(params: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
 
 
-def provenance(measurements: Iterable[Measurement]) -> str:
-    """'recorded on <GPU>, <date>' (replay) or 'measured live on <GPU>' - shown on every chart and table."""
+def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> str:
+    """'recorded on <GPU>, <date>' (replay) or 'measured live on <GPU>' - shown on every chart and table. Rows not
+    timed in sustained races say so; `races=False` leaves that out for a chart whose caption names its own races
+    (chapter 8's turn lengths, which are the subject, not a shortcut)."""
     ms = list(measurements)
     if not ms:
         return ""
     from . import device
 
     gpus = sorted({x.gpu for x in ms})
-    short = "; short races, not sustained ones" if any(x.method != "sustained" for x in ms) else ""
+    short = "; short races, not sustained ones" if races and any(x.method != "sustained" for x in ms) else ""
     if any(x.replayed for x in ms):
         dates = sorted({x.date for x in ms})
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
