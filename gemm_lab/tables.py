@@ -254,6 +254,16 @@ def gflop_per_joule(x: Measurement, cublas: bool = False) -> str:
     return f"{value:,.0f}" if value else "-"
 
 
+def energy_headline(x: Measurement) -> str:
+    """'94.8 % of cuBLAS TF32 (rounds 93–96 %) at 501 GFLOP/J, cuBLAS 503': a kernel's share of cuBLAS and its work
+    per joule beside cuBLAS's, as the intro and the scoreboard quote it. At the power cap speed is the cap times the
+    work per joule, so the two numbers explain each other; the energy is left out where the record has none."""
+    spread = f" (rounds {x.pct_range[0]:.0f}–{x.pct_range[1]:.0f} %)" if x.precision != "fp32" and x.pct_range else ""
+    text = f"{x.pct_cublas:.1f} % of {baseline_name(x.precision)}{spread}"
+    mine, theirs = x.gflop_per_joule(), x.gflop_per_joule(cublas=True)
+    return text + (f" at {mine:,.0f} GFLOP/J, cuBLAS {theirs:,.0f}" if mine and theirs else "")
+
+
 def speed_and_power(ms: Sequence[Measurement]) -> Table:
     """Each measurement's speed beside cuBLAS in its own math, the range of its rounds' shares, the median SM clock
     NVML read while each side's timed launches ran, and each side's work per energy (NVML's energy counter): for
