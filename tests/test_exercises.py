@@ -215,7 +215,7 @@ def test_submit_reports_the_race_and_times_nothing(monkeypatch):
 
 def test_timing_still_offers_what_submit_times_with():
     """`submit` times a checked kernel as `timing.bench` does, without its row-major check (`exercises._time`)."""
-    for name in ("_input_sets", "_cublas_launches", "race", "measurement", "cublas_math", "rounds_for", "BASELINE",
+    for name in ("_input_sets", "_cublas_launches", "race", "measurement", "cublas_math", "SHORT", "BASELINE",
                  "MIN_RUNS"):
         assert hasattr(timing, name), f"timing.{name} is gone: update exercises._time"
 
