@@ -15,7 +15,7 @@ from matplotlib.patches import Patch
 from . import catalog, model, run
 from .records import CUBLAS, CUBLAS_KERNELS, Measurement
 from .style import TEXT, TITLE, WIDTH, stamp, wrap
-from .tables import baseline_name, counters_provenance, params_text, provenance, shape_text
+from .tables import baseline_name, counters_provenance, ozaki_label, params_text, provenance, shape_text
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -391,13 +391,6 @@ def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:
 
 
 PRECISION_MARKERS = {"fp32": "o", "tf32": "s", "3xtf32": "D", "ozaki": "^"}
-
-
-def ozaki_label(pinned: int, ran: int | None = None) -> str:
-    """"Ozaki, 8 moduli", or for the default "Ozaki, auto (7 moduli)" (what its estimate chose, where recorded)."""
-    if pinned:
-        return f"Ozaki, {pinned} moduli"
-    return f"Ozaki, auto ({ran} moduli)" if ran else "Ozaki, auto" if ran is None else "Ozaki, auto (fell back)"
 
 
 def label(x: Measurement) -> str:

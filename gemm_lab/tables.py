@@ -254,6 +254,14 @@ def gflop_per_joule(x: Measurement, cublas: bool = False) -> str:
     return f"{value:,.0f}" if value else "-"
 
 
+def ozaki_label(pinned: int, ran: int | None = None) -> str:
+    """"Ozaki, 8 moduli", or for the default "Ozaki, auto (7 moduli)" (what its estimate chose, where recorded). Here,
+    not in `plots`, so that tables and charts name the Ozaki rows alike without importing each other."""
+    if pinned:
+        return f"Ozaki, {pinned} moduli"
+    return f"Ozaki, auto ({ran} moduli)" if ran else "Ozaki, auto" if ran is None else "Ozaki, auto (fell back)"
+
+
 def energy_headline(x: Measurement) -> str:
     """'94.8 % of cuBLAS TF32 (rounds 93–96 %) at 501 GFLOP/J, cuBLAS 503': a kernel's share of cuBLAS and its work
     per joule beside cuBLAS's, as the intro and the scoreboard quote it. At the power cap speed is the cap times the
@@ -269,8 +277,6 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
     NVML read while each side's timed launches ran, and each side's work per energy (NVML's energy counter): for
     tensor-core kernels, whose clock follows the power cap, the numbers that explain a share."""
     def name(x: Measurement) -> str:
-        from .plots import ozaki_label
-
         return ozaki_label(x.params["MODULI"], x.details.get("moduli")) if "MODULI" in x.params else x.kernel
 
     def share(x: Measurement) -> str:
