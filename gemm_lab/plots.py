@@ -679,3 +679,48 @@ def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title:
     _legend_below(fig, ax, 2)
     dates = sorted({e.recorded_at[:10] for e in errs})
     return stamp(fig, provenance(ms) + f"; errors recorded {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
+def power_turns(rows: Sequence[tuple[float, Measurement]], cap_w: float | None = None, title: str = "") -> Figure:
+    """Races of one length of turn each (`power.rows()`: (turn_ms, measurement)), against that length on a log axis:
+    the kernel's share of cuBLAS (the median of its rounds, bars: their range), the SM clock of each side and each
+    side's mean power (joules from NVML's energy counter over its timed seconds), one colour per kernel, its cuBLAS
+    dashed in the same colour. Short turns catch a power-capped card above its cap, long ones where the cap holds it,
+    which is chapter 8's lesson on why the book races in sustained turns; `cap_w` draws the cap."""
+    kernels = list(dict.fromkeys(x.kernel for _, x in rows))
+    fig, axes = plt.subplots(3, 1, sharex=True, figsize=(WIDTH, 8.4))
+    share, clock, power = axes
+    for i, kernel in enumerate(kernels):
+        mine = sorted(((t, x) for t, x in rows if x.kernel == kernel), key=lambda r: r[0])
+        turns, ms = [t for t, _ in mine], [x for _, x in mine]
+        # two or three kernels: the default cycle's first colours tell them apart (the catalog's are too alike here)
+        c, baseline = f"C{i}", baseline_name(ms[0].precision)
+        share.plot(turns, [x.pct_cublas for x in ms], "o-", color=c, label=f"{label(ms[0])}; {baseline} dashed")
+        for t, x in mine:
+            if x.pct_range:
+                share.plot([t, t], x.pct_range, color=c, linewidth=1.5, alpha=0.5, label="_rounds")
+        for ax, key in ((clock, "sm_clock_mhz"), (power, "mean_power_w")):
+            for side, style_ in ((lambda x: x.telemetry, "o-"), (lambda x: x.cublas_telemetry, "s--")):
+                pts = [(t, side(x)[key]) for t, x in mine if key in side(x)]
+                ax.plot([t for t, _ in pts], [v for _, v in pts], style_, color=c, markersize=5,
+                        label=kernel if style_ == "o-" else f"_{baseline}")
+    share.axhline(100, **CUBLAS_STYLE, label="_cuBLAS = 100%")
+    if cap_w:
+        power.axhline(cap_w, color="firebrick", linestyle=":", linewidth=1.5, label=f"power cap, {cap_w:,.0f} W")
+    share.set_ylabel(wrap("% of cuBLAS (bars: rounds)", TEXT, 2.4))
+    clock.set_ylabel(wrap("SM clock (MHz)", TEXT, 2.4))
+    power.set_ylabel(wrap("mean power (W)", TEXT, 2.4))
+    power.set_xscale("log")
+    turns_all = sorted({t for t, _ in rows})
+    power.set_xticks(turns_all, [f"{t:,.0f}" for t in turns_all])
+    power.minorticks_off()
+    power.set_xlabel("length of each side's turns (ms, log scale)")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    size = sorted({shape_text(x.m, x.n, x.k) for _, x in rows})
+    _title(share, title or f"Share of cuBLAS, clock and power vs turn length, {', '.join(size)}")
+    fig.tight_layout()
+    handles, labels = share.get_legend_handles_labels()
+    if cap_w:
+        handles, labels = handles + power.get_legend_handles_labels()[0][-1:], labels + [power.get_legend_handles_labels()[1][-1]]
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, frameon=False)
+    return stamp(fig, "each race after an idle pause, one untimed turn, no settling; mean power: joules of NVML's "
+                 "energy counter over each side's timed seconds; " + provenance([x for _, x in rows], races=False))

@@ -109,15 +109,17 @@ def params_text(params: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
 
 
-def provenance(measurements: Iterable[Measurement]) -> str:
-    """'recorded on <GPU>, <date>' (replay) or 'measured live on <GPU>' - shown on every chart and table."""
+def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> str:
+    """'recorded on <GPU>, <date>' (replay) or 'measured live on <GPU>' - shown on every chart and table. Rows not
+    timed in sustained races say so; `races=False` leaves that out for a chart whose caption names its own races
+    (chapter 8's turn lengths, which are the subject, not a shortcut)."""
     ms = list(measurements)
     if not ms:
         return ""
     from . import device
 
     gpus = sorted({x.gpu for x in ms})
-    short = "; short races, not sustained ones" if any(x.method != "sustained" for x in ms) else ""
+    short = "; short races, not sustained ones" if races and any(x.method != "sustained" for x in ms) else ""
     if any(x.replayed for x in ms):
         dates = sorted({x.date for x in ms})
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
@@ -253,10 +255,21 @@ def gflop_per_joule(x: Measurement, cublas: bool = False) -> str:
 
 
 def ozaki_label(pinned: int, ran: int | None = None) -> str:
-    """"Ozaki, 8 moduli", or for the default "Ozaki, auto (7 moduli)" (what its estimate chose, where recorded)."""
+    """"Ozaki, 8 moduli", or for the default "Ozaki, auto (7 moduli)" (what its estimate chose, where recorded). Here,
+    not in `plots`, so that tables and charts name the Ozaki rows alike without importing each other."""
     if pinned:
         return f"Ozaki, {pinned} moduli"
     return f"Ozaki, auto ({ran} moduli)" if ran else "Ozaki, auto" if ran is None else "Ozaki, auto (fell back)"
+
+
+def energy_headline(x: Measurement) -> str:
+    """'94.8 % of cuBLAS TF32 (rounds 93–96 %) at 501 GFLOP/J, cuBLAS 503': a kernel's share of cuBLAS and its work
+    per joule beside cuBLAS's, as the intro and the scoreboard quote it. At the power cap speed is the cap times the
+    work per joule, so the two numbers explain each other; the energy is left out where the record has none."""
+    spread = f" (rounds {x.pct_range[0]:.0f}–{x.pct_range[1]:.0f} %)" if x.precision != "fp32" and x.pct_range else ""
+    text = f"{x.pct_cublas:.1f} % of {baseline_name(x.precision)}{spread}"
+    mine, theirs = x.gflop_per_joule(), x.gflop_per_joule(cublas=True)
+    return text + (f" at {mine:,.0f} GFLOP/J, cuBLAS {theirs:,.0f}" if mine and theirs else "")
 
 
 def speed_and_power(ms: Sequence[Measurement]) -> Table:

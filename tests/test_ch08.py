@@ -234,3 +234,19 @@ def test_the_questions_agree_with_the_pictures():
     assert questions.QUESTIONS["tma_stage_bytes"].solve()[0] == \
         catalog.get("mma_tf32_tma").smem_bytes({**p, "STAGES": 2}) - catalog.get("mma_tf32_tma").smem_bytes(
             {**p, "STAGES": 1}) - 16  # a stage: its boxes, and two mbarriers of 8 bytes
+
+
+def test_energy_headline_quotes_both_sides_work_per_joule_where_recorded(replay):
+    """The intro's and scoreboard's headline: the share, then the kernel's and cuBLAS's GFLOP/J from the energy counter;
+    a row recorded before the counter was read keeps its share and says nothing of energy."""
+    import dataclasses
+
+    import gemm_lab as gl
+    from gemm_lab import tables
+
+    x = gl.bench("wgmma_ws_tf32", 8192)
+    text = tables.energy_headline(x)
+    assert text.startswith(f"{x.pct_cublas:.1f} % of cuBLAS TF32")
+    assert f"{x.gflop_per_joule():,.0f} GFLOP/J, cuBLAS {x.gflop_per_joule(cublas=True):,.0f}" in text
+    old = dataclasses.replace(x, telemetry={"sm_clock_mhz": 1500.0}, cublas_telemetry={})
+    assert "GFLOP/J" not in tables.energy_headline(old)

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import banks, catalog, diagrams, emulation, model, plan, plots, published, records, style, tables  # noqa: E402
+from gemm_lab import banks, catalog, diagrams, emulation, model, plan, plots, power, published, records, style, tables  # noqa: E402
 
 
 def _figures():
@@ -66,6 +66,7 @@ def _figures():
         "ladder": lambda: plots.ladder({s: gl.bench_all([("wgmma_tf32", None, s), ("wgmma_ws_tf32", None, s)],
                                                         progress=False) for s in plan.LADDER_SIZES}, ["8", "14"]),
         "quarter_warps": lambda: diagrams.quarter_warps(),
+        "power_turns": lambda: plots.power_turns(power.rows(), cap_w=700),
     }
 
 
@@ -131,3 +132,34 @@ def test_pipeline_timelines_take_blocks_per_sm_from_the_occupancy_model(replay):
         assert any(f"{blocks} blocks/SM by the occupancy model" in " ".join(t.get_text().split()) for t in fig.texts), params
         plt.close(fig)
 
+
+
+def test_power_turns_draws_a_line_per_kernel_and_redraws_from_the_rows_given(replay):
+    """Chapter 8's power-cap figure: one line of markers per kernel in each panel (the kernel's share; each side's
+    clock and mean power), at exactly the recorded turn lengths on a log axis, every axis labelled with its unit; fewer
+    rows redraw it with fewer lines and points, their values the rows' own."""
+    rows = power.rows()
+    kernels = list(dict.fromkeys(x.kernel for _, x in rows))
+
+    def lines(ax):
+        return [line for line in ax.get_lines() if not line.get_label().startswith("_") and line.get_marker() != "None"]
+
+    fig = plots.power_turns(rows, cap_w=700)
+    share, clock, watts = fig.axes
+    assert len(lines(share)) == len(kernels) and len(lines(clock)) == len(lines(watts)) == len(kernels)
+    assert share.get_xscale() == "log" and all("(" in ax.get_ylabel() for ax in fig.axes)
+    assert "ms" in watts.get_xlabel() and any("recorded on" in t.get_text().replace("\n", " ") for t in fig.texts)
+    for line, kernel in zip(lines(share), kernels):
+        mine = sorted((t, x) for t, x in rows if x.kernel == kernel)
+        assert list(line.get_xdata()) == [t for t, _ in mine]
+        assert list(line.get_ydata()) == pytest.approx([x.pct_cublas for _, x in mine])
+    assert any(line.get_ydata()[0] == 700 for line in watts.get_lines())  # the cap
+    plt.close(fig)
+
+    some = [(t, x) for t, x in rows if x.kernel == kernels[0]][:3]
+    fig = plots.power_turns(some)
+    share, clock, watts = fig.axes
+    assert len(lines(share)) == 1 and len(lines(share)[0].get_xdata()) == 3
+    assert list(lines(watts)[0].get_ydata()) == pytest.approx([x.telemetry["mean_power_w"] for _, x in some])
+    assert not any(line.get_ydata()[0] == 700 for line in watts.get_lines())  # no cap asked for, none drawn
+    plt.close(fig)
