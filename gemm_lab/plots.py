@@ -639,7 +639,6 @@ def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]
                  + provenance([x for _, items in groups for _, _, x in items]))
 
 
-
 def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title: str = "") -> Figure:
     """Each method as one point: TFLOP/s of its sustained race (`ms`) against the median of each element's relative
     error on standard normal inputs of the same shape (`errs`, `emulation.Errors`): the median, because the max error
