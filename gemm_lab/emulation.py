@@ -322,11 +322,14 @@ def race_table(ms: Sequence[Any]) -> Table:
     """Each sustained race beside cuBLAS SGEMM: the share, and for both sides the median SM clock and mean power
     (NVML's energy counter over the timed turns' seconds) and GFLOP per joule, which decide who wins under the power
     cap."""
-    from .plots import label
     from .tables import clock_and_power, gflop_per_joule, shape_text
 
-    return Table(("size", "kernel", "% of SGEMM", "clock, power", "GFLOP/J", "SGEMM's clock, power", "SGEMM's GFLOP/J"),
-                 tuple((shape_text(x.m, x.n, x.k), label(x), f"{x.pct_cublas:.0f}%", clock_and_power(x.telemetry),
+    def moduli(x: Any) -> str:
+        pinned, ran = x.params["MODULI"], x.details.get("moduli")
+        return str(pinned) if pinned else f"auto ({ran})" if ran else "auto (fell back)"
+
+    return Table(("size", "moduli", "% of SGEMM", "clock, power", "GFLOP/J", "SGEMM clock, power", "SGEMM GFLOP/J"),
+                 tuple((shape_text(x.m, x.n, x.k), moduli(x), f"{x.pct_cublas:.0f}%", clock_and_power(x.telemetry),
                         gflop_per_joule(x), clock_and_power(x.cublas_telemetry), gflop_per_joule(x, cublas=True))
                        for x in ms),
                  "sustained races (each side settles 1 s, then 8 mirrored rounds of 250 ms turns); % of cuBLAS SGEMM "

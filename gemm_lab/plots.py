@@ -564,12 +564,14 @@ def errors(rows: Sequence[Any], along: str = "k", title: str = "") -> Figure:
     series: dict[tuple[str, int], list[Any]] = {}
     for r in rows:
         series.setdefault((r.method, r.params.get("MODULI", 0)), []).append(r)
-    moduli = sorted(m for name, m in series if name == "ozaki")
+    moduli = sorted(m for name, m in series if name == "ozaki" and m)  # pinned counts, in shades
     shades = mpl.colormaps["viridis"]
     fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.2), sharex=True)
     for (name, mods), rs in series.items():
         rs = sorted(rs, key=lambda r: getattr(r, along))
-        if name == "ozaki":
+        if name == "ozaki" and not mods:  # the default, which picks its count per call: the line to read
+            text, colour, line, marker = "Ozaki, auto (chosen per call)", "crimson", "-", "*"
+        elif name == "ozaki":
             text, colour, line, marker = (f"Ozaki, {mods} moduli", shades(0.85 * moduli.index(mods) /
                                           max(1, len(moduli) - 1)), "-", "^")
         else:
@@ -639,6 +641,13 @@ def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]
                  + provenance([x for _, items in groups for _, _, x in items]))
 
 
+def _moduli_shade(moduli: int) -> Any:
+    """A pinned count of moduli's colour, 6 to 9 from dark to light (as in the error charts' viridis)."""
+    import matplotlib as mpl
+
+    return mpl.colormaps["viridis"](0.85 * (moduli - 6) / 3)
+
+
 def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title: str = "") -> Figure:
     """Each method as one point: TFLOP/s of its sustained race (`ms`) against the median of each element's relative
     error on standard normal inputs of the same shape (`errs`, `emulation.Errors`): the median, because the max error
@@ -657,8 +666,11 @@ def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title:
         if e is None or (e.m, e.n, e.k) != (x.m, x.n, x.k):
             raise ValueError(f"no accuracy record of {label(x)} at {x.m}x{x.n}x{x.k}")
         ring = x.kernel in cublas_names.values()
-        ax.scatter(x.gflops / 1e3, e.median_rel_err, s=220 if ring else 70,
-                   marker=PRECISION_MARKERS.get(x.precision, "o"), color="none" if ring else color(x.kernel),
+        auto = x.precision == "ozaki" and not x.params["MODULI"]
+        # the Ozaki points are one kernel: the default a crimson star, pinned counts in shades, so no two look alike
+        fill = "crimson" if auto else _moduli_shade(x.params["MODULI"]) if x.precision == "ozaki" else color(x.kernel)
+        ax.scatter(x.gflops / 1e3, e.median_rel_err, s=220 if ring or auto else 70,
+                   marker="*" if auto else PRECISION_MARKERS.get(x.precision, "o"), color="none" if ring else fill,
                    edgecolor=color(x.kernel) if ring else "black", linewidth=2 if ring else 0.6,
                    label=label(x), zorder=2 if ring else 3)
         if x.precision == "ozaki":
