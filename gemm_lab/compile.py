@@ -97,14 +97,19 @@ def cubin_file(inst: Instance, arch: str) -> tuple[Path, str]:
     rename, so a reader never sees half of one, and two processes compiling the same instance do no harm.
     """
     spec, names = inst.spec, _names(inst.spec, inst.params)
-    stem = hashlib.sha256(f"{spec.build_sha256()} {' '.join(names)} {arch} {NVRTC_OPTIONS} {_nvrtc_version()}".encode())
-    path = _cache_dir() / f"{stem.hexdigest()[:40]}.cubin"
+    path = _cache_dir() / f"{_stem(spec.build_sha256(), names, arch)}.cubin"
     mangled = path.with_suffix(".name")  # the mangled names, the instance's first
     if not (path.exists() and mangled.exists()):
         binary, _, lowered, _ = _nvrtc(spec, names, arch)
         _write_atomic(path, binary)
         _write_atomic(mangled, "\n".join(lowered).encode())
     return path, mangled.read_text().splitlines()[0]
+
+
+def _stem(build_sha256: str, names: tuple[str, ...], arch: str) -> str:
+    """A compile's file name in the cache: what was compiled, for which arch, with which options and NVRTC."""
+    key = f"{build_sha256} {' '.join(names)} {arch} {NVRTC_OPTIONS} {_nvrtc_version()}"
+    return hashlib.sha256(key.encode()).hexdigest()[:40]
 
 
 def _names(spec: KernelSpec, params: Params) -> tuple[str, ...]:
@@ -216,20 +221,42 @@ def _offline_target(kernel: str | KernelSpec, params: Params | None,
 @functools.cache
 def _offline(kernel: str, sha: str, names: tuple[str, ...], arch: str) -> tuple[bytes, PtxasReport | None, str]:
     """`offline` of a catalogued kernel, cached per (kernel, build hash, names, arch): `sha` is part of the key so
-    edits recompile."""
-    return offline(catalog.get(kernel), names, arch)
+    edits recompile. On disk too, beside the live cubins (the same compile): each chapter runs in its own process,
+    and a chapter that reads the registers of a whole tile grid would otherwise compile it again every time."""
+    path = _cache_dir() / f"{_stem(sha, names, arch)}.cubin"
+    mangled, log = path.with_suffix(".name"), path.with_suffix(".log")
+    if path.exists() and mangled.exists() and log.exists():
+        lowered = mangled.read_text().splitlines()
+        report = _parse_ptxas(log.read_text(), names[0], lowered[0], arch)
+        if report is not None:
+            return path.read_bytes(), report, lowered[0]
+    binary, report, lowered, text = _reported(catalog.get(kernel), names, arch)
+    _write_atomic(path, binary)
+    _write_atomic(mangled, "\n".join(lowered).encode())
+    if report is not None:
+        _write_atomic(log, text.encode())
+    return binary, report, lowered[0]
 
 
 def offline(spec: SourceFile, names: tuple[str, ...], arch: str) -> tuple[bytes, PtxasReport | None, str]:
     """Compile with cuda-bindings' NVRTC: the cubin, ptxas' report on the first name expression (the others compile
-    beside it) and its mangled name. The GPU machine's NVRTC (CUDA 13.0) now and then returns a log without the
-    report that -Xptxas=-v asks for (in pytest, and in pool workers during `record`); the toolkit's own ptxas, where
-    there is one, then reports on the same PTX (else the report is None)."""
+    beside it) and its mangled name."""
+    binary, report, lowered, _ = _reported(spec, names, arch)
+    return binary, report, lowered[0]
+
+
+def _reported(spec: SourceFile, names: tuple[str, ...],
+              arch: str) -> tuple[bytes, PtxasReport | None, tuple[str, ...], str]:
+    """An NVRTC compile with ptxas' report: the cubin, the report, the mangled names and the log the report came from.
+    The GPU machine's NVRTC (CUDA 13.0) now and then returns a log without the report that -Xptxas=-v asks for (in
+    pytest, and in pool workers during `record`); the toolkit's own ptxas, where there is one, then reports on the
+    same PTX (else the report is None)."""
     binary, log, lowered, ptx = _nvrtc(spec, names, arch)
     report = _parse_ptxas(log, names[0], lowered[0], arch)
     if report is None and shutil.which("ptxas"):
-        report = _parse_ptxas(_ptxas_log(ptx, arch, spec.ptxas_options), names[0], lowered[0], arch)
-    return binary, report, lowered[0]
+        log = _ptxas_log(ptx, arch, spec.ptxas_options)
+        report = _parse_ptxas(log, names[0], lowered[0], arch)
+    return binary, report, lowered, log
 
 
 def _ptxas_log(ptx: bytes, arch: str, options: tuple[str, ...] = ()) -> str:
