@@ -8,7 +8,7 @@ New pictures for the chapters belong here.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -522,17 +522,8 @@ def mbarrier_ring(params: dict[str, int], step: int | None = None) -> Figure:
             ("producer: empty parity", lambda i: (i // stages & 1) ^ 1),
             ("consumers: full parity", lambda i: i // stages & 1))
     label_w, columns = 2.8, 2 * stages
-    for r, (name, of) in enumerate(rows):
-        table.text(-0.15, r, name, ha="right", va="center", weight="bold" if r == 0 else "normal")
-        for i in range(columns):
-            fresh = i < stages and r == 3  # the producer's first trip passes at once: a fresh barrier
-            table.text(i + 0.5, r, str(of(i)), ha="center", va="center", weight="bold" if r == 0 else "normal",
-                       color="#b5462f" if fresh else "black")
-    table.axhline(0.5, color="gray", linewidth=0.8)
-    table.axvline(stages, color="gray", linewidth=0.8, linestyle=":")
-    table.set_xlim(-label_w * columns / (WIDTH - label_w), columns)
-    table.set_ylim(len(rows) - 0.5, -0.5)
-    table.axis("off")
+    # the producer's first trip passes at once: a fresh barrier
+    _parity_table(table, rows, columns, stages, label_w, fresh=lambda r, i: i < stages and r == 3)
     table.set_title(wrap(f"Who waits for which parity. full: 1 arrival + {landing_kib:.0f} KiB landed; empty: "
                          f"{arrivals} arrivals ({consumers} consumer(s) x 4 warps x {cluster} block(s)). Red: a fresh "
                          "barrier passes parity 1 at once", TEXT), fontsize=TEXT)
@@ -1280,15 +1271,7 @@ def mbarrier_handoff(params: dict[str, int] | None = None, steps: int | None = N
                   ("trip i / S", lambda r: r["trip"]), ("warps: full parity", lambda r: r["full_parity"]),
                   ("thread 0: empty parity", lambda r: "–" if r["empty_parity"] is None else r["empty_parity"]))
     label_w = 2.9
-    for k, (name, of) in enumerate(table_rows):
-        table.text(-0.15, k, name, ha="right", va="center", weight="bold" if k == 0 else "normal")
-        for c in range(columns):
-            table.text(c + 0.5, k, str(of(plan_[c])), ha="center", va="center", weight="bold" if k == 0 else "normal")
-    table.axhline(0.5, color="gray", linewidth=0.8)
-    table.axvline(stages, color="gray", linewidth=0.8, linestyle=":")
-    table.set_xlim(-label_w * columns / (WIDTH - label_w), columns)
-    table.set_ylim(len(table_rows) - 0.5, -0.5)
-    table.axis("off")
+    _parity_table(table, [(name, lambda c, of=of: of(plan_[c])) for name, of in table_rows], columns, stages, label_w)
     table.set_title(wrap(f"Who waits for which parity (S = STAGES = {stages}). full: 1 arrival + {full_bytes // 1024} "
                          f"KiB; empty: {warps * cluster} arrivals ({warps} warps x {cluster} block(s))", TEXT),
                     fontsize=TEXT)
@@ -1428,3 +1411,19 @@ def outlier_channel(k: int = 48, rows: int = 64, column: int | None = None, fact
     fig.tight_layout()
     return stamp(fig, f"NumPy model (ozaki.residues, ozaki.shifts): A {rows} × {k}, B {k} × 8, standard normal; "
                       "median over A's rows")
+
+
+def _parity_table(table: Any, rows: Sequence[tuple[str, Callable[[int], Any]]], columns: int, stages: int,
+                  label_w: float, fresh: Callable[[int, int], bool] = lambda r, i: False) -> None:
+    """An mbarrier ring's table of parities: a row per name (`of(i)` for column i, the first row bold), a dotted line
+    after the first trip of `stages`; `fresh(row, column)` marks in red what a fresh barrier lets pass at once."""
+    for r, (name, of) in enumerate(rows):
+        table.text(-0.15, r, name, ha="right", va="center", weight="bold" if r == 0 else "normal")
+        for i in range(columns):
+            table.text(i + 0.5, r, str(of(i)), ha="center", va="center", weight="bold" if r == 0 else "normal",
+                       color="#b5462f" if fresh(r, i) else "black")
+    table.axhline(0.5, color="gray", linewidth=0.8)
+    table.axvline(stages, color="gray", linewidth=0.8, linestyle=":")
+    table.set_xlim(-label_w * columns / (WIDTH - label_w), columns)
+    table.set_ylim(len(rows) - 0.5, -0.5)
+    table.axis("off")

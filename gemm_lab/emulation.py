@@ -281,9 +281,10 @@ def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | N
     moduli it ran (or its fallback), its estimate of its own median error over SGEMM's on the 64 x 32 sample, and the
     measured ratio over all of C (its median relative error over cuBLAS SGEMM's, the same inputs, against float64).
     An estimate near the measurement is what makes the choice trustworthy: it is all the pipeline sees."""
-    rows = []
+    rows, seen = [], []
     for shape, phi, family in cases_ or cases():
         found = errors(shape, phi, family=family)
+        seen += found
         auto = next(e for e in found if e.method == "ozaki" and e.params.get("MODULI") == 0)
         sgemm = next(e for e in found if e.method == "cublas")
         d = auto.details
@@ -298,8 +299,7 @@ def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | N
                  "the default (MODULI = 0) on each recorded set of inputs: its report (ozaki.Estimate); estimated: the "
                  "median relative error on its 64 × 32 sample over SGEMM's modelled one; measured: its median relative "
                  "error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell back: it ran "
-                 f"SGEMM); columns shifted: by the equilibration; " + _dates(
-                     [e for shape, phi, family in (cases_ or cases()) for e in errors(shape, phi, family=family)]))
+                 f"SGEMM); columns shifted: by the equilibration; " + _dates(seen))
 
 
 def _dates(rows: Sequence[Errors]) -> str:

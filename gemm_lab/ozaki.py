@@ -354,7 +354,6 @@ class Pipeline:
         self.expected = self.pinned or CANDIDATES[1]  # the number the later kernels are queued for before the verdict
         self.report: Estimate | None = None
         self._instances: dict[int, tuple[Any, dict[str, Any], list[tuple[Any, Any]], Any]] = {}
-        self._fallback: Callable[[], Any] | None = None
 
     # the parts of a call, in order
     def scale(self) -> None:
@@ -516,7 +515,6 @@ class Pipeline:
         with cublas.math("fp32"):
             product = cupy.matmul(a, b)
         self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
-
 
 
 STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS

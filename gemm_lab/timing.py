@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from tqdm.auto import tqdm
 
 from . import device, records, run
-from .cublas import BASELINE, kernel_name as cublas_kernel, math as cublas_math
 from .catalog import KernelSpec, Params, Probe, Shape
+from .cublas import BASELINE, kernel_name as cublas_kernel, math as cublas_math
 from .records import Measurement
 
 MIN_RUNS = 20
@@ -194,9 +194,10 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
     method = method or SUSTAINED
     each_ms = [_warm_up_ms(launches) for launches in sides]
     seen = device.Telemetry().start()
-    leads = [_queue(sides[side], method.lead_in(each_ms[side], method.per_turn(each_ms[side], runs)))
-             for side in reversed(range(len(sides)))][::-1]  # untimed, so that no timed turn meets a cool, idle GPU
-    leads[0][-1][1].synchronize()
+    leads: list[list[tuple[Any, Any]]] = [[] for _ in sides]
+    for side in reversed(range(len(sides))):  # untimed, so that no timed turn meets a cool, idle GPU
+        leads[side] = _queue(sides[side], method.lead_in(each_ms[side], method.per_turn(each_ms[side], runs)))
+    leads[0][-1][1].synchronize()  # the last queued
     # turns are sized from the lead-in's last launches, at the clock the cap settled on, not from the warm-up's
     per_turn = [method.per_turn(_settled_ms(lead), runs) for lead in leads]
     turns: list[tuple[int, list[tuple[Any, Any]]]] = []
