@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from . import catalog, cublas, device, records, run, timing
+from . import catalog, device, records, run, timing, yardstick
 
 KIND = "cublas_ways"  # records/<gpu>/cublas_ways.json
 KEY = ("way", "m", "n", "k")
@@ -38,7 +38,7 @@ def measure(size: int | tuple[int, int, int]) -> list[dict[str, Any]]:
     """Time cuBLAS every way on one shape (live GPU only); rows for `save`."""
     if not device.live():
         raise RuntimeError("timing cuBLAS needs a live GPU (replay mode: use recorded())")
-    cublas.require_fp32()
+    yardstick.require_fp32()
     import cupy
 
     m, n, k = timing.shape_of(size)

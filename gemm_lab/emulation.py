@@ -16,7 +16,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from . import catalog, cublas, device, int8, ozaki, records, run, timing
+from . import catalog, device, int8, ozaki, records, run, timing, yardstick
 from .tables import Table, provenance
 
 ACCURACY = "accuracy"  # records/<gpu>/accuracy.json
@@ -83,7 +83,7 @@ def product(method: str, params: dict[str, int], a: Any, b: Any) -> Any:
     import cupy
 
     if method in records.CUBLAS_KERNELS.values():
-        with cublas.math(records.precision_of(method)):
+        with yardstick.math(records.precision_of(method)):
             return cupy.matmul(a, b)
     return run.gemm(method, a, b, params)
 

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import catalog, compile, cublas, device, listings, records, run, sanitize, timing
+from . import catalog, compile, device, listings, records, run, sanitize, timing, yardstick
 from .catalog import KernelSpec, Params, Rule, Shape
 from .records import Measurement
 from .tables import Markdown
@@ -435,7 +435,7 @@ def _time(inst: catalog.Instance, err: float) -> Measurement:
     (which knows only the book's row-major layouts): the same input sets, turns and record."""
     spec, (m, n, k) = inst.spec, inst.shape
     sets = timing._input_sets(m, n, k)
-    with run.faults(spec, inst.params, inst.shape), cublas.math(timing.BASELINE[spec.precision]):
+    with run.faults(spec, inst.params, inst.shape), yardstick.math(yardstick.BASELINE[spec.precision]):
         mine, theirs = timing.race([[run.launcher(inst, a, b, out=c) for a, b, c in sets],
                                     timing._cublas_launches(sets)], timing.MIN_RUNS, METHOD)
     return timing.measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err, METHOD)

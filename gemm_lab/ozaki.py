@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import catalog, compile, cublas, tma
+from . import catalog, compile, tma, yardstick
 from .catalog import Instance
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
@@ -512,7 +512,7 @@ class Pipeline:
                       "cuBLAS SGEMM computed C instead", Fallback, stacklevel=4)
         self.report = Estimate(**{**self.report.__dict__, "fallback": "cublas"})
         a, b = (cupy.where(cupy.isfinite(x), x, 0) if self.report.nonfinite else x for x in (self.a, self.b))
-        with cublas.math("fp32"):
+        with yardstick.math("fp32"):
             product = cupy.matmul(a, b)
         self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
 

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from . import device, records, run
 from .catalog import KernelSpec, Params, Probe, Shape
-from .cublas import BASELINE, kernel_name as cublas_kernel, math as cublas_math
+from .yardstick import BASELINE, kernel_name as cublas_kernel, math as cublas_math
 from .records import Measurement
 
 MIN_RUNS = 20

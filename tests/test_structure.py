@@ -75,3 +75,12 @@ def test_a_name_from_the_package_itself_is_an_import_of_init(tmp_path):
     (package / "__init__.py").write_text("from .a import f\n")
     (package / "a.py").write_text("def f():\n    from . import g\n")
     assert cycle(import_graph(package)) in (["__init__", "a", "__init__"], ["a", "__init__", "a"])
+
+
+def test_no_name_the_package_exports_hides_one_of_its_modules():
+    """`gemm_lab.cublas` was once both a module and the `timing.cublas` function that `__init__` exports: whichever
+    was bound last won, so `from . import cublas` gave some modules a function (a crash only on a GPU)."""
+    import gemm_lab
+
+    modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    assert not modules & set(gemm_lab.__all__), modules & set(gemm_lab.__all__)
