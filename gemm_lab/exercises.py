@@ -421,7 +421,8 @@ def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tupl
                 f"(C is {layout('C')}: {INDEX['C', 'C' in column_major]})")
     if k_tail:
         return (f"{said}, on a K that BK does not divide, and right where BK divides K: the last, partial step along K "
-                "(its loads or its loop)")
+                "(its loads or its loop); if those are right, a race that the partial step's different timing exposes: "
+                f"{race}")
     if passed:
         return (f"{said}, though the {passed} smaller shapes with tails of every tile came out right: what only a "
                 f"large shape shows is most likely a race, which one or two steps along K rarely lose: {race}")

@@ -147,8 +147,8 @@ def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str]
     order = list(catalog.KERNELS)
     if labels is not None and len(labels) != len(ms):
         raise ValueError(f"{len(labels)} labels for {len(ms)} measurements")
-    if labels is None:
-        ms = sorted(ms, key=lambda x: order.index(x.kernel))
+    if labels is None:  # the reading order: chapter names sort as _toc.yml lists them (ch08, ch08a, ch08b, ch08c)
+        ms = sorted(ms, key=lambda x: (catalog.get(x.kernel).chapter, order.index(x.kernel)))
     fig, ax = plt.subplots(figsize=(WIDTH, 0.4 * len(ms) + 1.6))
     y = list(range(len(ms)))
     bars_ = ax.barh(y, [x.pct_cublas for x in ms], color=[color(x.kernel) for x in ms], height=0.7)

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .records import Measurement
+from .records import CUBLAS_KERNELS, Measurement
 
 if TYPE_CHECKING:
     from . import model
@@ -126,6 +126,17 @@ def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> st
         how = "read back from records/" if device.live() else f"replayed: {replay_reason()}"
         return f"recorded on {', '.join(gpus)}, {span} ({how}){short}"
     return f"measured live on {', '.join(gpus)}{short}"
+
+
+def short_races(ms: Iterable[Measurement]) -> str:
+    """How the FP32 (FFMA) rows among `ms` were timed, in words for prose: all in sustained races, or which kernels are
+    still short races (their records predate the sustained method; `gemm-lab record` re-times them)."""
+    ffma = [x for x in ms if x.precision == "fp32" and x.kernel not in CUBLAS_KERNELS.values()]
+    short = sorted({x.kernel for x in ffma if x.method != "sustained"})
+    if not short:
+        return "their rows here are sustained races too"
+    return (f"{len(short)} of their {len({x.kernel for x in ffma})} rows here ({', '.join(short)}) "
+            "are still short races, as the chart's footnote says")
 
 
 def counters_provenance(rows: Iterable[dict]) -> str:

@@ -163,3 +163,18 @@ def test_power_turns_draws_a_line_per_kernel_and_redraws_from_the_rows_given(rep
     assert list(lines(watts)[0].get_ydata()) == pytest.approx([x.telemetry["mean_power_w"] for _, x in some])
     assert not any(line.get_ydata()[0] == 700 for line in watts.get_lines())  # no cap asked for, none drawn
     plt.close(fig)
+
+
+
+def test_the_scoreboard_lists_kernels_in_the_order_the_chapters_are_read(replay):
+    """Chapter 8c's kernel comes after 8a's and 8b's, as in _toc.yml, though the catalog lists it before them."""
+    import gemm_lab as gl
+
+    kernels = (*plan.HEADLINE, *plan.TENSOR_CORES, *plan.EMULATION)
+    board = gl.bench_all([(k, None, plan.SIZES[-1]) for k in reversed(kernels)], progress=False)
+    fig = plots.scoreboard(board)
+    shown = [t.get_text().split(" ", 1)[1] for t in fig.axes[0].get_yticklabels()]
+    toc = (catalog.ROOT / "_toc.yml").read_text()
+    places = [toc.index(catalog.get(k).chapter) for k in shown]
+    assert len(shown) == len(kernels) and places == sorted(places), shown
+    plt.close(fig)
