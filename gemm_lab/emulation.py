@@ -245,6 +245,18 @@ def speed_of_light_table(sizes: Sequence[int], moduli: Sequence[int]) -> Table:
                  + provenance([*(int8.bench(s) for s in sizes), *(timing.cublas(s) for s in sizes)]))
 
 
+def chosen_moduli(inst: catalog.Instance) -> int:
+    """The moduli an instance multiplies with: its MODULI, or, for the automatic choice (0), what the estimate chose
+    in the recorded race of the same instance and shape (stage times are recorded without the choice)."""
+    if inst.params["MODULI"]:
+        return inst.params["MODULI"]
+    x = records.lookup_or_none("ozaki", inst.params, *inst.shape, gpu=device.gpu().name if device.live() else None)
+    if x is None or not x.details.get("moduli"):
+        raise LookupError(f"{inst.describe()}: no recorded race says how many moduli the estimate chose at "
+                          f"{inst.shape[0]}: gemm-lab record --only headline --chapter ch10_ozaki")
+    return int(x.details["moduli"])
+
+
 def stage_table(size: int, params: dict[str, int] | None = None) -> Table:
     """Each stage of the pipeline at M = N = K = `size`: its time (`stage_ms`) and the rate that explains it, the
     least bytes it must move (`ozaki.traffic`) per second against the DRAM copy bandwidth of the device record for
@@ -252,7 +264,7 @@ def stage_table(size: int, params: dict[str, int] | None = None) -> Table:
     from .hardware import ceilings
 
     inst = catalog.instance("ozaki", params, (size,) * 3)
-    moduli, ms = inst.params["MODULI"], stage_ms(size, inst.params)
+    moduli, ms = chosen_moduli(inst), stage_ms(size, inst.params)
     traffic, ceil = ozaki.traffic(moduli, size, size, size), ceilings()
     total = sum(ms.values())
 

@@ -214,6 +214,7 @@ def ladder(ladders: dict[int, Sequence[Measurement]], labels: Sequence[str], tit
                 linestyle="none", label=f"M = N = K = {size}")
     ax.axvline(100, **CUBLAS_STYLE, label="cuBLAS = 100%")
     ax.set_yticks(range(len(labels)), [wrap(t, TEXT, 2.5) for t in labels])
+    ax.tick_params(axis="y", length=0)  # a tick beside a two-line label reads as a stray "_" between its lines
     ax.set_ylim(len(labels) - 0.5, -0.5)
     every = [v for xs in ladders.values() for x in xs for v in (x.pct_range or (x.pct_cublas,))]
     ax.set_xlim(min(every) - 5, max(max(every), 100) + 5)

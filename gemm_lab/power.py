@@ -16,6 +16,8 @@ from . import device, records, timing
 from .records import Measurement
 
 TURNS = "turns"  # records/<gpu>/turns.json
+CAP_W = 700.0  # the power limit of the H100 SXM and the H200 SXM (NVIDIA's data sheets; nvidia-smi's power.limit)
+NEAR_CAP_W = 20.0  # a mean power this close below the cap counts as at it: the limiter holds its own average near the cap
 TURN_MS = (25.0, 100.0, 250.0, 1000.0, 3000.0)
 # (kernel, params): kernel 14 TF32 against cuBLAS TF32, and kernel 10b (FFMA, below the cap) against SGEMM as control
 CASES: tuple[tuple[str, dict[str, int]], ...] = (("wgmma_ws_tf32", {}), ("pipelined_warp_tiling", {}))
@@ -53,3 +55,8 @@ def rows(gpu: str | None = None) -> list[tuple[float, Measurement]]:
         raise LookupError(f"no races of turn lengths recorded on {gpu or device.replay_gpu()}: record them on a GPU "
                           "with `gemm-lab record --only power`")
     return sorted(out, key=lambda t: (t[1].kernel, t[0]))
+
+
+def against_cap(watts: float) -> str:
+    """'at' or 'below': where a side's mean power sits against the cap, said the same way on every page."""
+    return "below" if watts < CAP_W - NEAR_CAP_W else "at"

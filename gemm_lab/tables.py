@@ -111,7 +111,7 @@ def params_text(params: dict[str, int]) -> str:
 
 def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> str:
     """'recorded on <GPU>, <date>' (replay) or 'measured live on <GPU>' - shown on every chart and table. Rows not
-    timed in sustained races say so; `races=False` leaves that out for a chart whose caption names its own races
+    timed in sustained races say so (how many, where the others are sustained); `races=False` leaves that out for a chart whose caption names its own races
     (chapter 8's turn lengths, which are the subject, not a shortcut)."""
     ms = list(measurements)
     if not ms:
@@ -119,7 +119,9 @@ def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> st
     from . import device
 
     gpus = sorted({x.gpu for x in ms})
-    short = "; short races, not sustained ones" if races and any(x.method != "sustained" for x in ms) else ""
+    n_short = sum(x.method != "sustained" for x in ms) if races else 0
+    short = ("" if not n_short else "; short races, not sustained ones" if n_short == len(ms)
+             else f"; {n_short} of these {len(ms)} results from short races, the others sustained")
     if any(x.replayed for x in ms):
         dates = sorted({x.date for x in ms})
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
