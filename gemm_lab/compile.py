@@ -97,12 +97,12 @@ def cubin_file(inst: Instance, arch: str) -> tuple[Path, str]:
     rename, so a reader never sees half of one, and two processes compiling the same instance do no harm.
     """
     spec, names = inst.spec, _names(inst.spec, inst.params)
-    path = _cache_dir() / f"{_stem(spec.build_sha256(), names, arch)}.cubin"
+    path = cache_dir() / f"{_stem(spec.build_sha256(), names, arch)}.cubin"
     mangled = path.with_suffix(".name")  # the mangled names, the instance's first
     if not (path.exists() and mangled.exists()):
         binary, _, lowered, _ = _nvrtc(spec, names, arch)
-        _write_atomic(path, binary)
-        _write_atomic(mangled, "\n".join(lowered).encode())
+        write_atomic(path, binary)
+        write_atomic(mangled, "\n".join(lowered).encode())
     return path, mangled.read_text().splitlines()[0]
 
 
@@ -117,13 +117,13 @@ def _names(spec: KernelSpec, params: Params) -> tuple[str, ...]:
     return (spec.instance(params), *spec.companions(params))
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     path = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "gemm_lab") / "cubins"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "wb") as f:
         f.write(data)
@@ -223,7 +223,7 @@ def _offline(kernel: str, sha: str, names: tuple[str, ...], arch: str) -> tuple[
     """`offline` of a catalogued kernel, cached per (kernel, build hash, names, arch): `sha` is part of the key so
     edits recompile. On disk too, beside the live cubins (the same compile): each chapter runs in its own process,
     and a chapter that reads the registers of a whole tile grid would otherwise compile it again every time."""
-    path = _cache_dir() / f"{_stem(sha, names, arch)}.cubin"
+    path = cache_dir() / f"{_stem(sha, names, arch)}.cubin"
     mangled, log = path.with_suffix(".name"), path.with_suffix(".log")
     if path.exists() and mangled.exists() and log.exists():
         lowered = mangled.read_text().splitlines()
@@ -231,10 +231,10 @@ def _offline(kernel: str, sha: str, names: tuple[str, ...], arch: str) -> tuple[
         if report is not None:
             return path.read_bytes(), report, lowered[0]
     binary, report, lowered, text = _reported(catalog.get(kernel), names, arch)
-    _write_atomic(path, binary)
-    _write_atomic(mangled, "\n".join(lowered).encode())
+    write_atomic(path, binary)
+    write_atomic(mangled, "\n".join(lowered).encode())
     if report is not None:
-        _write_atomic(log, text.encode())
+        write_atomic(log, text.encode())
     return binary, report, lowered[0]
 
 

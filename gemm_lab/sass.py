@@ -13,6 +13,7 @@ is read from the reuse cache, not from a bank.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -54,11 +55,19 @@ def nvdisasm() -> str:
 
 
 def disassemble(kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None) -> str:
-    """SASS of the offline-compiled instance (for `arch`: default sm_90, or the kernel's arch-specific target)."""
+    """SASS of the offline-compiled instance (for `arch`: default sm_90, or the kernel's arch-specific target). Kept
+    on disk beside the cubins, by the cubin's hash: a page reads the same instance's SASS many times, each chapter in
+    its own process, and nvdisasm takes half a second a call."""
+    binary = compile.cubin(kernel, params, arch)
+    path = compile.cache_dir() / f"{hashlib.sha256(binary).hexdigest()}.sass"
+    if path.exists():
+        return path.read_text()
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(compile.cubin(kernel, params, arch))
+        f.write(binary)
         f.flush()
-        return subprocess.run([nvdisasm(), f.name], capture_output=True, text=True, check=True).stdout
+        sass = subprocess.run([nvdisasm(), f.name], capture_output=True, text=True, check=True).stdout
+    compile.write_atomic(path, sass.encode())
+    return sass
 
 
 def ffmas(sass: str) -> list[Ffma]:

@@ -119,9 +119,11 @@ def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> st
     from . import device
 
     gpus = sorted({x.gpu for x in ms})
-    n_short = sum(x.method != "sustained" for x in ms) if races else 0
+    n_short = sum(x.method in ("short", "") for x in ms) if races else 0  # "": recorded before methods were named
     short = ("" if not n_short else "; short races, not sustained ones" if n_short == len(ms)
-             else f"; {n_short} of these {len(ms)} results from short races, the others sustained")
+             else f"; {n_short} of these {len(ms)} results from short races, the others not")
+    others = [m for m in dict.fromkeys(x.method for x in ms) if m not in ("sustained", "short", "")] if races else []
+    short += f"; races timed in {', '.join(others)}" if others else ""  # e.g. chapter 8's turn lengths
     if any(x.replayed for x in ms):
         dates = sorted({x.date for x in ms})
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"

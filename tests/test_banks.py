@@ -95,3 +95,15 @@ def test_sass_of_the_tensor_core_kernels_from_their_own_targets(kernel, math):
     """mma.sync compiles for sm_90, wgmma for sm_90a; the hottest loop is the one with the tensor-core instructions."""
     mix = sass.main_loop_mix(kernel)
     assert mix.get(math, 0) > 0 and "FFMA" not in mix  # the FFMAs of alpha * C + beta * C_old are after the loop
+
+
+def test_sass_is_disassembled_once_per_cubin(tmp_path, monkeypatch):
+    """nvdisasm runs once per cubin; later reads (other processes too) come from the file beside the cubins."""
+    import subprocess
+
+    pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
+    monkeypatch.setenv("GEMM_LAB_CACHE", str(tmp_path))
+    first = sass.disassemble("smem_tiled")
+    assert "FFMA" in first and len(list((tmp_path / "cubins").glob("*.sass"))) == 1
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("nvdisasm ran again"))
+    assert sass.disassemble("smem_tiled") == first
