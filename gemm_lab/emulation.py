@@ -344,7 +344,9 @@ def race_table(ms: Sequence[Any]) -> Table:
                  tuple((shape_text(x.m, x.n, x.k), moduli(x), f"{x.pct_cublas:.0f}%", clock_and_power(x.telemetry),
                         gflop_per_joule(x), clock_and_power(x.cublas_telemetry), gflop_per_joule(x, cublas=True))
                        for x in ms),
-                 "sustained races (each side settles 1 s, then 8 mirrored rounds of 250 ms turns); % of cuBLAS SGEMM "
+                 f"sustained races (each side settles {timing.SUSTAINED.settle_ms / 1e3:g} s, then "
+                 f"{timing.SUSTAINED.rounds} mirrored rounds of turns of {timing.SUSTAINED.turn_ms:g} ms, or "
+                 f"{timing.MAX_TURN_LAUNCHES:,} launches where those take less); % of cuBLAS SGEMM "
                  "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "
                  "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms), wrap=(3, 5))
 
