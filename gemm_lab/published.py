@@ -3,7 +3,7 @@ tables that set them beside our own measurements.
 """
 from __future__ import annotations
 
-from . import banks, baselines, catalog, device, model, records, sweeps, timing
+from . import banks, baselines, catalog, device, model, sweeps, timing
 from .records import Measurement
 from .tables import Table, params_text, provenance
 
@@ -186,12 +186,8 @@ BEST_FFMA = ("warp_tiling", "pipelined_warp_tiling")  # the FFMA kernels whose r
 def best_ffma(size: int) -> Measurement:
     """Our fastest FFMA (FP32 SGEMM) kernel at M = N = K = `size`: the fastest instance of chapter 7's and chapter 7b's
     kernels recorded in a sustained race (a page quotes no short race), or in any race where none was sustained."""
-    m, n, k = timing.shape_of(size)
-    found = [x for name in BEST_FFMA for x in records.measurements(name) if (x.m, x.n, x.k) == (m, n, k)]
-    if not found:
-        raise LookupError(f"no recorded {' or '.join(BEST_FFMA)} result at {m}x{n}x{k}: run `gemm-lab record` on a GPU")
-    sustained = [x for x in found if x.method == "sustained"]
-    return max(sustained or found, key=lambda x: x.gflops)
+    return max((sweeps.best(k, size, sustained=True) for k in BEST_FFMA),
+               key=lambda x: (x.method == "sustained", x.gflops))
 
 
 def instance_words(x: Measurement) -> str:

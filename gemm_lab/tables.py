@@ -110,16 +110,16 @@ def params_text(params: dict[str, int]) -> str:
 
 
 def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> str:
-    """'recorded on <GPU>, <date>' (replay) or 'measured live on <GPU>' - shown on every chart and table. Rows not
-    timed in sustained races say so (how many, where the others are sustained); `races=False` leaves that out for a chart whose caption names its own races
-    (chapter 8's turn lengths, which are the subject, not a shortcut)."""
+    """'recorded on <GPU>, <date>' (replay) or 'measured live on <GPU>' - shown on every chart and table. Short races
+    say so (how many, where some rows are not), and other named races name their method; `races=False` leaves that
+    out for a chart whose caption names its own races (chapter 8's turn lengths, the subject, not a shortcut)."""
     ms = list(measurements)
     if not ms:
         return ""
     from . import device
 
     gpus = sorted({x.gpu for x in ms})
-    n_short = sum(x.method in ("short", "") for x in ms) if races else 0  # "": recorded before methods were named
+    n_short = sum(map(is_short, ms)) if races else 0
     short = ("" if not n_short else "; short races, not sustained ones" if n_short == len(ms)
              else f"; {n_short} of these {len(ms)} results from short races, the others not")
     others = [m for m in dict.fromkeys(x.method for x in ms) if m not in ("sustained", "short", "")] if races else []
@@ -132,11 +132,16 @@ def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> st
     return f"measured live on {', '.join(gpus)}{short}"
 
 
+def is_short(x: Measurement) -> bool:
+    """Timed in a short race ("": recorded before the methods were named, all of them short)."""
+    return x.method in ("short", "")
+
+
 def short_races(ms: Iterable[Measurement]) -> str:
     """How the FP32 (FFMA) rows among `ms` were timed, in words for prose: all in sustained races, or which kernels are
     still short races (their records predate the sustained method; `gemm-lab record` re-times them)."""
     ffma = [x for x in ms if x.precision == "fp32" and x.kernel not in CUBLAS_KERNELS.values()]
-    short = sorted({x.kernel for x in ffma if x.method != "sustained"})
+    short = sorted({x.kernel for x in ffma if is_short(x)})
     if not short:
         return "their rows here are sustained races too"
     return (f"{len(short)} of their {len({x.kernel for x in ffma})} rows here ({', '.join(short)}) "

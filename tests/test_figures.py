@@ -165,7 +165,6 @@ def test_power_turns_draws_a_line_per_kernel_and_redraws_from_the_rows_given(rep
     plt.close(fig)
 
 
-
 def test_the_scoreboard_lists_kernels_in_the_order_the_chapters_are_read(replay):
     """Chapter 8c's kernel comes after 8a's and 8b's, as in _toc.yml, though the catalog lists it before them."""
     import gemm_lab as gl
