@@ -1,11 +1,13 @@
 """Re-time the headline shares from outside `timing.race`, to check the records the pages quote, on a GPU.
 
     python benchmarks/retime.py            # kernel 14 TF32 and 3xTF32, the Ozaki scheme, kernel 15, kernel 10b
+    python benchmarks/retime.py --report   # no GPU: each stored re-timing beside today's records
 
 A different sustained harness: each side first runs untimed for WARM_S, then the two take BLOCKS blocks in turn
-(A B B A), each block BLOCK_S of back-to-back launches timed by one pair of CUDA events around all of them (a block's
-throughput, not the median of per-launch times). The share is the median over the block pairs. Each row sits beside
-the recorded share (`timing.bench`'s sustained race) in records/<gpu>/retime.json; the pages quote only the records.
+(A B B A ...), each LEAD_S of untimed launches (the clock leaving the other side's level) and then BLOCK_S of
+back-to-back launches timed by one pair of CUDA events around all of them (a block's throughput, not the median of
+per-launch times). The share is the median over the block pairs. Each row sits beside the recorded share
+(`timing.bench`'s sustained race) in records/<gpu>/retime.json; the pages quote only the records.
 """
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ import sys
 import time
 import warnings
 
-from gemm_lab import catalog, device, int8, records, run, timing
+from gemm_lab import catalog, device, folders, int8, records, run, timing
 
-WARM_S, BLOCK_S, BLOCKS = 1.5, 2.0, 4
+WARM_S, LEAD_S, BLOCK_S, BLOCKS = 1.5, 0.5, 2.0, 6
+AGREE = 2.0  # points of cuBLAS's speed within which a re-timing confirms the record (issue 38)
 CASES = [(kernel, size) for size in (4096, 8192)
          for kernel in ("wgmma_ws_tf32", "wgmma_ws_3xtf32", "ozaki", "int8_wgmma_ws")] + [("pipelined_warp_tiling", 8192)]
 
@@ -60,6 +63,7 @@ def share(kernel: str, size: int) -> float:
         order = [0, 1, 1, 0] * (BLOCKS // 4) + [0, 1][: BLOCKS % 4]
         times = {0: [], 1: []}
         for who in order:
+            block_ms((mine, theirs)[who], LEAD_S, each[who])
             times[who].append(block_ms((mine, theirs)[who], BLOCK_S, each[who]))
     return statistics.median(100 * c / k for k, c in zip(times[0], times[1]))
 
@@ -72,24 +76,40 @@ class _nothing:
         return False
 
 
+def params_of(kernel: str) -> dict[str, int]:
+    return int8.full_params() if kernel == int8.PROBE.name else catalog.get(kernel).full_params()
+
+
 def main(cases: list[tuple[str, int]]) -> None:
     gpu = device.gpu().name
     rows = []
     for kernel, size in cases:
         started = time.time()
         pct = share(kernel, size)
-        spec = catalog.PROBES.get(kernel) or catalog.get(kernel)
-        params = int8.full_params() if kernel == int8.PROBE.name else spec.full_params()
-        recorded = records.lookup_or_none(kernel, params, size, size, size, gpu=gpu)
-        rows.append({"kernel": kernel, "params": params, "m": size, "n": size, "k": size, "pct_blocks": pct,
-                     "pct_recorded": recorded.pct_cublas if recorded else None,
-                     "recorded_method": recorded.method if recorded else None, "gpu": gpu,
-                     "recorded_at": records.utc_now(), "blocks": BLOCKS, "block_s": BLOCK_S, "warm_s": WARM_S})
-        print(f"{kernel:24s} {size}: {pct:6.1f} % in blocks, {rows[-1]['pct_recorded'] or float('nan'):6.1f} % recorded "
-              f"({time.time() - started:.0f} s)", flush=True)
-    records.upsert(records.gpu_dir(gpu) / "retime.json", rows, ("kernel", "params", "m"))
+        rows.append({"kernel": kernel, "params": params_of(kernel), "m": size, "n": size, "k": size, "pct_blocks": pct,
+                     "gpu": gpu, "recorded_at": records.utc_now(), "blocks": BLOCKS, "block_s": BLOCK_S,
+                     "lead_s": LEAD_S, "warm_s": WARM_S})
+        print(f"{kernel:24s} {size}: {pct:6.1f} % in blocks ({time.time() - started:.0f} s)", flush=True)
+        records.upsert(records.gpu_dir(gpu) / "retime.json", rows[-1:], ("kernel", "params", "m"))
+
+
+def report() -> int:
+    """Each GPU's stored re-timings beside the shares its records hold now; 1 where one is off by more than AGREE."""
+    off = 0
+    for path in sorted(folders.RECORDS_DIR.glob("*/retime.json")):
+        print(path.parent.name)
+        for r in records.read_rows(path):
+            x = records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=r["gpu"])
+            gap = abs(x.pct_cublas - r["pct_blocks"]) if x else float("nan")
+            off += not gap <= AGREE
+            print(f"  {r['kernel']:24s} {r['m']}: {r['pct_blocks']:6.1f} % in blocks ({r['recorded_at'][:10]}), "
+                  f"{x.pct_cublas if x else float('nan'):6.1f} % recorded ({x.method if x else 'none'}"
+                  f"{', ' + x.date if x else ''}): {gap:.1f} points apart", flush=True)
+    return 1 if off else 0
 
 
 if __name__ == "__main__":
     wanted = sys.argv[1:]
+    if wanted == ["--report"]:
+        sys.exit(report())
     main([c for c in CASES if not wanted or c[0] in wanted])

@@ -124,7 +124,7 @@ def _record(args: argparse.Namespace) -> int:
     if "ozaki" in parts and catalog.unsupported("ozaki", device.gpu().cc) is None:
         for size in plan.INT8_SIZES:
             x = records.lookup_or_none(int8.PROBE.name, int8.full_params(), *timing.shape_of(size), gpu=gpu)
-            if args.fresh or x is None or x.build_sha256 != int8.PROBE.build_sha256() or x.method != "sustained":
+            if args.fresh or x is None or x.build_sha256 != int8.PROBE.build_sha256() or not plan.quotable(x):
                 records.save([int8.bench(size)])
         emulation.record_accuracy()
         emulation.record_stages()
@@ -162,14 +162,16 @@ def _runnable(cases: list[tuple]) -> list[tuple]:
 
 def _recorded(name: str, params: dict | None, size: int | tuple[int, int, int], gpu: str,
               sustained: bool = True) -> bool:
-    """Is this case recorded on this GPU from the current kernel source (with its headers), in a sustained race (or
-    in any race, without `sustained`)?"""
+    """Is this case recorded on this GPU from the current kernel source (with its headers), in a race of today's
+    `timing.SUSTAINED` that a page may quote (`plan.quotable`, for tensor-core races), or in any race, without
+    `sustained`?"""
     spec = catalog.get(name)
     try:
         x = records.lookup(name, spec.full_params(params), *timing.shape_of(size), gpu=gpu)
     except LookupError:
         return False
-    return x.build_sha256 == spec.build_sha256() and (x.method == "sustained" or not sustained)
+    held = plan.quotable(x) if spec.precision != "fp32" else timing.SUSTAINED.holds(x)
+    return x.build_sha256 == spec.build_sha256() and (held or not sustained)
 
 
 def _of_chapters(cases: list[tuple], chapters: list[str] | None) -> list[tuple]:

@@ -72,6 +72,7 @@ class Measurement:
     rounds_pct: list[float] = field(default_factory=list)  # % of cuBLAS in each round of turns (older records: none)
     details: dict[str, Any] = field(default_factory=dict)  # what the kernel chose at run time (the Ozaki scheme's moduli)
     method: str = ""  # the race's `timing.Method`: "sustained" (what pages quote) or "short"; older records: ""
+    turn_settle_ms: float = 0.0  # untimed milliseconds a side ran before a turn that followed the other's (older: 0)
     replayed: bool = field(default=False, compare=False)  # set on load, never stored
 
     @property

@@ -9,7 +9,8 @@ GPU. How long each part lasts is the race's `Method`:
   clock of a power-capped GPU takes seconds to settle: NVIDIA's CUTLASS measurement guideline says about 3 s, and a
   tensor-core kernel here read 101-102 % of cuBLAS in 25 ms turns against 96-97 % settled), then 8 rounds of turns of
   at least 250 ms each, so each side gets at least 2 s of timed GPU time wherever one launch takes 1 ms or more
-  (smaller work takes up to MAX_TURN_LAUNCHES launches a turn);
+  (smaller work takes up to MAX_TURN_LAUNCHES launches a turn). A tensor-core turn that follows the other side's
+  first runs SUSTAINED.turn_settle_ms untimed: the cap's clock takes that long to leave the other side's level;
 - SHORT, where seconds matter more (sweeps, explorers, an exercise's check): one untimed turn, 4 rounds of 50 ms. Its
   records say so (`Measurement.method`), and no page quotes one as a headline.
 Each side's number is the median of all its launches (at least MIN_RUNS). The record keeps the kernel's share of
@@ -39,35 +40,54 @@ MIN_RUNS = 20
 WARMUP = 3
 MAX_TURN_LAUNCHES = 1000  # a turn of small work stops here (1024^3 FFMA: about 60 ms)
 MAX_SETTLE_LAUNCHES = 4000
+# Turns are sized 10 % long: a capped clock can sink further after the lead-in that sized them (H100, kernel 14 at
+# 8192: cuBLAS's eight turns came to 1,778 ms of the 2,000 asked).
+TURN_HEADROOM = 1.1
 
 
 @dataclass(frozen=True)
 class Method:
     """How long a race runs: each side's untimed lead-in (settle_ms of back-to-back launches, or one untimed turn where
-    it is 0), then `rounds` mirrored rounds of turns of at least turn_ms of GPU time each."""
+    it is 0), then `rounds` mirrored rounds of turns of at least turn_ms of GPU time each; a turn that follows the other
+    side's first runs turn_settle_ms untimed, so that it is timed at its own clock, not at the one the other left."""
 
     name: str
     settle_ms: float
     rounds: int
     turn_ms: float
+    turn_settle_ms: float = 0.0
 
     def per_turn(self, ms: float, runs: int) -> int:
         """Launches a turn takes when one takes `ms`: enough for turn_ms (at most MAX_TURN_LAUNCHES), and for `runs`
         launches over all rounds."""
-        return max(math.ceil(runs / self.rounds), min(MAX_TURN_LAUNCHES, math.ceil(self.turn_ms / max(ms, 1e-3))))
+        return max(math.ceil(runs / self.rounds),
+                   min(MAX_TURN_LAUNCHES, math.ceil(TURN_HEADROOM * self.turn_ms / max(ms, 1e-3))))
 
     def lead_in(self, ms: float, per_turn: int) -> int:
         """Untimed launches before the rounds: settle_ms of them (at most MAX_SETTLE_LAUNCHES), and at least a turn."""
         return max(per_turn, min(MAX_SETTLE_LAUNCHES, math.ceil(self.settle_ms / max(ms, 1e-3))))
 
+    def turn_lead(self, ms: float) -> int:
+        """Untimed launches before a turn that follows the other side's: turn_settle_ms of them (at most
+        MAX_SETTLE_LAUNCHES)."""
+        return min(MAX_SETTLE_LAUNCHES, math.ceil(self.turn_settle_ms / max(ms, 1e-3)))
 
     def for_precision(self, precision: str) -> "Method":
         """The method a race in `precision`'s math runs: FP32 on FFMA pipes is not throttled by the cap (kernels and
-        SGEMM hold 1.98 GHz on the H100 under sustained load), so a sustained FP32 race settles for FFMA_SETTLE_MS."""
-        return replace(self, settle_ms=min(self.settle_ms, FFMA_SETTLE_MS)) if precision == "fp32" else self
+        SGEMM hold 1.98 GHz on the H100 under sustained load, so neither leaves the other a different clock), so a
+        sustained FP32 race settles for FFMA_SETTLE_MS and starts its turns without a settle."""
+        if precision != "fp32":
+            return self
+        return replace(self, settle_ms=min(self.settle_ms, FFMA_SETTLE_MS), turn_settle_ms=0.0)
+
+    def holds(self, x: Measurement) -> bool:
+        """Was `x` timed by this method, with at least its settles (older records of the same name may lack them)?"""
+        return x.method == self.name and x.turn_settle_ms >= self.for_precision(x.precision).turn_settle_ms
 
 
-SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0)
+# On the H100 at its cap, a tensor-core side timed right after the other side's turn ran up to 8 % off its own settled
+# speed for the first 50-100 ms, and kernel 14 stayed 1-2 % off until about 250 ms (benchmarks/settle.py, settle.json).
+SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0, turn_settle_ms=250.0)
 SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
 FFMA_SETTLE_MS = 300.0
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
@@ -133,7 +153,7 @@ def measurement(spec: KernelSpec | Probe | None, precision: str, params: dict[st
         time_ms=mine.ms, cublas_time_ms=theirs.ms, runs=mine.runs, peak_gflops=gpu.peak_gflops,
         versions=records.versions(gpu),
         telemetry=mine.telemetry, cublas_telemetry=theirs.telemetry if rounds else {}, rounds_pct=rounds,
-        method=method.name, details=details or {},
+        method=method.name, turn_settle_ms=0.0 if mine is theirs else method.turn_settle_ms, details=details or {},
     )
 
 
@@ -188,7 +208,8 @@ class Timed:
 def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method | None = None) -> list[Timed]:
     """Time each side's launches (one side, or a kernel and cuBLAS) in `method.rounds` turns each, in mirrored order
     (A B, B A, ...), each turn at least `runs` / rounds launches and method.turn_ms of GPU time (`Method.per_turn`),
-    after an untimed lead-in of each (B A) that brings the GPU to its loaded clock and temperature."""
+    after an untimed lead-in of each (B A) that brings the GPU to its loaded clock and temperature; a turn that follows
+    the other side's starts with `Method.turn_lead` untimed launches."""
     import cupy
 
     method = method or SUSTAINED
@@ -199,10 +220,15 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
         leads[side] = _queue(sides[side], method.lead_in(each_ms[side], method.per_turn(each_ms[side], runs)))
     leads[0][-1][1].synchronize()  # the last queued
     # turns are sized from the lead-in's last launches, at the clock the cap settled on, not from the warm-up's
-    per_turn = [method.per_turn(_settled_ms(lead), runs) for lead in leads]
+    settled = [_settled_ms(lead) for lead in leads]
+    per_turn = [method.per_turn(ms, runs) for ms in settled]
     turns: list[tuple[int, list[tuple[Any, Any]]]] = []
+    last = 0  # the lead-ins ended with side 0's
     for r in range(method.rounds):
         for side in range(len(sides)) if r % 2 == 0 else reversed(range(len(sides))):
+            if side != last:  # untimed, at the clock the other side left, until this side's own has settled
+                _run(sides[side], method.turn_lead(settled[side]))
+            last = side
             # the turn is a phase of the telemetry while it is queued: it has started once its first launch is queued
             # and that launch has begun (an event never recorded reads as done), ended once all are and the last has
             events, queued = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(per_turn[side])], []
@@ -233,6 +259,12 @@ def energy_fields(seen: dict[str, float], timed_ms: float, launches: int) -> dic
         out["energy_j"] = seen["joules"] / launches
         out["mean_power_w"] = seen["joules"] / seen["seconds"]
     return out
+
+
+def _run(launches: Sequence[Callable[[], Any]], count: int) -> None:
+    """Queue `count` untimed launches (cycling through `launches`)."""
+    for i in range(count):
+        launches[i % len(launches)]()
 
 
 def _settled_ms(lead: list[tuple[Any, Any]]) -> float:

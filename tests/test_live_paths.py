@@ -181,6 +181,7 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
     """Each launch takes 0.5 / 3 ms in the stand-in (a timed warm-up of 3 taking 0.5 ms): turns of 2.5 ms need 15
     launches, a lead-in of 10 ms 60, kernel and cuBLAS alike; the record says how many were timed and how long."""
     monkeypatch.setattr(run, "launcher", launching(log))
+    monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
     monkeypatch.setattr(timing, "FFMA_SETTLE_MS", 10.0)
     monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.5 / 3)  # the lead-in's launches, once settled
     method = timing.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5)
@@ -195,6 +196,32 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
     assert timing.bench("naive", 16, method=short).runs == timing.MIN_RUNS
 
 
+def test_a_turn_that_follows_the_other_sides_first_settles_untimed(log, monkeypatch):
+    """Four mirrored rounds run A B, B A, A B, B A after the lead-ins (B, then A): the turns that follow the other
+    side's are B, A, B, A (the 2nd, 4th, 6th and 8th), so each side runs two settles of turn_lead launches (1 ms over
+    launches of 0.5 / 3 ms: 6), none timed; a turn after its own side's, and FP32's races, start timed at once."""
+    monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.5 / 3)
+    monkeypatch.setattr(run, "launcher", launching(log))
+    monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
+    method = timing.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5, turn_settle_ms=1.0)
+    a, b = [lambda: log.append("a")], [lambda: log.append("b")]
+    mine, theirs = timing.race([a, b], timing.MIN_RUNS, method)
+    assert method.turn_lead(0.5 / 3) == 6 and mine.runs == theirs.runs == 4 * 15
+    assert log.count("a") == log.count("b") == 2 * timing.WARMUP + 60 + 4 * 15 + 2 * 6
+    assert method.for_precision("fp32").turn_settle_ms == 0 and method.for_precision("ozaki") == method
+    assert timing.bench("naive", 16, method=method).turn_settle_ms == 0  # FP32: kernel and SGEMM share one clock
+
+
+def test_only_a_race_with_todays_settles_holds_as_sustained():
+    """A tensor-core record from before turns settled (turn_settle_ms 0) is not today's sustained race; an FP32 one
+    is, since FP32 races take no turn settle."""
+    x = SimpleNamespace(method="sustained", precision="tf32", turn_settle_ms=0.0)
+    assert not timing.SUSTAINED.holds(x)
+    assert timing.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "turn_settle_ms": timing.SUSTAINED.turn_settle_ms}))
+    assert timing.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "precision": "fp32"}))
+    assert not timing.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "precision": "fp32", "method": "short"}))
+
+
 def test_turns_are_sized_from_the_lead_ins_last_quarter(log, monkeypatch):
     """A clock that sinks under the cap makes the warm-up's launches faster than the settled ones: the turns take
     the median of the lead-in's last quarter of launches, here 2 ms, not the first ones' 1 ms."""
@@ -205,7 +232,7 @@ def test_turns_are_sized_from_the_lead_ins_last_quarter(log, monkeypatch):
 def test_turns_of_small_work_stop_at_max_turn_launches():
     assert timing.SUSTAINED.per_turn(1e-4, timing.MIN_RUNS) == timing.MAX_TURN_LAUNCHES
     assert timing.SUSTAINED.lead_in(1e-4, 10) == timing.MAX_SETTLE_LAUNCHES
-    assert timing.SUSTAINED.per_turn(25.0, timing.MIN_RUNS) == 10  # 8 rounds of 250 ms: 2 s timed a side
+    assert timing.SUSTAINED.per_turn(25.0, timing.MIN_RUNS) == 11  # 8 rounds of 250 ms sized 10 % long: 2.2 s a side
     assert timing.SUSTAINED.rounds * timing.SUSTAINED.turn_ms >= 2000
 
 
