@@ -346,7 +346,8 @@ def race_table(ms: Sequence[Any]) -> Table:
                        for x in ms),
                  f"sustained races (each side settles {timing.SUSTAINED.settle_ms / 1e3:g} s, then "
                  f"{timing.SUSTAINED.rounds} mirrored rounds of turns of {timing.SUSTAINED.turn_ms:g} ms, or "
-                 f"{timing.MAX_TURN_LAUNCHES:,} launches where those take less); % of cuBLAS SGEMM "
+                 f"{timing.MAX_TURN_LAUNCHES:,} launches where those take less, each after the other side's "
+                 f"{timing.SUSTAINED.turn_settle_ms:g} ms untimed first); % of cuBLAS SGEMM "
                  "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "
                  "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms), wrap=(3, 5))
 

@@ -16,6 +16,7 @@ from . import device, records, timing
 from .records import Measurement
 
 TURNS = "turns"  # records/<gpu>/turns.json
+SETTLE = "settle"  # records/<gpu>/settle.json, from benchmarks/settle.py
 CAP_W = 700.0  # the power limit of the H100 SXM and the H200 SXM (NVIDIA's data sheets; nvidia-smi's power.limit)
 NEAR_CAP_W = 20.0  # a mean power this close below the cap counts as at it: the limiter holds its own average near the cap
 TURN_MS = (25.0, 100.0, 250.0, 1000.0, 3000.0)
@@ -24,6 +25,22 @@ CASES: tuple[tuple[str, dict[str, int]], ...] = (("wgmma_ws_tf32", {}), ("pipeli
 SIZE = 8192
 IDLE_S = 2.0  # the pause before each race, so each starts from an idling GPU as a short benchmark would
 TIMED_MS = 4000.0  # each side's timed GPU time is at least this, in at least two rounds and at most eight
+
+
+def switch_offset(within_ms: float = 50.0, gpu: str | None = None) -> tuple[float, str]:
+    """How far, in %, a side's launches ran from its own settled time in the first `within_ms` after the other side's
+    turn (the most over the cases and blocks of benchmarks/settle.py, records/<gpu>/settle.json), and on which GPU:
+    the replay GPU's where it has them, else the default replay GPU's. Why a sustained turn settles first."""
+    name = gpu or device.replay_gpu()
+    rows = records.read_kind(SETTLE, name) or records.read_kind(SETTLE, name := device.DEFAULT_REPLAY_GPU)
+    if not rows:
+        raise LookupError(f"no {SETTLE}.json recorded on {name}: run `python benchmarks/settle.py` on a GPU")
+    off = 0.0
+    for r in rows:
+        early = sum(1 for w in r["windows_ms"] if w < within_ms)
+        off = max(off, *(abs(v - 100) for b in r["blocks"] for side in (b["kernel_rel"], b["cublas_rel"])
+                         for v in side[:early]))
+    return off, name
 
 
 def method(turn_ms: float) -> timing.Method:

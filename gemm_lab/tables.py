@@ -410,6 +410,7 @@ def banner() -> Banner:
     text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}" + (
         ", the span of all the book's records; each chart and table gives the dates of its own data, within it."
         if len(dates) > 1 else ".")
+    text += " A chart or table that names another GPU shows that GPU's records."
     if os.environ.get(device.GPU_ENV):
         text += f" {device.GPU_ENV} chose these records."
     elif mine and mine != shown:

@@ -85,8 +85,9 @@ class Method:
         return x.method == self.name and x.turn_settle_ms >= self.for_precision(x.precision).turn_settle_ms
 
 
-# On the H100 at its cap, a tensor-core side timed right after the other side's turn ran up to 8 % off its own settled
-# speed for the first 50-100 ms, and kernel 14 stayed 1-2 % off until about 250 ms (benchmarks/settle.py, settle.json).
+# On the H100 at its cap, a side timed right after the other side's turn ran up to 19 % off its own settled launch time
+# for the first 50 ms (cuBLAS SGEMM after the Ozaki scheme), and kernel 14 stayed 1-2 % off until about 250 ms
+# (benchmarks/settle.py, records/<gpu>/settle.json).
 SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0, turn_settle_ms=250.0)
 SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
 FFMA_SETTLE_MS = 300.0

@@ -1,7 +1,7 @@
 // Step 10b: warp tiling fed by a cp.async pipeline: no staging registers, no shared stores.
 //
-// Kernel 10 stages the next tiles in registers (a dozen float4s per thread) and stores them into shared
-// memory, A transposed so that a column of the A tile is a row of floats. Both cost issue slots and
+// Kernel 10 stages the next tiles in registers (3 float4s per thread at the default tiles) and stores them
+// into shared memory, A transposed so that a column of the A tile is a row of floats. Both cost issue slots and
 // registers. Here the tiles travel by cp.async, STAGES deep as in 09, straight into dynamic shared memory.
 // A copy moves bytes unchanged, so the A tile takes one of two layouts (ALONG_K):
 // - 0, transposed on the way: each cp.async moves one float, and a float may land anywhere, so A arrives
