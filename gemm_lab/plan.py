@@ -204,8 +204,8 @@ ENERGY_COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
 
 
 SUSTAINED_MS = 2000.0  # each side's timed GPU time in a sustained race, wherever one launch takes 1 ms or more
-SHORTFALL = 0.88  # what a side may fall short of it: turns are sized from the settled launch time, and a clock that
-# sinks further within the rounds shortens them. Before turns were sized timing.TURN_HEADROOM long (2026-11-27), six of kernel
+SHORTFALL = 0.88  # what a side may fall short of it: turns are sized from the lead-in's last launches, and launches
+# that run faster in the rounds shorten them. Before turns were sized timing.TURN_HEADROOM long (2026-11-27), six of kernel
 # 14's rows at 8192 on the H100 came to 1,768-1,899 ms a side; re-recorded, they should clear 0.95 again.
 
 

@@ -40,8 +40,8 @@ MIN_RUNS = 20
 WARMUP = 3
 MAX_TURN_LAUNCHES = 1000  # a turn of small work stops here (1024^3 FFMA: about 60 ms)
 MAX_SETTLE_LAUNCHES = 4000
-# Turns are sized 10 % long: a capped clock can sink further after the lead-in that sized them (H100, kernel 14 at
-# 8192: cuBLAS's eight turns came to 1,778 ms of the 2,000 asked).
+# Turns are sized 10 % long: launches can run faster in the rounds than at the end of the lead-in that sized them
+# (H100, kernel 14 at 8192: cuBLAS's eight turns came to 1,778 ms of the 2,000 asked).
 TURN_HEADROOM = 1.1
 
 
