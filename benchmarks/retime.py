@@ -11,6 +11,7 @@ per-launch times). The share is the median over the block pairs. Each row sits b
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import sys
@@ -55,7 +56,7 @@ def block_ms(launches: list, seconds: float, each_ms: float) -> float:
 def share(kernel: str, size: int) -> float:
     mine, theirs = sides(kernel, size)
     math_ = "int8" if kernel == int8.PROBE.name else timing.BASELINE[catalog.get(kernel).precision]
-    with warnings.catch_warnings(), (timing.cublas_math(math_) if math_ != "int8" else _nothing()):
+    with warnings.catch_warnings(), (timing.cublas_math(math_) if math_ != "int8" else contextlib.nullcontext()):
         warnings.simplefilter("ignore")
         each = [block_ms(side, 0.2, 1.0) for side in (mine, theirs)]  # compiles, loads, and says how long one takes
         for side, ms in zip((mine, theirs), each):
@@ -66,14 +67,6 @@ def share(kernel: str, size: int) -> float:
             block_ms((mine, theirs)[who], LEAD_S, each[who])
             times[who].append(block_ms((mine, theirs)[who], BLOCK_S, each[who]))
     return statistics.median(100 * c / k for k, c in zip(times[0], times[1]))
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def params_of(kernel: str) -> dict[str, int]:

@@ -10,6 +10,7 @@ A turn shorter than the time the ratio takes to reach 100 % measures a mix of bo
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import warnings
@@ -52,7 +53,7 @@ def windows(launches: list[tuple[float, float]]) -> list[float]:
 def case(kernel: str, size: int) -> dict:
     mine, theirs = retime.sides(kernel, size)
     math_ = "int8" if kernel == int8.PROBE.name else timing.BASELINE[catalog.get(kernel).precision]
-    with warnings.catch_warnings(), (timing.cublas_math(math_) if math_ != "int8" else retime._nothing()):
+    with warnings.catch_warnings(), (timing.cublas_math(math_) if math_ != "int8" else contextlib.nullcontext()):
         warnings.simplefilter("ignore")
         each = [retime.block_ms(side, 0.2, 1.0) for side in (mine, theirs)]
         blocks = [[], []]

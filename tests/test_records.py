@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import autotune, catalog, device, folders, plan, records, sweeps, timing
+from gemm_lab import autotune, catalog, device, folders, plan, power, records, sweeps, timing
 
 
 def test_repository_records_are_well_formed_and_fresh():
@@ -303,3 +303,17 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
         assert bool(problems) == (what != "sustained"), what
     records.upsert(sandbox / "g" / "naive.json", [_row(m=8192, n=8192, k=8192, method="short")], records.BENCH_KEY)
     assert not [p for p in plan.unsustained(sandbox) if "naive" in p and "sustained" in p]
+
+
+def test_the_clock_after_a_switch_comes_from_settle_json_else_the_default_gpus(sandbox):
+    """Chapter 8 quotes how far a side ran from its settled time in the first 50 ms after the other side's turn: the
+    largest deviation over both sides of every block, windows starting before 50 ms only; a GPU without a settle.json
+    reads the default replay GPU's, and says so; none at all is a clear error."""
+    with pytest.raises(LookupError, match="benchmarks/settle.py"):
+        power.switch_offset()
+    rows = [{"kernel": "ozaki", "m": 8192, "windows_ms": [0, 25, 50, 100],
+             "blocks": [{"kernel_rel": [92.5, 97.0, 130.0, 100.0], "cublas_rel": [119.4, 104.0, 100.0, 100.0]}]}]
+    records.upsert(folders.gpu_folder(device.DEFAULT_REPLAY_GPU) / f"{power.SETTLE}.json", rows, ("kernel", "m"))
+    assert power.switch_offset() == (pytest.approx(19.4), device.DEFAULT_REPLAY_GPU)  # 130 starts at 50 ms
+    assert power.switch_offset(within_ms=25.0)[0] == pytest.approx(19.4)
+    assert power.switch_offset(gpu="Other GPU")[1] == device.DEFAULT_REPLAY_GPU
