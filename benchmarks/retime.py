@@ -53,11 +53,18 @@ def block_ms(launches: list, seconds: float, each_ms: float) -> float:
     return cupy.cuda.get_elapsed_time(start, end) / count
 
 
+@contextlib.contextmanager
+def quietly_beside(kernel: str):
+    """cuBLAS set to the math it races this kernel in (kernel 15's INT8 GEMM needs no setting), warnings silenced."""
+    with warnings.catch_warnings(), (contextlib.nullcontext() if kernel == int8.PROBE.name
+                                     else timing.cublas_math(timing.BASELINE[catalog.get(kernel).precision])):
+        warnings.simplefilter("ignore")
+        yield
+
+
 def share(kernel: str, size: int) -> float:
     mine, theirs = sides(kernel, size)
-    math_ = "int8" if kernel == int8.PROBE.name else timing.BASELINE[catalog.get(kernel).precision]
-    with warnings.catch_warnings(), (timing.cublas_math(math_) if math_ != "int8" else contextlib.nullcontext()):
-        warnings.simplefilter("ignore")
+    with quietly_beside(kernel):
         each = [block_ms(side, 0.2, 1.0) for side in (mine, theirs)]  # compiles, loads, and says how long one takes
         for side, ms in zip((mine, theirs), each):
             block_ms(side, WARM_S, ms)

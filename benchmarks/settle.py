@@ -10,12 +10,10 @@ A turn shorter than the time the ratio takes to reach 100 % measures a mix of bo
 """
 from __future__ import annotations
 
-import contextlib
 import statistics
 import sys
-import warnings
 
-from gemm_lab import catalog, device, int8, records, timing
+from gemm_lab import device, records
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 import retime  # noqa: E402  (the same launches as the re-timing)
@@ -52,9 +50,7 @@ def windows(launches: list[tuple[float, float]]) -> list[float]:
 
 def case(kernel: str, size: int) -> dict:
     mine, theirs = retime.sides(kernel, size)
-    math_ = "int8" if kernel == int8.PROBE.name else timing.BASELINE[catalog.get(kernel).precision]
-    with warnings.catch_warnings(), (timing.cublas_math(math_) if math_ != "int8" else contextlib.nullcontext()):
-        warnings.simplefilter("ignore")
+    with retime.quietly_beside(kernel):
         each = [retime.block_ms(side, 0.2, 1.0) for side in (mine, theirs)]
         blocks = [[], []]
         for _ in range(BLOCKS):

@@ -3,6 +3,8 @@ tables that set them beside our own measurements.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from . import banks, baselines, catalog, device, model, sweeps, timing
 from .records import Measurement
 from .tables import Table, params_text, provenance
@@ -160,9 +162,16 @@ def siboehm_table() -> Table:
                  f"Ours: {provenance(ms)}; cuBLAS timed in the same run.", wrap=(0, 2, 4))
 
 
-def cublas_ways_table(size: int = 2048) -> Table:
-    """The same cuBLAS call timed each way, and what each would make of seed 002's k8 counterpart and of our
-    best kernel at that size."""
+class CublasWays(NamedTuple):
+    table: Table
+    words: dict[str, str]  # glue names and values for the page's sentences
+
+
+def cublas_ways(size: int = 2048) -> CublasWays:
+    """The same cuBLAS call timed each way, and what each would make of seed 002's k8 counterpart and of our best
+    kernel at that size: the table, and what the claims page says of it (cuBLAS's time the book's way and warm in L2,
+    the share of its speed a host clock and explicit transposes cost, k8's counterpart against each, the first call's
+    set-up), both from one measurement."""
     kernel, params = resolve(next(s for s in SEED002_STEPS if s[0] == "k8"))
     k8 = timing.bench(kernel, size, params)
     best = best_ffma(size)
@@ -171,22 +180,13 @@ def cublas_ways_table(size: int = 2048) -> Table:
                   f"{100 * k8.gflops / r['gflops']:.0f}%", f"{100 * best.gflops / r['gflops']:.0f}%")
                  for way, r in ways.items())
     first = next(iter(ways.values()))
-    return Table(("how cuBLAS is timed", "ms", "cuBLAS GFLOP/s as timed", "k8's counterpart as % of it",
-                  f"our best FFMA kernel ({best.kernel}) as % of it"), rows,
-                 f"M = N = K = {size}; cuBLAS {'timed live' if device.live() else 'recorded'} on {first['gpu']}, "
-                 f"{first['recorded_at'][:10]}. k8's counterpart: "
-                 f"{kernel} ({params_text(params)}), {k8.gflops:,.0f} GFLOP/s; our best: the fastest recorded instance "
-                 f"of {' and '.join(BEST_FFMA)}, {best.kernel} ({params_text(best.params)}), {best.gflops:,.0f} "
-                 f"GFLOP/s; {provenance([k8, best])}.", wrap=(0,))
-
-
-def cublas_ways_words(size: int = 2048) -> dict[str, str]:
-    """What the claims page says of `cublas_ways_table`, from the same rows: cuBLAS's time the book's way and warm in
-    L2, the share of its speed a host clock and explicit transposes cost, k8's counterpart against each, and the
-    first call's set-up (milliseconds, and times the call)."""
-    kernel, params = resolve(next(s for s in SEED002_STEPS if s[0] == "k8"))
-    k8 = timing.bench(kernel, size, params)
-    ways = baselines.ways(size)
+    table = Table(("how cuBLAS is timed", "ms", "cuBLAS GFLOP/s as timed", "k8's counterpart as % of it",
+                   f"our best FFMA kernel ({best.kernel}) as % of it"), rows,
+                  f"M = N = K = {size}; cuBLAS {'timed live' if device.live() else 'recorded'} on {first['gpu']}, "
+                  f"{first['recorded_at'][:10]}. k8's counterpart: "
+                  f"{kernel} ({params_text(params)}), {k8.gflops:,.0f} GFLOP/s; our best: the fastest recorded instance "
+                  f"of {' and '.join(BEST_FFMA)}, {best.kernel} ({params_text(best.params)}), {best.gflops:,.0f} "
+                  f"GFLOP/s; {provenance([k8, best])}.", wrap=(0,))
     book = ways["book"]
 
     def cost(way: str) -> str:
@@ -196,11 +196,11 @@ def cublas_ways_words(size: int = 2048) -> dict[str, str]:
         return f"{100 * k8.gflops / ways[way]['gflops']:.0f} %"
 
     setup = ways["first_call"]["time_ms"] - book["time_ms"]
-    return dict(ways_book_ms=f"{book['time_ms']:.2f} ms", ways_warm_ms=f"{ways['one_warm_call']['time_ms']:.2f} ms",
-                ways_host_cost=cost("host_clock"), ways_transposes_cost=cost("transposes"),
-                ways_k8_book=k8_share("book"), ways_k8_host=k8_share("host_clock"),
-                ways_k8_transposes=k8_share("transposes"), ways_setup_ms=f"{setup:,.0f} ms",
-                ways_setup_times=f"{setup / book['time_ms']:,.0f}")
+    return CublasWays(table, dict(
+        ways_book_ms=f"{book['time_ms']:.2f} ms", ways_warm_ms=f"{ways['one_warm_call']['time_ms']:.2f} ms",
+        ways_host_cost=cost("host_clock"), ways_transposes_cost=cost("transposes"), ways_k8_book=k8_share("book"),
+        ways_k8_host=k8_share("host_clock"), ways_k8_transposes=k8_share("transposes"),
+        ways_setup_ms=f"{setup:,.0f} ms", ways_setup_times=f"{setup / book['time_ms']:,.0f}"))
 
 
 BEST_FFMA = ("warp_tiling", "pipelined_warp_tiling")  # the FFMA kernels whose recorded instances compete for "our best"

@@ -27,7 +27,7 @@ def test_cublas_is_recorded_every_way_and_the_book_way_is_the_fastest_timing(rep
         book = ways["book"]["time_ms"]
         assert all(r["time_ms"] >= 0.95 * book for r in ways.values())  # 5 %: the two event-timed ways tie
         assert ways["first_call"]["time_ms"] > 10 * book and ways["host_copies"]["time_ms"] > 5 * book
-    table = published.cublas_ways_table(plan.CUBLAS_WAYS_SIZES[0])
+    table = published.cublas_ways(plan.CUBLAS_WAYS_SIZES[0]).table
     assert len(table.rows) == len(baselines.WAYS) and "recorded on" in table.caption
     with pytest.raises(LookupError, match="gemm-lab record --only claims"):
         baselines.recorded(3000)
