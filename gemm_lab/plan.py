@@ -203,26 +203,23 @@ ENERGY_COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
 )
 
 
-SUSTAINED_MS = 2000.0  # each side's timed GPU time in a sustained race, wherever one launch takes 1 ms or more
-SHORTFALL = 0.88  # what a side may fall short of it: turns are sized from the lead-in's last launches, and launches
-# that run faster in the rounds shorten them. Before turns were sized timing.TURN_HEADROOM long (2026-11-27), six of kernel
-# 14's rows at 8192 on the H100 came to 1,768-1,899 ms a side; re-recorded, they should clear 0.95 again.
+LONG_LAUNCH_MS = 1.0  # from here up a side must have its 2 s timed (`timing.race` reaches it wherever a launch takes 0.28 ms)
 
 
 def quotable(x: records.Measurement) -> bool:
     """May a page quote this tensor-core, INT8 or emulation race? Timed as `timing.SUSTAINED` times today (its turn
-    settles included), each side's timed milliseconds at least SHORTFALL x SUSTAINED_MS where a launch takes 1 ms, and
+    settles included), each side whose launch takes LONG_LAUNCH_MS or more with `timing.SUSTAINED.side_ms` timed, and
     each side's joules per launch from NVML's energy counter."""
-    sides = (x.telemetry, x.cublas_telemetry)
-    long_enough = all(t.get("timed_ms", 0) >= SHORTFALL * SUSTAINED_MS for t in sides) or x.time_ms < 1
-    return timing.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t in sides)
+    sides = ((x.telemetry, x.time_ms), (x.cublas_telemetry, x.cublas_time_ms))
+    long_enough = all(t.get("timed_ms", 0) >= timing.SUSTAINED.side_ms or ms < LONG_LAUNCH_MS for t, ms in sides)
+    return timing.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
 
 
 def unsustained(root: Path | None = None) -> list[str]:
     """Tensor-core, INT8 and emulation rows of races the pages quote that were not timed as `timing.SUSTAINED` times
-    today: without the method and its turn settles, each side's timed milliseconds (at least SUSTAINED_MS where a
-    launch takes 1 ms) or the joules per launch of NVML's energy counter. `records --check` reports them beside
-    `records.check`'s problems."""
+    today: without the method and its turn settles, each side's timed milliseconds (at least `timing.SUSTAINED.side_ms`
+    where a launch takes LONG_LAUNCH_MS) or the joules per launch of NVML's energy counter. `records --check` reports
+    them beside `records.check`'s problems."""
     quoted = {(int8.PROBE.name, json.dumps(int8.full_params(), sort_keys=True), size, size, size) for size in INT8_SIZES}
     for name, params, size in headline_cases() + list(EXTRA):  # the claims page's races are FFMA only
         spec = catalog.KERNELS.get(name)
@@ -238,6 +235,7 @@ def unsustained(root: Path | None = None) -> list[str]:
                 continue
             if not quotable(records.Measurement.from_row(r, str(path))):
                 problems.append(f"{path}: {r['kernel']} {r['params']} at {r['m']}x{r['n']}x{r['k']} is quoted by a page "
-                                "but was not timed in a sustained race with its turn settles, each side's timed "
-                                "milliseconds and joules: re-record it with `gemm-lab record`")
+                                f"but was not timed in a sustained race with its turn settles, "
+                                f"{timing.SUSTAINED.side_ms / 1000:g} s timed a side and joules: re-record it with "
+                                "`gemm-lab record`")
     return problems

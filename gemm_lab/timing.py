@@ -8,8 +8,9 @@ GPU. How long each part lasts is the race's `Method`:
 - SUSTAINED, for every number a page quotes: each side runs untimed, back to back, for SUSTAINED.settle_ms first (the
   clock of a power-capped GPU takes seconds to settle: NVIDIA's CUTLASS measurement guideline says about 3 s, and a
   tensor-core kernel here read 101-102 % of cuBLAS in 25 ms turns against 96-97 % settled), then 8 rounds of turns of
-  at least 250 ms each, so each side gets at least 2 s of timed GPU time wherever one launch takes 1 ms or more
-  (smaller work takes up to MAX_TURN_LAUNCHES launches a turn). A tensor-core turn that follows the other side's
+  at least 250 ms each, and a further mirrored pair of rounds where a side still has less than 2 s timed, so each side
+  gets at least 2 s of timed GPU time (small work takes at most MAX_TURN_LAUNCHES launches a turn, and stops there:
+  every launch of 1 ms or more reaches 2 s). A tensor-core turn that follows the other side's
   first runs SUSTAINED.turn_settle_ms untimed: the cap's clock takes that long to leave the other side's level;
 - SHORT, where seconds matter more (sweeps, explorers, an exercise's check): one untimed turn, 4 rounds of 50 ms. Its
   records say so (`Measurement.method`), and no page quotes one as a headline.
@@ -41,7 +42,8 @@ WARMUP = 3
 MAX_TURN_LAUNCHES = 1000  # a turn of small work stops here (1024^3 FFMA: about 60 ms)
 MAX_SETTLE_LAUNCHES = 4000
 # Turns are sized 10 % long: launches can run faster in the rounds than at the end of the lead-in that sized them
-# (H100, kernel 14 at 8192: cuBLAS's eight turns came to 1,778 ms of the 2,000 asked).
+# (H100, kernel 14 at 8192: cuBLAS's eight turns came to 1,778 ms of the 2,000 asked); where that is not enough, `race`
+# adds rounds.
 TURN_HEADROOM = 1.1
 
 
@@ -57,11 +59,19 @@ class Method:
     turn_ms: float
     turn_settle_ms: float = 0.0
 
+    @property
+    def side_ms(self) -> float:
+        """Each side's timed GPU time in all, wherever its turns are not cut at MAX_TURN_LAUNCHES."""
+        return self.rounds * self.turn_ms
+
     def per_turn(self, ms: float, runs: int) -> int:
         """Launches a turn takes when one takes `ms`: enough for turn_ms (at most MAX_TURN_LAUNCHES), and for `runs`
         launches over all rounds."""
-        return max(math.ceil(runs / self.rounds),
-                   min(MAX_TURN_LAUNCHES, math.ceil(TURN_HEADROOM * self.turn_ms / max(ms, 1e-3))))
+        return max(math.ceil(runs / self.rounds), min(MAX_TURN_LAUNCHES, _launches_for(self.turn_ms, ms)))
+
+    def capped(self, ms: float) -> bool:
+        """Are turns of launches of `ms` cut at MAX_TURN_LAUNCHES before they reach turn_ms (small work)?"""
+        return _launches_for(self.turn_ms, ms) > MAX_TURN_LAUNCHES
 
     def lead_in(self, ms: float, per_turn: int) -> int:
         """Untimed launches before the rounds: settle_ms of them (at most MAX_SETTLE_LAUNCHES), and at least a turn."""
@@ -210,7 +220,8 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
     """Time each side's launches (one side, or a kernel and cuBLAS) in `method.rounds` turns each, in mirrored order
     (A B, B A, ...), each turn at least `runs` / rounds launches and method.turn_ms of GPU time (`Method.per_turn`),
     after an untimed lead-in of each (B A) that brings the GPU to its loaded clock and temperature; a turn that follows
-    the other side's starts with `Method.turn_lead` untimed launches."""
+    the other side's starts with `Method.turn_lead` untimed launches. Where a side whose turns are not capped has less
+    than `Method.side_ms` timed after the rounds, mirrored pairs of rounds follow until it has."""
     import cupy
 
     method = method or SUSTAINED
@@ -225,26 +236,46 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
     per_turn = [method.per_turn(ms, runs) for ms in settled]
     turns: list[tuple[int, list[tuple[Any, Any]]]] = []
     last = 0  # the lead-ins ended with side 0's
-    for r in range(method.rounds):
+
+    def queue_round(r: int, launches: list[int]) -> None:
+        nonlocal last
         for side in range(len(sides)) if r % 2 == 0 else reversed(range(len(sides))):
             if side != last:  # untimed, at the clock the other side left, until this side's own has settled
                 _run(sides[side], method.turn_lead(settled[side]))
             last = side
             # the turn is a phase of the telemetry while it is queued: it has started once its first launch is queued
             # and that launch has begun (an event never recorded reads as done), ended once all are and the last has
-            events, queued = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(per_turn[side])], []
+            events, queued = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(launches[side])], []
             seen.phase(str(side), lambda e=events, q=queued: bool(q) and e[0][0].done,
                        lambda e=events, q=queued: len(q) == 2 and e[-1][1].done)
             turns.append((side, _queue(sides[side], events, first=lambda q=queued: q.append(True))))
             queued.append(True)
+
+    def spans(side: int) -> tuple[float, int]:  # a side's timed milliseconds so far, and its launches
+        mine = [events for who, events in turns if who == side]
+        return sum(cupy.cuda.get_elapsed_time(e[0][0], e[-1][1]) for e in mine), sum(map(len, mine))
+
+    for r in range(method.rounds):
+        queue_round(r, per_turn)
+    # launches can run faster in the rounds than at the lead-in's end that sized the turns: while a side whose turns
+    # reach turn_ms has less than side_ms timed, a further mirrored pair of rounds, of equal time a side, makes it up
+    rounds = method.rounds
+    while method.side_ms > 0 and not all(method.capped(ms) for ms in settled):
+        turns[-1][1][-1][1].synchronize()
+        timed = [spans(side) for side in range(len(sides))]
+        short = max(method.side_ms - ms for (ms, _), each in zip(timed, settled) if not method.capped(each))
+        if short <= 0:
+            break
+        extra = [min(MAX_TURN_LAUNCHES, _launches_for(short / 2, ms / n)) for ms, n in timed]
+        for r in range(rounds, rounds + 2):
+            queue_round(r, extra)
+        rounds += 2
     telemetry = seen.finish()
     turns[-1][1][-1][1].synchronize()
     out = []
     for side in range(len(sides)):
-        mine = [events for who, events in turns if who == side]
-        times = [[cupy.cuda.get_elapsed_time(s, e) for s, e in events] for events in mine]
-        launches = sum(map(len, times))
-        timed_ms = sum(cupy.cuda.get_elapsed_time(events[0][0], events[-1][1]) for events in mine)
+        times = [[cupy.cuda.get_elapsed_time(s, e) for s, e in events] for who, events in turns if who == side]
+        timed_ms, launches = spans(side)
         out.append(Timed(ms=statistics.median(t for turn in times for t in turn), runs=launches,
                          turns_ms=[statistics.median(turn) for turn in times],
                          telemetry=energy_fields(telemetry[str(side)], timed_ms, launches)))
@@ -260,6 +291,11 @@ def energy_fields(seen: dict[str, float], timed_ms: float, launches: int) -> dic
         out["energy_j"] = seen["joules"] / launches
         out["mean_power_w"] = seen["joules"] / seen["seconds"]
     return out
+
+
+def _launches_for(turn_ms: float, ms: float) -> int:
+    """Launches of `ms` each that fill turn_ms of GPU time, TURN_HEADROOM long."""
+    return math.ceil(TURN_HEADROOM * turn_ms / max(ms, 1e-3))
 
 
 def _run(launches: Sequence[Callable[[], Any]], count: int) -> None:

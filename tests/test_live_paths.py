@@ -177,37 +177,85 @@ def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
     assert x.time_ms == 1.0 and x.cublas_time_ms == pytest.approx(1.05)  # medians over all of each side's launches
 
 
+def clocked(log, monkeypatch, ms):
+    """CUDA events that read a clock advancing `ms` for each launch that reached the stand-in GPU."""
+    class Event:
+        def record(self):
+            self.at = ms * sum(what not in ("sync", "telemetry") for what in log)
+
+        def synchronize(self):
+            log.append("sync")
+
+    monkeypatch.setattr(sys.modules["cupy"].cuda, "Event", Event)
+    monkeypatch.setattr(sys.modules["cupy"].cuda, "get_elapsed_time", lambda start, end: end.at - start.at)
+
+
+def runs_of(log):
+    """The log's launches as (what, how many in a row)."""
+    out = []
+    for what in (w for w in log if w not in ("sync", "telemetry")):
+        if out and out[-1][0] == what:
+            out[-1] = (what, out[-1][1] + 1)
+        else:
+            out.append((what, 1))
+    return out
+
+
 def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monkeypatch):
-    """Each launch takes 0.5 / 3 ms in the stand-in (a timed warm-up of 3 taking 0.5 ms): turns of 2.5 ms need 15
-    launches, a lead-in of 10 ms 60, kernel and cuBLAS alike; the record says how many were timed and how long."""
+    """Each launch takes 0.25 ms: turns of 2.5 ms need 10 launches, a lead-in of 10 ms 40, kernel and cuBLAS alike;
+    the record says how many were timed and how long."""
     monkeypatch.setattr(run, "launcher", launching(log))
+    clocked(log, monkeypatch, 0.25)
     monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
     monkeypatch.setattr(timing, "FFMA_SETTLE_MS", 10.0)
-    monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.5 / 3)  # the lead-in's launches, once settled
     method = timing.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5)
     x = timing.bench("naive", 16, method=method)
-    assert (method.per_turn(0.5 / 3, timing.MIN_RUNS), method.lead_in(0.5 / 3, 15)) == (15, 60)
-    assert x.runs == 60 and log.count("kernel") == 1 + 2 * timing.WARMUP + 60 + 60  # + the lead-in
-    assert log.count("cublas") == 2 * timing.WARMUP + 60 + 60 and x.method == "sustained"
-    assert x.telemetry["timed_ms"] == 4 * 0.5  # the four turns' spans (each 0.5 ms in the stand-in)
+    assert (method.per_turn(0.25, timing.MIN_RUNS), method.lead_in(0.25, 10)) == (10, 40)
+    assert x.runs == 40 and log.count("kernel") == 1 + 2 * timing.WARMUP + 40 + 40  # + the lead-in
+    assert log.count("cublas") == 2 * timing.WARMUP + 40 + 40 and x.method == "sustained"
+    assert x.telemetry["timed_ms"] == x.cublas_telemetry["timed_ms"] == method.side_ms == 4 * 2.5
     monkeypatch.setattr(timing, "FFMA_SETTLE_MS", 1.0)  # FP32 races settle for FFMA_SETTLE_MS at most
-    assert method.for_precision("fp32").lead_in(0.5 / 3, 15) == 15 and method.for_precision("tf32") == method
+    assert method.for_precision("fp32").lead_in(0.25, 10) == 10 and method.for_precision("tf32") == method
     short = timing.Method("short", settle_ms=0.0, rounds=4, turn_ms=0.1)  # never fewer than MIN_RUNS
     assert timing.bench("naive", 16, method=short).runs == timing.MIN_RUNS
+
+
+def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log, monkeypatch):
+    """The lead-in's launches took 0.5 ms, the rounds' take 0.25: turns of 5 launches time 1.25 ms, 5 ms a side of
+    the 10 asked, so a pair of rounds (A B, B A) of 2.5 ms turns follows. Small work whose turns stop at
+    MAX_TURN_LAUNCHES gets none."""
+    clocked(log, monkeypatch, 0.25)
+    monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.5)
+    monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
+    method = timing.Method("sustained", settle_ms=0.0, rounds=4, turn_ms=2.5)
+    a, b = [lambda: log.append("a")], [lambda: log.append("b")]
+    mine, theirs = timing.race([a, b], 4, method)
+    assert mine.runs == theirs.runs == 4 * 5 + 2 * 10
+    assert mine.telemetry["timed_ms"] == theirs.telemetry["timed_ms"] == method.side_ms
+    # the warm-ups (A, then B), the lead-ins (B, then A: a turn of 10 each at the warm-up's 0.25 ms), 4 rounds of
+    # turns of 5, then the pair's turns of 10
+    warm = 2 * timing.WARMUP
+    assert runs_of(log) == [("a", warm), ("b", warm + 10), ("a", 10 + 5), ("b", 5 + 5), ("a", 5 + 5), ("b", 5 + 5), ("a", 5 + 10),
+                                ("b", 10 + 10), ("a", 10)]
+    assert len(mine.turns_ms) == 6
+    log.clear()
+    monkeypatch.setattr(timing, "MAX_TURN_LAUNCHES", 4)  # 2.5 ms would take 5 launches of 0.5
+    mine, theirs = timing.race([a, b], 4, method)
+    assert method.capped(0.5) and mine.runs == theirs.runs == 4 * 4 and mine.telemetry["timed_ms"] == 16 * 0.25
 
 
 def test_a_turn_that_follows_the_other_sides_first_settles_untimed(log, monkeypatch):
     """Four mirrored rounds run A B, B A, A B, B A after the lead-ins (B, then A): the turns that follow the other
     side's are B, A, B, A (the 2nd, 4th, 6th and 8th), so each side runs two settles of turn_lead launches (1 ms over
-    launches of 0.5 / 3 ms: 6), none timed; a turn after its own side's, and FP32's races, start timed at once."""
-    monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.5 / 3)
+    launches of 0.25 ms: 4), none timed; a turn after its own side's, and FP32's races, start timed at once."""
+    clocked(log, monkeypatch, 0.25)
     monkeypatch.setattr(run, "launcher", launching(log))
     monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
     method = timing.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5, turn_settle_ms=1.0)
     a, b = [lambda: log.append("a")], [lambda: log.append("b")]
     mine, theirs = timing.race([a, b], timing.MIN_RUNS, method)
-    assert method.turn_lead(0.5 / 3) == 6 and mine.runs == theirs.runs == 4 * 15
-    assert log.count("a") == log.count("b") == 2 * timing.WARMUP + 60 + 4 * 15 + 2 * 6
+    assert method.turn_lead(0.25) == 4 and mine.runs == theirs.runs == 4 * 10
+    assert log.count("a") == log.count("b") == 2 * timing.WARMUP + 40 + 4 * 10 + 2 * 4
     assert method.for_precision("fp32").turn_settle_ms == 0 and method.for_precision("ozaki") == method
     assert timing.bench("naive", 16, method=method).turn_settle_ms == 0  # FP32: kernel and SGEMM share one clock
 
