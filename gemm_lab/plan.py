@@ -203,22 +203,19 @@ ENERGY_COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
 )
 
 
-LONG_LAUNCH_MS = 1.0  # from here up a side must have its 2 s timed (`timing.race` reaches it wherever a launch takes 0.28 ms)
-
-
 def quotable(x: records.Measurement) -> bool:
     """May a page quote this tensor-core, INT8 or emulation race? Timed as `timing.SUSTAINED` times today (its turn
-    settles included), each side whose launch takes LONG_LAUNCH_MS or more with `timing.SUSTAINED.side_ms` timed, and
-    each side's joules per launch from NVML's energy counter."""
+    settles included), each side with `timing.SUSTAINED.side_ms` timed wherever its turns are not capped (small work),
+    and each side's joules per launch from NVML's energy counter."""
     sides = ((x.telemetry, x.time_ms), (x.cublas_telemetry, x.cublas_time_ms))
-    long_enough = all(t.get("timed_ms", 0) >= timing.SUSTAINED.side_ms or ms < LONG_LAUNCH_MS for t, ms in sides)
+    long_enough = all(t.get("timed_ms", 0) >= timing.SUSTAINED.side_ms or timing.SUSTAINED.capped(ms) for t, ms in sides)
     return timing.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
 
 
 def unsustained(root: Path | None = None) -> list[str]:
     """Tensor-core, INT8 and emulation rows of races the pages quote that were not timed as `timing.SUSTAINED` times
     today: without the method and its turn settles, each side's timed milliseconds (at least `timing.SUSTAINED.side_ms`
-    where a launch takes LONG_LAUNCH_MS) or the joules per launch of NVML's energy counter. `records --check` reports
+    where turns are not capped) or the joules per launch of NVML's energy counter. `records --check` reports
     them beside `records.check`'s problems."""
     quoted = {(int8.PROBE.name, json.dumps(int8.full_params(), sort_keys=True), size, size, size) for size in INT8_SIZES}
     for name, params, size in headline_cases() + list(EXTRA):  # the claims page's races are FFMA only

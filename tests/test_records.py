@@ -284,8 +284,8 @@ def test_a_tensor_core_headline_is_the_median_of_its_rounds():
 def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
     """kernel 14 at its defaults at 8192 is on every page: a row of it from a short race, from a sustained race whose
     turns did not settle (recorded before they did), or without each side's joules or 2 s of timed GPU time (cuBLAS's
-    too), is a problem; a sustained row with them is not, nor one whose short side's launches take under 1 ms (its
-    turns stop at timing.MAX_TURN_LAUNCHES); an FP32 row is held to nothing here."""
+    too), is a problem; a sustained row with them is not, nor one whose short side's launches are so brief that its
+    turns stop at timing.MAX_TURN_LAUNCHES; an FP32 row is held to nothing here."""
     spec = catalog.get("wgmma_ws_tf32")
     side = {"sm_clock_mhz": 1500.0, "timed_ms": 2400.0, "energy_j": 2.3, "mean_power_w": 690.0}
     base = dict(kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
@@ -296,11 +296,13 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
                                cublas_telemetry=side),
              "too brief": dict(method="sustained", turn_settle_ms=settles, telemetry={**side, "timed_ms": 400.0},
                                cublas_telemetry=side),
+             "0.4 ms, too brief": dict(method="sustained", turn_settle_ms=settles, time_ms=0.4,
+                                       telemetry={**side, "timed_ms": 1900.0}, cublas_telemetry=side),
              "cuBLAS too brief": dict(method="sustained", turn_settle_ms=settles, telemetry=side,
                                       cublas_telemetry={**side, "timed_ms": 1990.0}),
              "turns unsettled": dict(method="sustained", turn_settle_ms=0.0, telemetry=side, cublas_telemetry=side),
              "sustained": dict(method="sustained", turn_settle_ms=settles, telemetry=side, cublas_telemetry=side),
-             "sustained, small work": dict(method="sustained", turn_settle_ms=settles, time_ms=0.4,
+             "sustained, small work": dict(method="sustained", turn_settle_ms=settles, time_ms=0.2,
                                            telemetry={**side, "timed_ms": 400.0}, cublas_telemetry=side)}
     for what, over in cases.items():
         records.upsert(sandbox / "g" / f"{spec.name}.json", [_row(**{**base, **over})], records.BENCH_KEY)
