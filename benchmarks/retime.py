@@ -18,12 +18,11 @@ import sys
 import time
 import warnings
 
-from gemm_lab import catalog, device, folders, int8, records, run, timing
+from gemm_lab import catalog, device, folders, int8, plan, records, run, timing
 
 WARM_S, LEAD_S, BLOCK_S, BLOCKS = 1.5, 0.5, 2.0, 10  # 5 blocks a side: with 3, repeated runs on the H100 moved by up to 1.8 points
 AGREE = 2.0  # points of cuBLAS's speed within which a re-timing confirms the record (issue 38)
-CASES = [(kernel, size) for size in (4096, 8192)
-         for kernel in ("wgmma_ws_tf32", "wgmma_ws_3xtf32", "ozaki", "int8_wgmma_ws")] + [("pipelined_warp_tiling", 8192)]
+CASES = [*plan.KEY_SHARES, ("pipelined_warp_tiling", 8192)]
 
 
 def sides(kernel: str, size: int) -> tuple[list, list]:

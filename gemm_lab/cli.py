@@ -100,7 +100,8 @@ def _record(args: argparse.Namespace) -> int:
     if "headline" in parts:
         cases = _runnable(_of_chapters(plan.headline_cases() + list(plan.EXTRA), args.chapter))
         todo = [c for c in cases if args.fresh or not _recorded(*c, gpu)]
-        timing.bench_all(todo, desc="headline", save=True)
+        for method, desc in ((timing.SUSTAINED, "headline"), (timing.LONG_TURNS, "key shares, 1 s turns")):
+            timing.bench_all([c for c in todo if plan.method_for(*c) is method], desc=desc, save=True, method=method)
     if "sweeps" in parts:
         for name, choices in _runnable(list(plan.SWEEPS.items())):
             sweeps.sweep(name, plan.EXPLORER_SIZE, choices, resume=not args.fresh)
@@ -125,7 +126,7 @@ def _record(args: argparse.Namespace) -> int:
         for size in plan.INT8_SIZES:
             x = records.lookup_or_none(int8.PROBE.name, int8.full_params(), *timing.shape_of(size), gpu=gpu)
             if args.fresh or x is None or x.build_sha256 != int8.PROBE.build_sha256() or not plan.quotable(x):
-                records.save([int8.bench(size)])
+                records.save([int8.bench(size, method=plan.method_for(int8.PROBE.name, None, size))])
         emulation.record_accuracy()
         emulation.record_stages()
     if "power" in parts and catalog.unsupported(power.CASES[0][0], device.gpu().cc) is None:

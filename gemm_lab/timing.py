@@ -58,20 +58,21 @@ class Method:
     rounds: int
     turn_ms: float
     turn_settle_ms: float = 0.0
+    max_turn_launches: int = MAX_TURN_LAUNCHES
 
     @property
     def side_ms(self) -> float:
-        """Each side's timed GPU time in all, wherever its turns are not cut at MAX_TURN_LAUNCHES."""
+        """Each side's timed GPU time in all, wherever its turns are not cut at max_turn_launches."""
         return self.rounds * self.turn_ms
 
     def per_turn(self, ms: float, runs: int) -> int:
-        """Launches a turn takes when one takes `ms`: enough for turn_ms (at most MAX_TURN_LAUNCHES), and for `runs`
+        """Launches a turn takes when one takes `ms`: enough for turn_ms (at most max_turn_launches), and for `runs`
         launches over all rounds."""
-        return max(math.ceil(runs / self.rounds), min(MAX_TURN_LAUNCHES, _launches_for(self.turn_ms, ms)))
+        return max(math.ceil(runs / self.rounds), min(self.max_turn_launches, _launches_for(self.turn_ms, ms)))
 
     def capped(self, ms: float) -> bool:
-        """Are turns of launches of `ms` cut at MAX_TURN_LAUNCHES before they reach turn_ms (small work)?"""
-        return _launches_for(self.turn_ms, ms) > MAX_TURN_LAUNCHES
+        """Are turns of launches of `ms` cut at max_turn_launches before they reach turn_ms (small work)?"""
+        return _launches_for(self.turn_ms, ms) > self.max_turn_launches
 
     def lead_in(self, ms: float, per_turn: int) -> int:
         """Untimed launches before the rounds: settle_ms of them (at most MAX_SETTLE_LAUNCHES), and at least a turn."""
@@ -99,6 +100,11 @@ class Method:
 # for the first 50 ms (cuBLAS SGEMM after the Ozaki scheme), and kernel 14 stayed 1-2 % off until about 250 ms
 # (benchmarks/settle.py, records/<gpu>/settle.json).
 SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0, turn_settle_ms=250.0)
+# The key shares (`plan.KEY_SHARES`: the intro, README and scoreboard lead with them) take turns of 1 s: in 250 ms turns
+# a race's rounds spread over up to 7 points and its median moved by up to 2 between runs (H100, Ozaki at 4096: 204.0
+# and 206.1 % an hour apart), where 1 s turns kept them within 1.5 points (2026-11-27). None of them is small work, so
+# every side fills its 8 s (kernel 15 at 4096, 0.14 ms a launch, takes about 7,000 a turn).
+LONG_TURNS = replace(SUSTAINED, turn_ms=1000.0, max_turn_launches=10 * MAX_TURN_LAUNCHES)
 SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
 FFMA_SETTLE_MS = 300.0
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
@@ -266,7 +272,7 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
         short = max(method.side_ms - ms for (ms, _), each in zip(timed, settled) if not method.capped(each))
         if short <= 0:
             break
-        extra = [min(MAX_TURN_LAUNCHES, _launches_for(short / 2, ms / n)) for ms, n in timed]
+        extra = [min(method.max_turn_launches, _launches_for(short / 2, ms / n)) for ms, n in timed]
         for r in range(rounds, rounds + 2):
             queue_round(r, extra)
         rounds += 2
@@ -358,7 +364,8 @@ def _input_sets(m: int, n: int, k: int) -> list[tuple[Any, Any, Any]]:
 
 
 def bench_all(cases: Iterable[tuple[str, Params | None, int | Sequence[int]]], *,
-              desc: str = "benchmarks", progress: bool = True, save: bool = False) -> list[Measurement]:
+              desc: str = "benchmarks", progress: bool = True, save: bool = False,
+              method: Method | None = None) -> list[Measurement]:
     """Run a declared list of (kernel, params, size) cases with a progress bar.
 
     Live, every case is measured (and saved as soon as it is, with `save`); in replay, every case
@@ -369,7 +376,7 @@ def bench_all(cases: Iterable[tuple[str, Params | None, int | Sequence[int]]], *
     bar = tqdm(cases, desc=f"{desc} ({device.mode()})", disable=not progress or not device.live(), leave=False)
     for name, params, size in bar:
         bar.set_postfix_str(f"{name} {shape_of(size)}")
-        out.append(bench(name, size, params))
+        out.append(bench(name, size, params, method=method))
         if save:
             records.save(out[-1:])
     return out

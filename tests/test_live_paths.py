@@ -223,7 +223,7 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
 def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log, monkeypatch):
     """The lead-in's launches took 0.5 ms, the rounds' take 0.25: turns of 5 launches time 1.25 ms, 5 ms a side of
     the 10 asked, so a pair of rounds (A B, B A) of 2.5 ms turns follows. Small work whose turns stop at
-    MAX_TURN_LAUNCHES gets none."""
+    max_turn_launches gets none."""
     clocked(log, monkeypatch, 0.25)
     monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.5)
     monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
@@ -239,7 +239,7 @@ def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log,
                                 ("b", 10 + 10), ("a", 10)]
     assert len(mine.turns_ms) == 6
     log.clear()
-    monkeypatch.setattr(timing, "MAX_TURN_LAUNCHES", 4)  # 2.5 ms would take 5 launches of 0.5
+    method = timing.replace(method, max_turn_launches=4)  # 2.5 ms would take 5 launches of 0.5
     mine, theirs = timing.race([a, b], 4, method)
     assert method.capped(0.5) and mine.runs == theirs.runs == 4 * 4 and mine.telemetry["timed_ms"] == 16 * 0.25
 

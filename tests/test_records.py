@@ -282,32 +282,32 @@ def test_a_tensor_core_headline_is_the_median_of_its_rounds():
 
 
 def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
-    """kernel 14 at its defaults at 8192 is on every page: a row of it from a short race, from a sustained race whose
-    turns did not settle (recorded before they did), or without each side's joules or 2 s of timed GPU time (cuBLAS's
-    too), is a problem; a sustained row with them is not, nor one whose short side's launches are so brief that its
-    turns stop at timing.MAX_TURN_LAUNCHES; an FP32 row is held to nothing here."""
+    """kernel 14 at its defaults at 8192 is a key share (`plan.KEY_SHARES`, raced in 1 s turns): a row of it from a
+    short race, from a sustained race whose turns did not settle (recorded before they did), without each side's
+    joules, or with less than 8 s of timed GPU time on a side (2 s turns too) is a problem; a row with them is not, nor
+    one whose short side is so brief that its turns stop at max_turn_launches; an FP32 row is held to nothing here."""
     spec = catalog.get("wgmma_ws_tf32")
-    side = {"sm_clock_mhz": 1500.0, "timed_ms": 2400.0, "energy_j": 2.3, "mean_power_w": 690.0}
+    side = {"sm_clock_mhz": 1500.0, "timed_ms": 8400.0, "energy_j": 2.3, "mean_power_w": 690.0}
     base = dict(kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
                 params=spec.full_params(), m=8192, n=8192, k=8192, precision="tf32", time_ms=3.3, cublas_time_ms=3.2)
     settles = timing.SUSTAINED.turn_settle_ms
+    sustained = dict(method="sustained", turn_settle_ms=settles)
     cases = {"short": dict(method="short", telemetry=side, cublas_telemetry=side),
-             "no joules": dict(method="sustained", turn_settle_ms=settles, telemetry={"timed_ms": 2400.0},
-                               cublas_telemetry=side),
-             "too brief": dict(method="sustained", turn_settle_ms=settles, telemetry={**side, "timed_ms": 400.0},
-                               cublas_telemetry=side),
-             "0.4 ms, too brief": dict(method="sustained", turn_settle_ms=settles, time_ms=0.4,
-                                       telemetry={**side, "timed_ms": 1900.0}, cublas_telemetry=side),
-             "cuBLAS too brief": dict(method="sustained", turn_settle_ms=settles, telemetry=side,
-                                      cublas_telemetry={**side, "timed_ms": 1990.0}),
+             "no joules": dict(sustained, telemetry={"timed_ms": 8400.0}, cublas_telemetry=side),
+             "too brief": dict(sustained, telemetry={**side, "timed_ms": 400.0}, cublas_telemetry=side),
+             "2 s turns": dict(sustained, telemetry={**side, "timed_ms": 2400.0}, cublas_telemetry=side),
+             "cuBLAS too brief": dict(sustained, telemetry=side, cublas_telemetry={**side, "timed_ms": 7990.0}),
              "turns unsettled": dict(method="sustained", turn_settle_ms=0.0, telemetry=side, cublas_telemetry=side),
-             "sustained": dict(method="sustained", turn_settle_ms=settles, telemetry=side, cublas_telemetry=side),
-             "sustained, small work": dict(method="sustained", turn_settle_ms=settles, time_ms=0.2,
-                                           telemetry={**side, "timed_ms": 400.0}, cublas_telemetry=side)}
+             "sustained": dict(sustained, telemetry=side, cublas_telemetry=side),
+             "sustained, small work": dict(sustained, time_ms=0.05, telemetry={**side, "timed_ms": 400.0},
+                                           cublas_telemetry=side)}
+    assert plan.method_for(spec.name, None, 8192) is timing.LONG_TURNS
+    assert plan.method_for(spec.name, {"GROUP": 4}, 8192) is plan.method_for(spec.name, None, 2048) is timing.SUSTAINED
     for what, over in cases.items():
         records.upsert(sandbox / "g" / f"{spec.name}.json", [_row(**{**base, **over})], records.BENCH_KEY)
         problems = [p for p in plan.unsustained(sandbox) if "not timed in a sustained race" in p]
         assert bool(problems) == (not what.startswith("sustained")), what
+        assert what != "2 s turns" or "8 s timed a side" in problems[0]
     records.upsert(sandbox / "g" / "naive.json", [_row(m=8192, n=8192, k=8192, method="short")], records.BENCH_KEY)
     assert not [p for p in plan.unsustained(sandbox) if "naive" in p and "sustained" in p]
 
