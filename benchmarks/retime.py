@@ -18,10 +18,9 @@ import sys
 import time
 import warnings
 
-from gemm_lab import catalog, device, folders, int8, plan, records, run, timing
+from gemm_lab import catalog, device, folders, int8, plan, records, run, tables, timing
 
 WARM_S, LEAD_S, BLOCK_S, BLOCKS = 1.5, 0.5, 2.0, 10  # 5 blocks a side: with 3, repeated runs on the H100 moved by up to 1.8 points
-AGREE = 2.0  # points of cuBLAS's speed within which a re-timing confirms the record (issue 38)
 CASES = [*plan.KEY_SHARES, ("pipelined_warp_tiling", 8192)]
 
 
@@ -93,18 +92,19 @@ def main(cases: list[tuple[str, int]]) -> None:
                      "lead_s": LEAD_S, "warm_s": WARM_S})
         print(f"{kernel:24s} {size}: {pct:6.1f} % in blocks ({min(pairs):.1f}-{max(pairs):.1f}, "
               f"{time.time() - started:.0f} s)", flush=True)
-        records.upsert(records.gpu_dir(gpu) / "retime.json", rows[-1:], ("kernel", "params", "m"))
+        records.upsert(records.gpu_dir(gpu) / f"{records.RETIME}.json", rows[-1:], ("kernel", "params", "m"))
 
 
 def report() -> int:
-    """Each GPU's stored re-timings beside the shares its records hold now; 1 where one is off by more than AGREE."""
+    """Each GPU's stored re-timings beside the shares its records hold now; 1 where one is more than
+    tables.RETIME_AGREE apart."""
     off = 0
-    for path in sorted(folders.RECORDS_DIR.glob("*/retime.json")):
+    for path in sorted(folders.RECORDS_DIR.glob(f"*/{records.RETIME}.json")):
         print(path.parent.name)
         for r in records.read_rows(path):
             x = records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=r["gpu"])
             gap = abs(x.pct_cublas - r["pct_blocks"]) if x else float("nan")
-            off += not gap <= AGREE
+            off += not gap <= tables.RETIME_AGREE
             spread = f"{min(r['pairs_pct']):.1f}-{max(r['pairs_pct']):.1f}, " if "pairs_pct" in r else ""
             print(f"  {r['kernel']:24s} {r['m']}: {r['pct_blocks']:6.1f} % in blocks ({spread}{r['recorded_at'][:10]}), "
                   f"{x.pct_cublas if x else float('nan'):6.1f} % recorded ({x.method if x else 'none'}"

@@ -126,6 +126,7 @@ class Measurement:
 
 LATENCY = "widget_latency"  # records/<gpu>/widget_latency.json: seconds per live tile-explorer move
 LATENCY_REQUIRED = {"kernel": str, "open_s": float, "cold_s": list, "warm_s": list, "recorded_at": str}
+RETIME = "retime"  # records/<gpu>/retime.json: benchmarks/retime.py's blocks, beside the key shares' races
 
 SANITIZER = "sanitizer"  # records/<gpu>/sanitizer.json
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

@@ -314,6 +314,52 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
                  "joules NVML's energy counter gave its timed turns; " + provenance(ms))
 
 
+RETIME_AGREE = 2.0  # points of cuBLAS's speed within which an outside re-timing confirms a record (issue 38)
+
+
+@dataclass(frozen=True)
+class Retimed:
+    """The key shares beside an outside re-timing of them (`retimed`): the table, and the rows more than AGREE apart."""
+
+    table: Table
+    apart: tuple[str, ...]  # "int8_wgmma_ws at 4,096 (3.0 points)"
+    agree: float
+    gpu: str
+
+
+def retimed(gpu: str | None = None) -> Retimed:
+    """Each key share's race (CUDA events around every launch, turns of 1 s) beside benchmarks/retime.py's blocks
+    (2 s of back-to-back launches under one pair of events) from records/<gpu>/retime.json: the replay GPU's where it
+    has them, else the default replay GPU's. Two harnesses that agree confirm the number; where they do not, the
+    page says by how much."""
+    from . import device, records
+
+    name = gpu or device.replay_gpu()
+    rows = records.read_kind(records.RETIME, name)
+    if not rows:
+        rows = records.read_kind(records.RETIME, name := device.DEFAULT_REPLAY_GPU)
+    if not rows:
+        raise LookupError(f"no {records.RETIME}.json recorded on {name}: run `python benchmarks/retime.py` on a GPU")
+    cells, apart, races = [], [], []
+    for r in rows:
+        x = records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=r["gpu"])
+        if x is None:
+            continue
+        races.append(x)
+        pairs = r.get("pairs_pct") or [r["pct_blocks"]]
+        gap = x.pct_cublas - r["pct_blocks"]
+        if abs(gap) > RETIME_AGREE:
+            apart.append(f"{x.kernel} at {x.m:,} ({abs(gap):.1f} points)")
+        spread = x.pct_range
+        cells.append((x.kernel, f"{x.m:,}", f"{x.pct_cublas:.1f}% ({spread[0]:.1f}–{spread[1]:.1f})" if spread
+                      else f"{x.pct_cublas:.1f}%", f"{r['pct_blocks']:.1f}% ({min(pairs):.1f}–{max(pairs):.1f})",
+                      f"{gap:+.1f}"))
+    table = Table(("kernel", "size", "race (rounds)", "blocks (pairs)", "points apart"), tuple(cells),
+                  f"% of the cuBLAS each kernel replaces; race: the record the pages quote; blocks: "
+                  f"benchmarks/retime.py, re-timed {min(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
+    return Retimed(table, tuple(apart), RETIME_AGREE, name)
+
+
 MEASURING_CHAPTER = "ch00_measuring"  # the chapter with no kernel of its own: it times cuBLAS and the ceilings
 
 

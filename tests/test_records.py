@@ -324,3 +324,26 @@ def test_the_clock_after_a_switch_comes_from_settle_json_else_the_default_gpus(s
     assert power.switch_offset() == (pytest.approx(19.4), device.DEFAULT_REPLAY_GPU)  # 130 starts at 50 ms
     assert power.switch_offset(within_ms=25.0)[0] == pytest.approx(19.4)
     assert power.switch_offset(gpu="Other GPU")[1] == device.DEFAULT_REPLAY_GPU
+
+
+def test_the_outside_re_timing_sits_beside_each_key_share_and_names_those_apart(sandbox):
+    """The scoreboard sets benchmarks/retime.py's blocks beside the races the pages quote: a row more than
+    tables.RETIME_AGREE points from its race is named with its gap; a GPU without a retime.json reads the default replay
+    GPU's; none at all is a clear error."""
+    from gemm_lab import tables
+
+    with pytest.raises(LookupError, match="benchmarks/retime.py"):
+        tables.retimed()
+    gpu = device.DEFAULT_REPLAY_GPU
+    spec = catalog.get("wgmma_ws_tf32")
+    for size, pct in ((4096, 96.0), (8192, 95.0)):
+        records.save([records.Measurement.from_row(_row(
+            spec.name, params=spec.full_params(), m=size, n=size, k=size, precision="tf32", gpu=gpu,
+            rounds_pct=[pct - 1, pct, pct + 1], gflops=pct, cublas_gflops=100.0))])
+    blocks = [{"kernel": spec.name, "params": spec.full_params(), "m": size, "n": size, "k": size, "gpu": gpu,
+               "pct_blocks": pct, "pairs_pct": [pct - 0.2, pct + 0.2], "recorded_at": "2026-11-27T09:00:00+00:00"}
+              for size, pct in ((4096, 95.5), (8192, 97.5))]
+    records.upsert(folders.gpu_folder(gpu) / f"{records.RETIME}.json", blocks, ("kernel", "params", "m"))
+    check = tables.retimed(gpu="Other GPU")
+    assert check.gpu == gpu and check.apart == ("wgmma_ws_tf32 at 8,192 (2.5 points)",)
+    assert [r[-1] for r in check.table.rows] == ["+0.5", "-2.5"] and "95.0% (94.0–96.0)" in check.table.rows[1]
