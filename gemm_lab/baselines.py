@@ -23,8 +23,8 @@ KEY = ("way", "m", "n", "k")
 REPEATS = 7  # medians of host-timed ways, each launch synchronised (slow ways: fewer runs than timing.MIN_RUNS)
 
 WAYS: dict[str, str] = {
-    "book": "a sustained race (timing.cublas): CUDA events around each launch, the median of all, inputs rotated out "
-            "of L2 (this book)",
+    "book": "a sustained race (timing.cublas): CUDA events around each turn of back-to-back launches, the median of "
+            "the turns' time per launch, inputs rotated out of L2 (this book)",
     "one_warm_call": "one call after a warm-up, CUDA events, inputs already in L2",
     "host_clock": "host clock around each call plus a synchronize, median",
     "first_call": "the first cuBLAS call of a fresh process, CUDA events (library set-up included)",

@@ -91,9 +91,8 @@ def _record(args: argparse.Namespace) -> int:
         hardware.save_ceilings(hardware.ceilings())
         records.save(timing.cublas(size, math) for size in (*plan.SIZES, plan.ODD_SHAPE)
                      for math in plan.CUBLAS_PRECISIONS
-                     if args.fresh or getattr(records.lookup_or_none(records.CUBLAS_KERNELS[math], {},
-                                                                     *timing.shape_of(size), gpu=device.gpu().name),
-                                              "method", "") != "sustained")
+                     if args.fresh or not _timed_today(records.lookup_or_none(
+                         records.CUBLAS_KERNELS[math], {}, *timing.shape_of(size), gpu=device.gpu().name)))
     gpu = device.gpu().name
     if "memory" in parts:
         memory.save(memory.measure())
@@ -173,6 +172,11 @@ def _recorded(name: str, params: dict | None, size: int | tuple[int, int, int], 
         return False
     held = plan.quotable(x) if spec.precision != "fp32" else timing.SUSTAINED.holds(x)
     return x.build_sha256 == spec.build_sha256() and (held or not sustained)
+
+
+def _timed_today(x: records.Measurement | None) -> bool:
+    """Is this record of cuBLAS alone from today's sustained race (its turns each under one pair of events)?"""
+    return x is not None and x.method == timing.SUSTAINED.name and x.timed_per == timing.TIMED_PER
 
 
 def _of_chapters(cases: list[tuple], chapters: list[str] | None) -> list[tuple]:

@@ -328,7 +328,7 @@ class Retimed:
 
 
 def retimed(gpu: str | None = None) -> Retimed:
-    """Each key share's race (CUDA events around every launch, turns of 1 s) beside benchmarks/retime.py's blocks
+    """Each key share's race (CUDA events around each turn of 1 s) beside benchmarks/retime.py's blocks
     (2 s of back-to-back launches under one pair of events) from records/<gpu>/retime.json: the replay GPU's where it
     has them, else the default replay GPU's. Two harnesses that agree confirm the number; where they do not, the
     page says by how much."""

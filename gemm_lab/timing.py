@@ -1,7 +1,9 @@
 """Time a kernel beside cuBLAS, in the same process, on inputs that do not fit in L2.
 
-Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses CUDA events
-around every launch after a warm-up. The kernel and cuBLAS take turns, in rounds ordered kernel-cuBLAS, cuBLAS-kernel,
+Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses a pair of CUDA
+events around each turn of back-to-back launches, after a warm-up (none between launches: an event there keeps a
+launch from starting under the previous one's tail, which cuBLAS uses and our kernels barely do, and so flatters
+ours where launches are short). The kernel and cuBLAS take turns, in rounds ordered kernel-cuBLAS, cuBLAS-kernel,
 ..., after an untimed lead-in of each: an H100 at its 700 W cap runs its clock by power and temperature, which drift
 over seconds, and taking turns in mirrored order puts both sides under the same drift instead of giving one a cooler
 GPU. How long each part lasts is the race's `Method`:
@@ -14,7 +16,8 @@ GPU. How long each part lasts is the race's `Method`:
   first runs SUSTAINED.turn_settle_ms untimed: the cap's clock takes that long to leave the other side's level;
 - SHORT, where seconds matter more (sweeps, explorers, an exercise's check): one untimed turn, 4 rounds of 50 ms. Its
   records say so (`Measurement.method`), and no page quotes one as a headline.
-Each side's number is the median of all its launches (at least MIN_RUNS). The record keeps the kernel's share of
+Each side's number is the median of its turns' time per launch (at least MIN_RUNS launches in all; records say so:
+`Measurement.timed_per`). The record keeps the kernel's share of
 cuBLAS in each round, so its spread shows; the headline share of a tensor-core kernel is the median of the rounds'.
 NVML is read while each side's launches run: the SM clock, and the joules from the driver's energy counter, so the
 record holds each side's timed milliseconds, joules per launch and mean power (`device.Telemetry`). The cuBLAS beside
@@ -45,6 +48,7 @@ MAX_SETTLE_LAUNCHES = 4000
 # (H100, kernel 14 at 8192: cuBLAS's eight turns came to 1,778 ms of the 2,000 asked); where that is not enough, `race`
 # adds rounds.
 TURN_HEADROOM = 1.1
+TIMED_PER = "turn"  # what one pair of CUDA events brackets in a race (`Measurement.timed_per`)
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,10 @@ class Method:
         return replace(self, settle_ms=min(self.settle_ms, FFMA_SETTLE_MS), turn_settle_ms=0.0)
 
     def holds(self, x: Measurement) -> bool:
-        """Was `x` timed by this method, with at least its settles (older records of the same name may lack them)?"""
-        return x.method == self.name and x.turn_settle_ms >= self.for_precision(x.precision).turn_settle_ms
+        """Was `x` timed by this method as it times today: with at least its settles, and each turn under one pair of
+        events (older records of the same name may lack either)?"""
+        return (x.method == self.name and x.timed_per == TIMED_PER
+                and x.turn_settle_ms >= self.for_precision(x.precision).turn_settle_ms)
 
 
 # On the H100 at its cap, a side timed right after the other side's turn ran up to 19 % off its own settled launch time
@@ -170,7 +176,8 @@ def measurement(spec: KernelSpec | Probe | None, precision: str, params: dict[st
         time_ms=mine.ms, cublas_time_ms=theirs.ms, runs=mine.runs, peak_gflops=gpu.peak_gflops,
         versions=records.versions(gpu),
         telemetry=mine.telemetry, cublas_telemetry=theirs.telemetry if rounds else {}, rounds_pct=rounds,
-        method=method.name, turn_settle_ms=0.0 if mine is theirs else method.turn_settle_ms, details=details or {},
+        method=method.name, turn_settle_ms=0.0 if mine is theirs else method.turn_settle_ms, timed_per=TIMED_PER,
+        details=details or {},
     )
 
 
@@ -212,8 +219,8 @@ def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
 
 @dataclass(frozen=True)
 class Timed:
-    """One side of a race: the median of all its timed launches, how many there were, the median of each of its
-    turns (in the order they ran) and NVML's readings while they ran (`device.Telemetry`, with the side's timed
+    """One side of a race: the median of its turns' milliseconds per launch, how many launches were timed, each
+    turn's milliseconds per launch (in the order they ran) and NVML's readings while they ran (`device.Telemetry`, with the side's timed
     milliseconds, joules per launch and mean power where the energy counter was read)."""
 
     ms: float
@@ -240,7 +247,7 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
     # turns are sized from the lead-in's last launches, at the clock the cap settled on, not from the warm-up's
     settled = [_settled_ms(lead) for lead in leads]
     per_turn = [method.per_turn(ms, runs) for ms in settled]
-    turns: list[tuple[int, list[tuple[Any, Any]]]] = []
+    turns: list[tuple[int, Any, Any, int]] = []  # side, start and end events, launches
     last = 0  # the lead-ins ended with side 0's
 
     def queue_round(r: int, launches: list[int]) -> None:
@@ -249,17 +256,24 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
             if side != last:  # untimed, at the clock the other side left, until this side's own has settled
                 _run(sides[side], method.turn_lead(settled[side]))
             last = side
-            # the turn is a phase of the telemetry while it is queued: it has started once its first launch is queued
-            # and that launch has begun (an event never recorded reads as done), ended once all are and the last has
-            events, queued = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(launches[side])], []
-            seen.phase(str(side), lambda e=events, q=queued: bool(q) and e[0][0].done,
-                       lambda e=events, q=queued: len(q) == 2 and e[-1][1].done)
-            turns.append((side, _queue(sides[side], events, first=lambda q=queued: q.append(True))))
+            # one pair of events around the turn's launches, none between them: an event between two launches keeps
+            # the second from starting under the first's tail, which costs cuBLAS more than our kernels (kernel 15 at
+            # 4096 on the H100: 95.6-96.2 % of cuBLAS INT8 without events between launches, 97.9-100.0 % with).
+            # The turn is a phase of the telemetry while it is queued: started once its start event is queued and
+            # the GPU has reached it, ended once all its launches are queued and its end event is reached.
+            start, end, queued = cupy.cuda.Event(), cupy.cuda.Event(), []
+            seen.phase(str(side), lambda s=start, q=queued: bool(q) and s.done,
+                       lambda e=end, q=queued: len(q) == 2 and e.done)
+            start.record()
             queued.append(True)
+            _run(sides[side], launches[side])
+            end.record()
+            queued.append(True)
+            turns.append((side, start, end, launches[side]))
 
-    def spans(side: int) -> tuple[float, int]:  # a side's timed milliseconds so far, and its launches
-        mine = [events for who, events in turns if who == side]
-        return sum(cupy.cuda.get_elapsed_time(e[0][0], e[-1][1]) for e in mine), sum(map(len, mine))
+    def spans(side: int) -> tuple[list[float], list[int]]:  # each of a side's turns so far: milliseconds, launches
+        mine = [(cupy.cuda.get_elapsed_time(s, e), n) for who, s, e, n in turns if who == side]
+        return [ms for ms, _ in mine], [n for _, n in mine]
 
     for r in range(method.rounds):
         queue_round(r, per_turn)
@@ -267,8 +281,8 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
     # reach turn_ms has less than side_ms timed, a further mirrored pair of rounds, of equal time a side, makes it up
     rounds = method.rounds
     while method.side_ms > 0 and not all(method.capped(ms) for ms in settled):
-        turns[-1][1][-1][1].synchronize()
-        timed = [spans(side) for side in range(len(sides))]
+        turns[-1][2].synchronize()
+        timed = [(sum(ms), sum(n)) for ms, n in map(spans, range(len(sides)))]
         short = max(method.side_ms - ms for (ms, _), each in zip(timed, settled) if not method.capped(each))
         if short <= 0:
             break
@@ -277,14 +291,13 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
             queue_round(r, extra)
         rounds += 2
     telemetry = seen.finish()
-    turns[-1][1][-1][1].synchronize()
+    turns[-1][2].synchronize()
     out = []
     for side in range(len(sides)):
-        times = [[cupy.cuda.get_elapsed_time(s, e) for s, e in events] for who, events in turns if who == side]
-        timed_ms, launches = spans(side)
-        out.append(Timed(ms=statistics.median(t for turn in times for t in turn), runs=launches,
-                         turns_ms=[statistics.median(turn) for turn in times],
-                         telemetry=energy_fields(telemetry[str(side)], timed_ms, launches)))
+        spent, launches = spans(side)
+        each = [ms / n for ms, n in zip(spent, launches)]
+        out.append(Timed(ms=statistics.median(each), runs=sum(launches), turns_ms=each,
+                         telemetry=energy_fields(telemetry[str(side)], sum(spent), sum(launches))))
     return out
 
 

@@ -137,10 +137,12 @@ def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, mo
     monkeypatch.setattr(run, "launcher", launching(log))
     x = timing.bench("naive", 16)
     turns = 2 * ROUNDS  # the kernel's and cuBLAS's, each a phase of the telemetry
-    assert x.telemetry == x.cublas_telemetry == dict(TELEMETRY, samples=turns, timed_ms=ROUNDS * 0.5) and x.time_ms == 0.5 and x.gflops > 0
+    per_turn = timing.MIN_RUNS // ROUNDS  # each turn's events span 0.5 ms in the stand-in, over its launches
+    assert x.telemetry == x.cublas_telemetry == dict(TELEMETRY, samples=turns, timed_ms=ROUNDS * 0.5)
+    assert x.time_ms == 0.5 / per_turn and x.gflops > 0
     last_launch = max(i for i, what in enumerate(log) if what.startswith(("kernel", "cublas")))
     assert last_launch < log.index("telemetry") < log.index("sync", last_launch)  # while the launches are queued
-    per_turn = timing.MIN_RUNS // ROUNDS  # the verification, warm-up, untimed turn, then the timed turns:
+    # the verification, warm-up, untimed turn, then the timed turns:
     assert log.count("kernel") == 1 + 2 * timing.WARMUP + per_turn + timing.MIN_RUNS and x.runs == timing.MIN_RUNS
     assert x.rounds_pct == [100.0] * ROUNDS
 
@@ -166,22 +168,43 @@ def test_kernel_and_cublas_take_turns_in_mirrored_order(log, monkeypatch):
 
 
 def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
-    """Turn medians of 1.0 ms (kernel) against cuBLAS's 0.9, 1.1, 1.0, 1.2 ms: 90, 110, 100, 120 % per round."""
+    """Kernel launches of 1.0 ms against cuBLAS's 0.9, 1.1, 1.0, 1.2 ms in its four turns: 90, 110, 100, 120 % per
+    round; each side's time is the median of its turns' time per launch."""
     monkeypatch.setattr(run, "launcher", launching(log))
-    times = iter([0.5] * 4 + [1.0] * 20 + [5.0] * 4 + [0.9] * 5 + [1.1] * 5 + [1.0] * 5 + [1.2] * 5 + [5.0] * 4)
-    # the warm-ups, each side's settled launch (the last of its lead-in), then by side: each turn's launches, then
-    # each turn's span (first start to last end)
-    monkeypatch.setattr(sys.modules["cupy"].cuda, "get_elapsed_time", lambda start, end: next(times))
+    before = 2 * timing.WARMUP + timing.MIN_RUNS // ROUNDS  # cuBLAS's warm-up and lead-in, at 1.0 ms
+    clocked(log, monkeypatch, {"kernel": lambda n: 1.0,
+                               "cublas": lambda n: 1.0 if n < before else (0.9, 1.1, 1.0, 1.2)[(n - before) // 5]})
     x = timing.bench("naive", 16)
     assert x.rounds_pct == pytest.approx([90.0, 110.0, 100.0, 120.0])
-    assert x.time_ms == 1.0 and x.cublas_time_ms == pytest.approx(1.05)  # medians over all of each side's launches
+    assert x.time_ms == pytest.approx(1.0) and x.cublas_time_ms == pytest.approx(1.05)
+
+
+def test_a_turn_is_timed_by_one_pair_of_events_around_its_launches(log, monkeypatch):
+    """No event between two timed launches: it would keep the second from starting under the first's tail, which
+    costs cuBLAS more than our kernels. The untimed lead-in's launches each have events (they size the turns)."""
+    monkeypatch.setattr(run, "launcher", launching(log))
+    timing.bench("naive", 16)
+    per_turn = timing.MIN_RUNS // ROUNDS
+    order = ["kernel", "cublas", "cublas", "kernel"] * (ROUNDS // 2)
+    timed = [w for w in log if w in ("record", "kernel", "cublas")][-len(order) * (per_turn + 2):]
+    assert timed == [w for who in order for w in ["record", *[who] * per_turn, "record"]]
+    lead_in = [w for w in log if w in ("record", "kernel", "cublas")][-len(order) * (per_turn + 2) - 3:][:3]
+    assert lead_in == ["record", "kernel", "record"]  # the lead-in's last launch, bracketed
 
 
 def clocked(log, monkeypatch, ms):
-    """CUDA events that read a clock advancing `ms` for each launch that reached the stand-in GPU."""
+    """CUDA events that read a clock advancing `ms` for each launch that reached the stand-in GPU, or, given a dict,
+    ms[kind](n) for the nth launch of that kind."""
+    def duration(kind, n):
+        return ms[kind](n) if isinstance(ms, dict) else ms
+
     class Event:
         def record(self):
-            self.at = ms * sum(what not in ("sync", "telemetry") for what in log)
+            seen, self.at = {}, 0.0
+            for what in log:
+                if what not in ("sync", "telemetry", "record"):
+                    self.at += duration(what, seen.get(what, 0))
+                    seen[what] = seen.get(what, 0) + 1
 
         def synchronize(self):
             log.append("sync")
@@ -261,11 +284,13 @@ def test_a_turn_that_follows_the_other_sides_first_settles_untimed(log, monkeypa
 
 
 def test_only_a_race_with_todays_settles_holds_as_sustained():
-    """A tensor-core record from before turns settled (turn_settle_ms 0) is not today's sustained race; an FP32 one
-    is, since FP32 races take no turn settle."""
-    x = SimpleNamespace(method="sustained", precision="tf32", turn_settle_ms=0.0)
+    """A tensor-core record from before turns settled (turn_settle_ms 0), or from before each turn was timed under one
+    pair of events (timed_per "launch"), is not today's sustained race; an FP32 one needs no turn settle."""
+    x = SimpleNamespace(method="sustained", precision="tf32", turn_settle_ms=0.0, timed_per=timing.TIMED_PER)
     assert not timing.SUSTAINED.holds(x)
-    assert timing.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "turn_settle_ms": timing.SUSTAINED.turn_settle_ms}))
+    today = SimpleNamespace(**{**vars(x), "turn_settle_ms": timing.SUSTAINED.turn_settle_ms})
+    assert timing.SUSTAINED.holds(today)
+    assert not timing.SUSTAINED.holds(SimpleNamespace(**{**vars(today), "timed_per": "launch"}))
     assert timing.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "precision": "fp32"}))
     assert not timing.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "precision": "fp32", "method": "short"}))
 

@@ -283,21 +283,23 @@ def test_a_tensor_core_headline_is_the_median_of_its_rounds():
 
 def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
     """kernel 14 at its defaults at 8192 is a key share (`plan.KEY_SHARES`, raced in 1 s turns): a row of it from a
-    short race, from a sustained race whose turns did not settle (recorded before they did), without each side's
-    joules, or with less than 8 s of timed GPU time on a side (2 s turns too) is a problem; a row with them is not, nor
-    one whose short side is so brief that its turns stop at max_turn_launches; an FP32 row is held to nothing here."""
+    short race, from a sustained race whose turns did not settle or were not each timed under one pair of events
+    (recorded before they were), without each side's joules, or with less than 8 s of timed GPU time on a side (2 s
+    turns too) is a problem; a row with them is not, nor one whose short side is so brief that its turns stop at
+    max_turn_launches; an FP32 row is held to nothing here."""
     spec = catalog.get("wgmma_ws_tf32")
     side = {"sm_clock_mhz": 1500.0, "timed_ms": 8400.0, "energy_j": 2.3, "mean_power_w": 690.0}
     base = dict(kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
                 params=spec.full_params(), m=8192, n=8192, k=8192, precision="tf32", time_ms=3.3, cublas_time_ms=3.2)
     settles = timing.SUSTAINED.turn_settle_ms
-    sustained = dict(method="sustained", turn_settle_ms=settles)
+    sustained = dict(method="sustained", turn_settle_ms=settles, timed_per=timing.TIMED_PER)
     cases = {"short": dict(method="short", telemetry=side, cublas_telemetry=side),
              "no joules": dict(sustained, telemetry={"timed_ms": 8400.0}, cublas_telemetry=side),
              "too brief": dict(sustained, telemetry={**side, "timed_ms": 400.0}, cublas_telemetry=side),
              "2 s turns": dict(sustained, telemetry={**side, "timed_ms": 2400.0}, cublas_telemetry=side),
              "cuBLAS too brief": dict(sustained, telemetry=side, cublas_telemetry={**side, "timed_ms": 7990.0}),
-             "turns unsettled": dict(method="sustained", turn_settle_ms=0.0, telemetry=side, cublas_telemetry=side),
+             "turns unsettled": dict(sustained, turn_settle_ms=0.0, telemetry=side, cublas_telemetry=side),
+             "events around each launch": dict(sustained, timed_per="launch", telemetry=side, cublas_telemetry=side),
              "sustained": dict(sustained, telemetry=side, cublas_telemetry=side),
              "sustained, small work": dict(sustained, time_ms=0.05, telemetry={**side, "timed_ms": 400.0},
                                            cublas_telemetry=side)}
