@@ -20,7 +20,8 @@ import warnings
 
 from gemm_lab import catalog, device, folders, int8, plan, records, run, tables, timing
 
-WARM_S, LEAD_S, BLOCK_S, BLOCKS = 1.5, 0.5, 2.0, 10  # 5 blocks a side: with 3, repeated runs on the H100 moved by up to 1.8 points
+# 5 blocks a side: with 3, repeated runs on the H100 moved by up to 1.8 points
+WARM_S, LEAD_S, BLOCK_S, BLOCKS = 1.5, 0.5, 2.0, 10
 CASES = [*plan.KEY_SHARES, ("pipelined_warp_tiling", 8192)]
 
 

@@ -319,7 +319,8 @@ RETIME_AGREE = 2.0  # points of cuBLAS's speed within which an outside re-timing
 
 @dataclass(frozen=True)
 class Retimed:
-    """The key shares beside an outside re-timing of them (`retimed`): the table, and the rows more than AGREE apart."""
+    """The key shares beside an outside re-timing of them (`retimed`): the table, and the rows more than RETIME_AGREE
+    apart."""
 
     table: Table
     apart: tuple[str, ...]  # "int8_wgmma_ws at 4,096 (3.0 points)"

@@ -109,8 +109,8 @@ SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0, turn_
 # The key shares (`plan.KEY_SHARES`: the intro, README and scoreboard lead with them) take turns of 1 s: in 250 ms turns
 # a race's rounds spread over up to 7 points and its median moved by up to 2 between runs (H100, Ozaki at 4096: 204.0
 # and 206.1 % an hour apart), where 1 s turns kept them within 1.5 points (2026-11-27). None of them is small work, so
-# every side fills its 8 s (kernel 15 at 4096, 0.14 ms a launch, takes about 7,000 a turn).
-LONG_TURNS = replace(SUSTAINED, turn_ms=1000.0, max_turn_launches=10 * MAX_TURN_LAUNCHES)
+# every side fills its 8 s (kernel 15 at 4096, 0.11 ms a launch, takes about 10,000 a turn).
+LONG_TURNS = replace(SUSTAINED, turn_ms=1000.0, max_turn_launches=20 * MAX_TURN_LAUNCHES)
 SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
 FFMA_SETTLE_MS = 300.0
 # A kernel's precision -> the math of the cuBLAS it is timed beside: 3xTF32 is meant to replace FP32 SGEMM.
