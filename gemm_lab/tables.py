@@ -333,14 +333,9 @@ def retimed(gpu: str | None = None) -> Retimed:
     (2 s of back-to-back launches under one pair of events) from records/<gpu>/retime.json: the replay GPU's where it
     has them, else the default replay GPU's. Two harnesses that agree confirm the number; where they do not, the
     page says by how much."""
-    from . import device, records
+    from . import records
 
-    name = gpu or device.replay_gpu()
-    rows = records.read_kind(records.RETIME, name)
-    if not rows:
-        rows = records.read_kind(records.RETIME, name := device.DEFAULT_REPLAY_GPU)
-    if not rows:
-        raise LookupError(f"no {records.RETIME}.json recorded on {name}: run `python benchmarks/retime.py` on a GPU")
+    rows, name = records.read_kind_or_default(records.RETIME, gpu, "benchmarks/retime.py")
     cells, apart, races = [], [], []
     for r in rows:
         x = records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=r["gpu"])
