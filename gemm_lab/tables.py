@@ -350,9 +350,9 @@ def retimed(gpu: str | None = None) -> Retimed:
         cells.append((x.kernel, f"{x.m:,}", f"{x.pct_cublas:.1f}% ({spread[0]:.1f}–{spread[1]:.1f})" if spread
                       else f"{x.pct_cublas:.1f}%", f"{r['pct_blocks']:.1f}% ({min(pairs):.1f}–{max(pairs):.1f})",
                       f"{gap:+.1f}"))
-    table = Table(("kernel", "size", "race (rounds)", "blocks (pairs)", "points apart"), tuple(cells),
-                  f"% of the cuBLAS each kernel replaces; race: the record the pages quote; blocks: "
-                  f"benchmarks/retime.py, re-timed {min(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
+    table = Table(("kernel", "size", "race (rounds)", "re-timed (pairs of runs)", "points apart"), tuple(cells),
+                  f"% of the cuBLAS each kernel replaces; race: the record the pages quote; re-timed: "
+                  f"benchmarks/retime.py, {min(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
     return Retimed(table, tuple(apart), RETIME_AGREE, name)
 
 
