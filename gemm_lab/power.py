@@ -31,10 +31,7 @@ def switch_offset(within_ms: float = 50.0, gpu: str | None = None) -> tuple[floa
     """How far, in %, a side's launches ran from its own settled time in the first `within_ms` after the other side's
     turn (the most over the cases and blocks of benchmarks/settle.py, records/<gpu>/settle.json), and on which GPU:
     the replay GPU's where it has them, else the default replay GPU's. Why a sustained turn settles first."""
-    name = gpu or device.replay_gpu()
-    rows = records.read_kind(SETTLE, name) or records.read_kind(SETTLE, name := device.DEFAULT_REPLAY_GPU)
-    if not rows:
-        raise LookupError(f"no {SETTLE}.json recorded on {name}: run `python benchmarks/settle.py` on a GPU")
+    rows, name = records.read_kind_or_default(SETTLE, gpu, "benchmarks/settle.py")
     off = 0.0
     for r in rows:
         early = sum(1 for w in r["windows_ms"] if w < within_ms)

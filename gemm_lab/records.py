@@ -395,6 +395,16 @@ def read_kind(kind: str, gpu: str | None = None) -> list[dict[str, Any]]:
     return read_rows(path) if path.exists() else []
 
 
+def read_kind_or_default(kind: str, gpu: str | None, benchmark: str) -> tuple[list[dict[str, Any]], str]:
+    """Rows of a benchmark's `kind`.json and whose they are: `gpu`'s (default: the replay GPU's) where it has them,
+    else the default replay GPU's; a LookupError naming `benchmark` where neither has."""
+    name = gpu or device.replay_gpu()
+    rows = read_kind(kind, name) or read_kind(kind, name := device.DEFAULT_REPLAY_GPU)
+    if not rows:
+        raise LookupError(f"no {kind}.json recorded on {name}: run `python {benchmark}` on a GPU")
+    return rows, name
+
+
 def save_latency(rows: Iterable[dict[str, Any]]) -> None:
     """Store tile-explorer latencies (benchmarks/widget_latency.py) in their GPU's file, one row per kernel."""
     for row in rows:

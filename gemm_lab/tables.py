@@ -333,14 +333,9 @@ def retimed(gpu: str | None = None) -> Retimed:
     (2 s of back-to-back launches under one pair of events) from records/<gpu>/retime.json: the replay GPU's where it
     has them, else the default replay GPU's. Two harnesses that agree confirm the number; where they do not, the
     page says by how much."""
-    from . import device, records
+    from . import records
 
-    name = gpu or device.replay_gpu()
-    rows = records.read_kind(records.RETIME, name)
-    if not rows:
-        rows = records.read_kind(records.RETIME, name := device.DEFAULT_REPLAY_GPU)
-    if not rows:
-        raise LookupError(f"no {records.RETIME}.json recorded on {name}: run `python benchmarks/retime.py` on a GPU")
+    rows, name = records.read_kind_or_default(records.RETIME, gpu, "benchmarks/retime.py")
     cells, apart, races = [], [], []
     for r in rows:
         x = records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=r["gpu"])
@@ -355,9 +350,9 @@ def retimed(gpu: str | None = None) -> Retimed:
         cells.append((x.kernel, f"{x.m:,}", f"{x.pct_cublas:.1f}% ({spread[0]:.1f}–{spread[1]:.1f})" if spread
                       else f"{x.pct_cublas:.1f}%", f"{r['pct_blocks']:.1f}% ({min(pairs):.1f}–{max(pairs):.1f})",
                       f"{gap:+.1f}"))
-    table = Table(("kernel", "size", "race (rounds)", "blocks (pairs)", "points apart"), tuple(cells),
-                  f"% of the cuBLAS each kernel replaces; race: the record the pages quote; blocks: "
-                  f"benchmarks/retime.py, re-timed {min(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
+    table = Table(("kernel", "size", "race (rounds)", "re-timed (pairs of runs)", "points apart"), tuple(cells),
+                  f"% of the cuBLAS each kernel replaces; race: the record the pages quote; re-timed: "
+                  f"benchmarks/retime.py, {min(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
     return Retimed(table, tuple(apart), RETIME_AGREE, name)
 
 

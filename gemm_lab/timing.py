@@ -279,7 +279,6 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
         queue_round(r, per_turn)
     # launches can run faster in the rounds than at the lead-in's end that sized the turns: while a side whose turns
     # reach turn_ms has less than side_ms timed, a further mirrored pair of rounds, of equal time a side, makes it up
-    rounds = method.rounds
     while method.side_ms > 0 and not all(method.capped(ms) for ms in settled):
         turns[-1][2].synchronize()
         timed = [(sum(ms), sum(n)) for ms, n in map(spans, range(len(sides)))]
@@ -287,9 +286,9 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
         if short <= 0:
             break
         extra = [min(method.max_turn_launches, _launches_for(short / 2, ms / n)) for ms, n in timed]
-        for r in range(rounds, rounds + 2):
+        done = len(turns) // len(sides)  # rounds so far
+        for r in (done, done + 1):
             queue_round(r, extra)
-        rounds += 2
     telemetry = seen.finish()
     turns[-1][2].synchronize()
     out = []
