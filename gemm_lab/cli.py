@@ -162,16 +162,14 @@ def _runnable(cases: list[tuple]) -> list[tuple]:
 
 def _recorded(name: str, params: dict | None, size: int | tuple[int, int, int], gpu: str,
               sustained: bool = True) -> bool:
-    """Is this case recorded on this GPU from the current kernel source (with its headers), in a race of today's
-    `timing.SUSTAINED` that a page may quote (`plan.quotable`, for tensor-core races), or in any race, without
-    `sustained`?"""
+    """Is this case recorded on this GPU from the current kernel source (with its headers), in a race as
+    `gemm-lab record` times it today (`plan.current`), or in any race, without `sustained`?"""
     spec = catalog.get(name)
     try:
         x = records.lookup(name, spec.full_params(params), *timing.shape_of(size), gpu=gpu)
     except LookupError:
         return False
-    held = plan.quotable(x) if spec.precision != "fp32" else timing.SUSTAINED.holds(x)
-    return x.build_sha256 == spec.build_sha256() and (held or not sustained)
+    return x.build_sha256 == spec.build_sha256() and (plan.current(x) or not sustained)
 
 
 def _timed_today(x: records.Measurement | None) -> bool:

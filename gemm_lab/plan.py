@@ -113,9 +113,9 @@ def claim_cases() -> list[tuple[str, dict[str, int], int]]:
 
 
 def quoted_races() -> list[tuple[str, dict[str, int] | None, int | tuple[int, int, int]]]:
-    """Every race whose share a page, the scoreboard, the intro or the README quotes: the headline cases, the extra
-    cases and the claims page's. `records --check` holds their tensor-core rows to the sustained method."""
-    return headline_cases() + list(EXTRA) + claim_cases()
+    """Every race whose share the chapters, the scoreboard, the intro or the README quotes: the headline and extra
+    cases. (The claims page's races hang on each GPU's sweeps; `gemm-lab record` re-times them as it does these.)"""
+    return headline_cases() + list(EXTRA)
 
 
 # Chapter 8b's error-vs-K figure: M = N = 1024 as K grows, the best FP32 FFMA kernel, the tensor-core kernels, and
@@ -226,17 +226,20 @@ def quotable(x: records.Measurement) -> bool:
     return timing.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
 
 
+def current(x: records.Measurement) -> bool:
+    """Was this race timed as `gemm-lab record` times it today? FP32 races as `timing.SUSTAINED` (they run below the
+    cap); tensor-core, INT8 and emulation races also as `quotable` asks."""
+    return timing.SUSTAINED.holds(x) and (x.precision == "fp32" or quotable(x))
+
+
 def unsustained(root: Path | None = None) -> list[str]:
-    """Tensor-core, INT8 and emulation rows of races the pages quote that were not timed as `timing.SUSTAINED` times
-    today: without the method and its turn settles, each side's timed milliseconds (at least `timing.SUSTAINED.side_ms`
-    where turns are not capped) or the joules per launch of NVML's energy counter. `records --check` reports
-    them beside `records.check`'s problems."""
+    """Rows of races the pages quote (`quoted_races`, and INT8's) that are not `current`: timed before today's
+    sustained race, each turn under one pair of CUDA events and with its turn settles, or, beyond FP32, without each
+    side's timed milliseconds or its joules per launch. `records --check` reports them beside `records.check`'s."""
     quoted = {(int8.PROBE.name, json.dumps(int8.full_params(), sort_keys=True), size, size, size) for size in INT8_SIZES}
-    for name, params, size in headline_cases() + list(EXTRA):  # the claims page's races are FFMA only
-        spec = catalog.KERNELS.get(name)
-        if spec and spec.precision != "fp32":  # FP32 races run below the cap (their records say how they were timed)
-            m, n, k = (size,) * 3 if isinstance(size, int) else size
-            quoted.add((name, json.dumps(spec.full_params(params), sort_keys=True), m, n, k))
+    for name, params, size in quoted_races():
+        if spec := catalog.KERNELS.get(name):
+            quoted.add((name, json.dumps(spec.full_params(params), sort_keys=True), *timing.shape_of(size)))
     problems = []
     for path in sorted((root or folders.RECORDS_DIR).glob("*/*.json")):
         if records.precision_of(path.stem) is None:
@@ -244,10 +247,11 @@ def unsustained(root: Path | None = None) -> list[str]:
         for r in records.read_rows(path):
             if (r["kernel"], json.dumps(r["params"], sort_keys=True), r["m"], r["n"], r["k"]) not in quoted:
                 continue
-            if not quotable(records.Measurement.from_row(r, str(path))):
-                problems.append(f"{path}: {r['kernel']} {r['params']} at {r['m']}x{r['n']}x{r['k']} is quoted by a page "
-                                f"but was not timed in a sustained race with its turn settles, "
-                                f"{method_for(r['kernel'], r['params'], (r['m'], r['n'], r['k'])).side_ms / 1000:g} s "
-                                "timed a side and joules: re-record it with "
-                                "`gemm-lab record`")
+            x = records.Measurement.from_row(r, str(path))
+            if not current(x):
+                beyond = "" if x.precision == "fp32" else (
+                    f", {method_for(x.kernel, x.params, (x.m, x.n, x.k)).side_ms / 1000:g} s timed a side and joules")
+                problems.append(f"{path}: {x.kernel} {x.params} at {x.m}x{x.n}x{x.k} is quoted by a page but was not "
+                                f"timed in today's sustained race (each turn under one pair of CUDA events, with its "
+                                f"turn settles{beyond}): re-record it with `gemm-lab record`")
     return problems

@@ -286,7 +286,7 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
     short race, from a sustained race whose turns did not settle or were not each timed under one pair of events
     (recorded before they were), without each side's joules, or with less than 8 s of timed GPU time on a side (2 s
     turns too) is a problem; a row with them is not, nor one whose short side is so brief that its turns stop at
-    max_turn_launches; an FP32 row is held to nothing here."""
+    max_turn_launches; a quoted FP32 row (it runs below the cap) needs only today's sustained race, turns timed whole."""
     spec = catalog.get("wgmma_ws_tf32")
     side = {"sm_clock_mhz": 1500.0, "timed_ms": 8400.0, "energy_j": 2.3, "mean_power_w": 690.0}
     base = dict(kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
@@ -307,11 +307,15 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
     assert plan.method_for(spec.name, {"GROUP": 4}, 8192) is plan.method_for(spec.name, None, 2048) is timing.SUSTAINED
     for what, over in cases.items():
         records.upsert(sandbox / "g" / f"{spec.name}.json", [_row(**{**base, **over})], records.BENCH_KEY)
-        problems = [p for p in plan.unsustained(sandbox) if "not timed in a sustained race" in p]
+        problems = [p for p in plan.unsustained(sandbox) if "not timed in today's sustained race" in p]
         assert bool(problems) == (not what.startswith("sustained")), what
         assert what != "2 s turns" or "8 s timed a side" in problems[0]
-    records.upsert(sandbox / "g" / "naive.json", [_row(m=8192, n=8192, k=8192, method="short")], records.BENCH_KEY)
-    assert not [p for p in plan.unsustained(sandbox) if "naive" in p and "sustained" in p]
+    for what, over in {"short": dict(method="short"), "events around each launch": dict(sustained, timed_per="launch"),
+                       "sustained, no joules": sustained}.items():
+        records.upsert(sandbox / "g" / "naive.json", [_row(m=8192, n=8192, k=8192, **over)], records.BENCH_KEY)
+        problems = [p for p in plan.unsustained(sandbox) if "naive" in p]
+        assert bool(problems) == (not what.startswith("sustained")), what
+        assert what.startswith("sustained") or "joules" not in problems[0]
 
 
 def test_the_clock_after_a_switch_comes_from_settle_json_else_the_default_gpus(sandbox):
