@@ -226,6 +226,20 @@ def quotable(x: records.Measurement) -> bool:
     return timing.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
 
 
+def quoted_keys() -> set[tuple[str, str, int, int, int]]:
+    """(kernel, full parameters as sorted JSON, M, N, K) of every row the pages quote: `quoted_races` and INT8's."""
+    keys = {(int8.PROBE.name, json.dumps(int8.full_params(), sort_keys=True), size, size, size) for size in INT8_SIZES}
+    for name, params, size in quoted_races():
+        if spec := catalog.KERNELS.get(name):
+            keys.add((name, json.dumps(spec.full_params(params), sort_keys=True), *timing.shape_of(size)))
+    return keys
+
+
+def is_quoted(x: records.Measurement, keys: set[tuple[str, str, int, int, int]] | None = None) -> bool:
+    """Is this row one the pages quote (`quoted_keys`, computed once by a caller that asks often)?"""
+    return (x.kernel, json.dumps(x.params, sort_keys=True), x.m, x.n, x.k) in (keys or quoted_keys())
+
+
 def current(x: records.Measurement) -> bool:
     """Was this race timed as `gemm-lab record` times it today? FP32 races as `timing.SUSTAINED` (they run below the
     cap); tensor-core, INT8 and emulation races also as `quotable` asks."""
@@ -236,19 +250,14 @@ def unsustained(root: Path | None = None) -> list[str]:
     """Rows of races the pages quote (`quoted_races`, and INT8's) that are not `current`: timed before today's
     sustained race, each turn under one pair of CUDA events and with its turn settles, or, beyond FP32, without each
     side's timed milliseconds or its joules per launch. `records --check` reports them beside `records.check`'s."""
-    quoted = {(int8.PROBE.name, json.dumps(int8.full_params(), sort_keys=True), size, size, size) for size in INT8_SIZES}
-    for name, params, size in quoted_races():
-        if spec := catalog.KERNELS.get(name):
-            quoted.add((name, json.dumps(spec.full_params(params), sort_keys=True), *timing.shape_of(size)))
+    quoted = quoted_keys()
     problems = []
     for path in sorted((root or folders.RECORDS_DIR).glob("*/*.json")):
         if records.precision_of(path.stem) is None:
             continue
         for r in records.read_rows(path):
-            if (r["kernel"], json.dumps(r["params"], sort_keys=True), r["m"], r["n"], r["k"]) not in quoted:
-                continue
             x = records.Measurement.from_row(r, str(path))
-            if not current(x):
+            if is_quoted(x, quoted) and not current(x):
                 beyond = "" if x.precision == "fp32" else (
                     f", {method_for(x.kernel, x.params, (x.m, x.n, x.k)).side_ms / 1000:g} s timed a side and joules")
                 problems.append(f"{path}: {x.kernel} {x.params} at {x.m}x{x.n}x{x.k} is quoted by a page but was not "

@@ -1,5 +1,5 @@
 """What `gemm-lab record` measures, on the CPU with a stand-in GPU: the tensor-core kernels with the headline and
-in the error-vs-K figure, cuBLAS in both maths, and a kernel the GPU cannot run skipped with the reason."""
+in the error-vs-K figure (in short races: it plots errors alone), cuBLAS in both maths, and a kernel the GPU cannot run skipped with the reason."""
 from types import SimpleNamespace
 
 import pytest
@@ -12,15 +12,19 @@ PARTS = ["--only", "device", "--only", "headline", "--only", "sweeps", "--only",
 @pytest.fixture
 def recorder(monkeypatch):
     """A live stand-in GPU on which `record` measures nothing: the returned dict collects what it was asked for."""
-    asked = {"cases": [], "cublas": [], "sweeps": []}
+    asked = {"cases": [], "cublas": [], "sweeps": [], "methods": {}}
     monkeypatch.setattr(device, "live", lambda: True)
     monkeypatch.setattr(cli.hardware, "ceilings", lambda: {})
     monkeypatch.setattr(cli.hardware, "save_ceilings", lambda ceilings: None)
     monkeypatch.setattr(records, "save", lambda ms: list(ms))
     monkeypatch.setattr(timing, "cublas", lambda size, math="fp32": asked["cublas"].append((size, math)))
-    monkeypatch.setattr(timing, "bench_all", lambda cases, **kw: asked["cases"].extend(cases))
+    def bench_all(cases, desc="", method=timing.SUSTAINED, **kw):
+        asked["cases"].extend(cases)
+        asked["methods"][desc] = method
+
+    monkeypatch.setattr(timing, "bench_all", bench_all)
     monkeypatch.setattr(sweeps, "sweep", lambda name, size, choices, **kw: asked["sweeps"].append(name))
-    monkeypatch.setattr(cli, "_recorded", lambda *case: False)
+    monkeypatch.setattr(cli, "_recorded", lambda *case, **kw: False)
     monkeypatch.setattr(records, "lookup_or_none", lambda *a, **k: None)  # nothing recorded yet, cuBLAS included
     return asked
 
@@ -42,6 +46,8 @@ def test_on_hopper_everything_is_recorded_with_cublas_in_both_maths(recorder, mo
     assert "skipping" not in capsys.readouterr().out
     cases = recorder["cases"]
     assert all(case in cases for case in plan.headline_cases() + plan.error_vs_k_cases())
+    # the error-vs-K figure plots errors alone, so its races are short; the headline's are sustained
+    assert recorder["methods"]["error vs K"] is timing.SHORT and recorder["methods"]["headline"] is timing.SUSTAINED
     assert recorder["sweeps"] == list(plan.SWEEPS) and {"mma_tf32", "wgmma_tf32"} <= set(plan.SWEEPS)
     shapes = [*plan.SIZES, plan.ODD_SHAPE, *plan.ERROR_VS_K]
     assert recorder["cublas"] == [(s, math) for s in shapes for math in ("fp32", "tf32")]
