@@ -3,7 +3,8 @@
 A "% of cuBLAS" claim is only as good as its cuBLAS time. Each way below times the same C = A @ B
 (row-major float32, cuBLAS with FP32 math) the way some benchmark might, so the page on published
 claims can show how far each moves the baseline. The book's own way is `timing.cublas`: warm-up,
-CUDA events, the median of many launches on inputs rotated out of L2.
+CUDA events around each turn of back-to-back launches, the median of the turns' time per launch, on inputs
+rotated out of L2.
 The first-call ways run in a fresh child process (`python -m gemm_lab.baselines WAY M N K`), since a
 process times its first cuBLAS call only once.
 """

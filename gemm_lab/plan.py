@@ -226,13 +226,16 @@ def quotable(x: records.Measurement) -> bool:
     return timing.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
 
 
+def case_key(name: str, params: dict[str, int] | None, size: int | tuple[int, int, int]) -> tuple[str, str, int, int, int]:
+    """A case as a row's key: kernel, full parameters as sorted JSON, M, N, K."""
+    full = int8.full_params if name == int8.PROBE.name else catalog.get(name).full_params
+    return (name, json.dumps(full(params), sort_keys=True), *timing.shape_of(size))
+
+
 def quoted_keys() -> set[tuple[str, str, int, int, int]]:
-    """(kernel, full parameters as sorted JSON, M, N, K) of every row the pages quote: `quoted_races` and INT8's."""
-    keys = {(int8.PROBE.name, json.dumps(int8.full_params(), sort_keys=True), size, size, size) for size in INT8_SIZES}
-    for name, params, size in quoted_races():
-        if spec := catalog.KERNELS.get(name):
-            keys.add((name, json.dumps(spec.full_params(params), sort_keys=True), *timing.shape_of(size)))
-    return keys
+    """`case_key` of every race the pages quote: `quoted_races` and INT8's."""
+    return {case_key(*c) for c in (*quoted_races(), *((int8.PROBE.name, None, s) for s in INT8_SIZES))
+            if c[0] == int8.PROBE.name or c[0] in catalog.KERNELS}
 
 
 def is_quoted(x: records.Measurement, keys: set[tuple[str, str, int, int, int]] | None = None) -> bool:
@@ -259,8 +262,9 @@ def unsustained(root: Path | None = None) -> list[str]:
             x = records.Measurement.from_row(r, str(path))
             if is_quoted(x, quoted) and not current(x):
                 beyond = "" if x.precision == "fp32" else (
-                    f", {method_for(x.kernel, x.params, (x.m, x.n, x.k)).side_ms / 1000:g} s timed a side and joules")
+                    f", with its turn settles, {method_for(x.kernel, x.params, (x.m, x.n, x.k)).side_ms / 1000:g} s "
+                    "timed a side and joules")
                 problems.append(f"{path}: {x.kernel} {x.params} at {x.m}x{x.n}x{x.k} is quoted by a page but was not "
-                                f"timed in today's sustained race (each turn under one pair of CUDA events, with its "
-                                f"turn settles{beyond}): re-record it with `gemm-lab record`")
+                                f"timed in today's sustained race (each turn under one pair of CUDA events{beyond}): "
+                                "re-record it with `gemm-lab record`")
     return problems

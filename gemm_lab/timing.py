@@ -140,7 +140,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
     if not here:
         return records.lookup(inst.spec.name, inst.params, *inst.shape)
     if runs < MIN_RUNS:
-        raise ValueError(f"runs={runs}: the median needs at least {MIN_RUNS} runs")
+        raise ValueError(f"runs={runs}: a race times at least {MIN_RUNS} launches a side")
     spec, (m, n, k) = inst.spec, inst.shape
     with run.faults(spec, inst.params, inst.shape):
         err = run.check(inst)
@@ -220,8 +220,8 @@ def median_ms(launches: Sequence[Callable[[], Any]], runs: int) -> float:
 @dataclass(frozen=True)
 class Timed:
     """One side of a race: the median of its turns' milliseconds per launch, how many launches were timed, each
-    turn's milliseconds per launch (in the order they ran) and NVML's readings while they ran (`device.Telemetry`, with the side's timed
-    milliseconds, joules per launch and mean power where the energy counter was read)."""
+    turn's milliseconds per launch (in the order they ran) and NVML's readings while they ran (`device.Telemetry`,
+    with the side's timed milliseconds, joules per launch and mean power where the energy counter was read)."""
 
     ms: float
     runs: int
@@ -285,7 +285,8 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
         short = max(method.side_ms - ms for (ms, _), each in zip(timed, settled) if not method.capped(each))
         if short <= 0:
             break
-        extra = [min(method.max_turn_launches, _launches_for(short / 2, ms / n)) for ms, n in timed]
+        # turns no shorter than the rounds', so that each weighs alike in the median
+        extra = [min(method.max_turn_launches, _launches_for(max(short / 2, method.turn_ms), ms / n)) for ms, n in timed]
         done = len(turns) // len(sides)  # rounds so far
         for r in (done, done + 1):
             queue_round(r, extra)
@@ -346,19 +347,16 @@ def _warm_up_ms(launches: Sequence[Callable[[], Any]]) -> float:
     return cupy.cuda.get_elapsed_time(start, end) / WARMUP
 
 
-def _queue(launches: Sequence[Callable[[], Any]], runs: int | list[tuple[Any, Any]],
-           first: Callable[[], None] = lambda: None) -> list[tuple[Any, Any]]:
-    """Queue launches (cycling through `launches`), each between a pair of CUDA events: `runs` of them, or one per
-    pair given; `first` is called once the first launch is queued. Returns before the GPU has run them."""
+def _queue(launches: Sequence[Callable[[], Any]], runs: int) -> list[tuple[Any, Any]]:
+    """Queue `runs` launches (cycling through `launches`), each between a pair of CUDA events. Returns before the GPU
+    has run them."""
     import cupy
 
-    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)] if isinstance(runs, int) else runs
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
     for i, (start, end) in enumerate(events):
         start.record()
         launches[i % len(launches)]()
         end.record()
-        if i == 0:
-            first()
     return events
 
 

@@ -262,6 +262,10 @@ def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log,
                                 ("b", 10 + 10), ("a", 10)]
     assert len(mine.turns_ms) == 6
     log.clear()
+    monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.3)  # turns of 9 launches: 9 ms a side, 1 ms short
+    mine, _ = timing.race([a, b], 4, method)
+    assert runs_of(log)[-1] == ("a", 10) and len(mine.turns_ms) == 6  # the pair's turns as long as the rounds'
+    log.clear()
     method = timing.replace(method, max_turn_launches=4)  # 2.5 ms would take 5 launches of 0.5
     mine, theirs = timing.race([a, b], 4, method)
     assert method.capped(0.5) and mine.runs == theirs.runs == 4 * 4 and mine.telemetry["timed_ms"] == 16 * 0.25
@@ -281,6 +285,44 @@ def test_a_turn_that_follows_the_other_sides_first_settles_untimed(log, monkeypa
     assert log.count("a") == log.count("b") == 2 * timing.WARMUP + 40 + 4 * 10 + 2 * 4
     assert method.for_precision("fp32").turn_settle_ms == 0 and method.for_precision("ozaki") == method
     assert timing.bench("naive", 16, method=method).turn_settle_ms == 0  # FP32: kernel and SGEMM share one clock
+
+
+def test_a_turns_settle_runs_outside_its_events_and_its_telemetry_phase_spans_them(log, monkeypatch):
+    """In a tensor-core race, the untimed launches before a turn that follows the other side's come before the turn's
+    start event; the telemetry's phase for the turn has started (start event reached) and not finished during its
+    launches, and has finished once its end event is reached, so the other side's settle counts for neither."""
+    clocked(log, monkeypatch, 0.25)
+    cuda = sys.modules["cupy"].cuda
+    recorded = cuda.Event.record
+
+    class Event(cuda.Event):  # the stand-in GPU reaches an event as soon as it is recorded
+        done = False
+
+        def record(self):
+            recorded(self)
+            self.done = True
+            log.append("record")
+
+    monkeypatch.setattr(cuda, "Event", Event)
+    phases = []
+    monkeypatch.setattr(device, "Telemetry", lambda: SimpleNamespace(
+        start=lambda: SimpleNamespace(phase=lambda *p: phases.append(p), finish=lambda: {"0": {}, "1": {}})))
+    seen = []  # at each launch: the newest phase's kind, and whether it has started and finished
+
+    def side(name):
+        return [lambda: (log.append(name), seen.append((name, *(
+            (p[0], p[1](), p[2]()) if (p := phases[-1] if phases else None) else (None,)))))]
+
+    method = timing.Method("sustained", settle_ms=0.0, rounds=2, turn_ms=1.0, turn_settle_ms=0.5)
+    monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
+    timing.race([side("a"), side("b")], 4, method)
+    # after the lead-ins (B, then A), rounds A B, B A: B's first turn follows A's, so it settles for 2 launches first
+    tail = "".join("|" if w == "record" else w for w in log if w in ("a", "b", "record"))  # | : an event
+    assert tail.endswith("|aaaa|bb|bbbb||bbbb|aa|aaaa|")
+    kind = {"a": "0", "b": "1"}  # the telemetry's name for each side
+    in_rounds = [s for s in seen if s[1] is not None]  # once the first turn's phase is declared
+    assert [s for s in in_rounds if s[1] != kind[s[0]]] == [("b", "0", True, True)] * 2 + [("a", "1", True, True)] * 2
+    assert all(s[2:] == (True, False) for s in in_rounds if s[1] == kind[s[0]])  # started, not finished, while it runs
 
 
 def test_only_a_race_with_todays_settles_holds_as_sustained():

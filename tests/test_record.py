@@ -12,15 +12,16 @@ PARTS = ["--only", "device", "--only", "headline", "--only", "sweeps", "--only",
 @pytest.fixture
 def recorder(monkeypatch):
     """A live stand-in GPU on which `record` measures nothing: the returned dict collects what it was asked for."""
-    asked = {"cases": [], "cublas": [], "sweeps": [], "methods": {}}
+    asked = {"cases": [], "cublas": [], "sweeps": [], "methods": {}}  # methods: each case's race
     monkeypatch.setattr(device, "live", lambda: True)
     monkeypatch.setattr(cli.hardware, "ceilings", lambda: {})
     monkeypatch.setattr(cli.hardware, "save_ceilings", lambda ceilings: None)
     monkeypatch.setattr(records, "save", lambda ms: list(ms))
     monkeypatch.setattr(timing, "cublas", lambda size, math="fp32": asked["cublas"].append((size, math)))
     def bench_all(cases, desc="", method=timing.SUSTAINED, **kw):
+        cases = list(cases)
         asked["cases"].extend(cases)
-        asked["methods"][desc] = method
+        asked["methods"].update({plan.case_key(*c): method for c in cases})
 
     monkeypatch.setattr(timing, "bench_all", bench_all)
     monkeypatch.setattr(sweeps, "sweep", lambda name, size, choices, **kw: asked["sweeps"].append(name))
@@ -46,8 +47,11 @@ def test_on_hopper_everything_is_recorded_with_cublas_in_both_maths(recorder, mo
     assert "skipping" not in capsys.readouterr().out
     cases = recorder["cases"]
     assert all(case in cases for case in plan.headline_cases() + plan.error_vs_k_cases())
-    # the error-vs-K figure plots errors alone, so its races are short; the headline's are sustained
-    assert recorder["methods"]["error vs K"] is timing.SHORT and recorder["methods"]["headline"] is timing.SUSTAINED
+    # the error-vs-K figure plots errors alone, so its races are short, except those a page quotes (K = 1024)
+    quoted = plan.quoted_keys()
+    methods = recorder["methods"]
+    assert all(methods[plan.case_key(*c)] is timing.SHORT for c in plan.error_vs_k_cases() if c[2][2] != 1024)
+    assert all(m is not timing.SHORT for key, m in methods.items() if key in quoted)
     assert recorder["sweeps"] == list(plan.SWEEPS) and {"mma_tf32", "wgmma_tf32"} <= set(plan.SWEEPS)
     shapes = [*plan.SIZES, plan.ODD_SHAPE, *plan.ERROR_VS_K]
     assert recorder["cublas"] == [(s, math) for s in shapes for math in ("fp32", "tf32")]
