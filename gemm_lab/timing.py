@@ -240,12 +240,12 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
     method = method or SUSTAINED
     each_ms = [_warm_up_ms(launches) for launches in sides]
     seen = device.Telemetry().start()
-    leads: list[list[tuple[Any, Any]]] = [[] for _ in sides]
+    leads: list[tuple[Any, Any, int]] = [(None, None, 0)] * len(sides)
     for side in reversed(range(len(sides))):  # untimed, so that no timed turn meets a cool, idle GPU
-        leads[side] = _queue(sides[side], method.lead_in(each_ms[side], method.per_turn(each_ms[side], runs)))
-    leads[0][-1][1].synchronize()  # the last queued
+        leads[side] = _lead_in(sides[side], method.lead_in(each_ms[side], method.per_turn(each_ms[side], runs)))
+    leads[0][1].synchronize()  # the last queued
     # turns are sized from the lead-in's last launches, at the clock the cap settled on, not from the warm-up's
-    settled = [_settled_ms(lead) for lead in leads]
+    settled = [cupy.cuda.get_elapsed_time(start, end) / n for start, end, n in leads]
     per_turn = [method.per_turn(ms, runs) for ms in settled]
     turns: list[tuple[int, Any, Any, int]] = []  # side, start and end events, launches
     last = 0  # the lead-ins ended with side 0's
@@ -323,13 +323,18 @@ def _run(launches: Sequence[Callable[[], Any]], count: int) -> None:
         launches[i % len(launches)]()
 
 
-def _settled_ms(lead: list[tuple[Any, Any]]) -> float:
-    """The median time of the last quarter of a lead-in's launches (at least one): what a launch takes once the clock
-    has settled."""
+def _lead_in(launches: Sequence[Callable[[], Any]], count: int) -> tuple[Any, Any, int]:
+    """Queue `count` launches untimed but for the last quarter (at least one), which runs under one pair of CUDA events
+    as a turn does: what a launch takes once the clock has settled. Returns the events and the launches between."""
     import cupy
 
-    tail = lead[-max(1, len(lead) // 4):]
-    return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in tail)
+    tail = max(1, count // 4)
+    _run(launches, count - tail)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    _run(launches, tail)
+    end.record()
+    return start, end, tail
 
 
 def _warm_up_ms(launches: Sequence[Callable[[], Any]]) -> float:

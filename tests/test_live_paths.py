@@ -181,7 +181,7 @@ def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
 
 def test_a_turn_is_timed_by_one_pair_of_events_around_its_launches(log, monkeypatch):
     """No event between two timed launches: it would keep the second from starting under the first's tail, which
-    costs cuBLAS more than our kernels. The untimed lead-in's launches each have events (they size the turns)."""
+    costs cuBLAS more than our kernels. The lead-in's last quarter runs under one pair too (it sizes the turns)."""
     monkeypatch.setattr(run, "launcher", launching(log))
     timing.bench("naive", 16)
     per_turn = timing.MIN_RUNS // ROUNDS
@@ -189,7 +189,7 @@ def test_a_turn_is_timed_by_one_pair_of_events_around_its_launches(log, monkeypa
     timed = [w for w in log if w in ("record", "kernel", "cublas")][-len(order) * (per_turn + 2):]
     assert timed == [w for who in order for w in ["record", *[who] * per_turn, "record"]]
     lead_in = [w for w in log if w in ("record", "kernel", "cublas")][-len(order) * (per_turn + 2) - 3:][:3]
-    assert lead_in == ["record", "kernel", "record"]  # the lead-in's last launch, bracketed
+    assert lead_in == ["record", "kernel", "record"]  # the lead-in's last quarter: its last launch, of 5
 
 
 def clocked(log, monkeypatch, ms):
@@ -244,11 +244,15 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
 
 
 def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log, monkeypatch):
-    """The lead-in's launches took 0.5 ms, the rounds' take 0.25: turns of 5 launches time 1.25 ms, 5 ms a side of
+    """The lead-in's timed last quarter took 0.5 ms a launch, the rounds' take 0.25: turns of 5 launches time 1.25 ms, 5 ms a side of
     the 10 asked, so a pair of rounds (A B, B A) of 2.5 ms turns follows. Small work whose turns stop at
     max_turn_launches gets none."""
-    clocked(log, monkeypatch, 0.25)
-    monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.5)
+    warm = 2 * timing.WARMUP  # each side's warm-up; its lead-in of 10 then times its last 2 launches
+
+    def lead_ending_at(ms):  # a side's nth launch: `ms` in the lead-in's timed last quarter, else 0.25 ms
+        return lambda n: ms if warm + 8 <= n < warm + 10 else 0.25
+
+    clocked(log, monkeypatch, {"a": lead_ending_at(0.5), "b": lead_ending_at(0.5)})
     monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
     method = timing.Method("sustained", settle_ms=0.0, rounds=4, turn_ms=2.5)
     a, b = [lambda: log.append("a")], [lambda: log.append("b")]
@@ -257,18 +261,18 @@ def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log,
     assert mine.telemetry["timed_ms"] == theirs.telemetry["timed_ms"] == method.side_ms
     # the warm-ups (A, then B), the lead-ins (B, then A: a turn of 10 each at the warm-up's 0.25 ms), 4 rounds of
     # turns of 5, then the pair's turns of 10
-    warm = 2 * timing.WARMUP
     assert runs_of(log) == [("a", warm), ("b", warm + 10), ("a", 10 + 5), ("b", 5 + 5), ("a", 5 + 5), ("b", 5 + 5), ("a", 5 + 10),
                                 ("b", 10 + 10), ("a", 10)]
     assert len(mine.turns_ms) == 6
     log.clear()
-    monkeypatch.setattr(timing, "_settled_ms", lambda lead: 0.3)  # turns of 9 launches: 9 ms a side, 1 ms short
+    clocked(log, monkeypatch, {"a": lead_ending_at(0.3), "b": lead_ending_at(0.3)})  # turns of 9: 1 ms a side short
     mine, _ = timing.race([a, b], 4, method)
     assert runs_of(log)[-1] == ("a", 10) and len(mine.turns_ms) == 6  # the pair's turns as long as the rounds'
     log.clear()
-    method = timing.replace(method, max_turn_launches=4)  # 2.5 ms would take 5 launches of 0.5
+    clocked(log, monkeypatch, 0.25)
+    method = timing.replace(method, max_turn_launches=4)  # 2.5 ms would take 10 launches of 0.25
     mine, theirs = timing.race([a, b], 4, method)
-    assert method.capped(0.5) and mine.runs == theirs.runs == 4 * 4 and mine.telemetry["timed_ms"] == 16 * 0.25
+    assert method.capped(0.25) and mine.runs == theirs.runs == 4 * 4 and mine.telemetry["timed_ms"] == 16 * 0.25
 
 
 def test_a_turn_that_follows_the_other_sides_first_settles_untimed(log, monkeypatch):
@@ -338,10 +342,12 @@ def test_only_a_race_with_todays_settles_holds_as_sustained():
 
 
 def test_turns_are_sized_from_the_lead_ins_last_quarter(log, monkeypatch):
-    """A clock that sinks under the cap makes the warm-up's launches faster than the settled ones: the turns take
-    the median of the lead-in's last quarter of launches, here 2 ms, not the first ones' 1 ms."""
-    monkeypatch.setattr(sys.modules["cupy"].cuda, "get_elapsed_time", lambda start, end: 1.0 if start < 6 else 2.0)
-    assert timing._settled_ms([(i, i) for i in range(8)]) == 2.0
+    """A clock that sinks under the cap makes the warm-up's launches faster than the settled ones: the lead-in's
+    last quarter (2 of its 8 launches here) runs under one pair of events, and its 2 ms a launch sizes the turns, not
+    the first ones' 1 ms."""
+    clocked(log, monkeypatch, {"a": lambda n: 1.0 if n < 6 else 2.0})
+    start, end, n = timing._lead_in([lambda: log.append("a")], 8)
+    assert n == 2 and sys.modules["cupy"].cuda.get_elapsed_time(start, end) / n == 2.0 and log.count("a") == 8
 
 
 def test_turns_of_small_work_stop_at_max_turn_launches():
