@@ -118,9 +118,12 @@ def _record(args: argparse.Namespace) -> int:
         for size in plan.CUBLAS_WAYS_SIZES:
             baselines.save(baselines.measure(size))
     if "tensor_cores" in parts:
-        records.save(timing.cublas(shape, math) for shape in plan.ERROR_VS_K for math in plan.CUBLAS_PRECISIONS)
         # chapter 8b's figure plots these races' errors, never their speed: short races, and any race kept; except
-        # the cases a page quotes (K = 1024 is the headline's size), which the headline part races, sustained
+        # the cases a page quotes (K = 1024 is the headline's size), which the headline and device parts race, sustained
+        sized = {timing.shape_of(size) for size in plan.SIZES}
+        records.save(timing.cublas(shape, math, method=timing.SHORT) for shape in plan.ERROR_VS_K if shape not in sized
+                     for math in plan.CUBLAS_PRECISIONS if args.fresh or records.lookup_or_none(
+                         records.CUBLAS_KERNELS[math], {}, *shape, gpu=gpu) is None)
         quoted = plan.quoted_keys()
         cases = _runnable(plan.error_vs_k_cases())
         todo = [c for c in cases if plan.case_key(*c) not in quoted and (args.fresh or not _recorded(*c, gpu, False))]

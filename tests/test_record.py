@@ -17,7 +17,8 @@ def recorder(monkeypatch):
     monkeypatch.setattr(cli.hardware, "ceilings", lambda: {})
     monkeypatch.setattr(cli.hardware, "save_ceilings", lambda ceilings: None)
     monkeypatch.setattr(records, "save", lambda ms: list(ms))
-    monkeypatch.setattr(timing, "cublas", lambda size, math="fp32": asked["cublas"].append((size, math)))
+    monkeypatch.setattr(timing, "cublas", lambda size, math="fp32", method=timing.SUSTAINED:
+                        asked["cublas"].append((size, math, method.name)))
     def bench_all(cases, desc="", method=timing.SUSTAINED, **kw):
         cases = list(cases)
         asked["cases"].extend(cases)
@@ -53,8 +54,10 @@ def test_on_hopper_everything_is_recorded_with_cublas_in_both_maths(recorder, mo
     assert all(methods[plan.case_key(*c)] is timing.SHORT for c in plan.error_vs_k_cases() if c[2][2] != 1024)
     assert all(m is not timing.SHORT for key, m in methods.items() if key in quoted)
     assert recorder["sweeps"] == list(plan.SWEEPS) and {"mma_tf32", "wgmma_tf32"} <= set(plan.SWEEPS)
-    shapes = [*plan.SIZES, plan.ODD_SHAPE, *plan.ERROR_VS_K]
-    assert recorder["cublas"] == [(s, math) for s in shapes for math in ("fp32", "tf32")]
+    # cuBLAS alone: sustained at the headline's sizes (which include K = 1024 of error vs K), short at the others
+    errors_only = [s for s in plan.ERROR_VS_K if s != (plan.SIZES[0],) * 3]
+    assert recorder["cublas"] == [(s, math, "sustained") for s in (*plan.SIZES, plan.ODD_SHAPE) for math in ("fp32", "tf32")] \
+        + [(s, math, "short") for s in errors_only for math in ("fp32", "tf32")]
 
 
 def test_a_kernel_the_gpu_cannot_run_is_skipped_saying_why(recorder, monkeypatch, capsys):
