@@ -326,6 +326,7 @@ class Retimed:
     apart: tuple[str, ...]  # "int8_wgmma_ws at 4,096 (3.0 points)"
     agree: float
     gpu: str
+    how: str  # "after 1.5 s untimed, 5 runs of 2 s a side, each after 0.5 s untimed"
 
 
 def retimed(gpu: str | None = None) -> Retimed:
@@ -353,7 +354,10 @@ def retimed(gpu: str | None = None) -> Retimed:
     table = Table(("kernel", "size", "race (rounds)", "re-timed (pairs of runs)", "points apart"), tuple(cells),
                   f"% of the cuBLAS each kernel replaces; race: the record the pages quote; re-timed: "
                   f"benchmarks/retime.py, {min(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
-    return Retimed(table, tuple(apart), RETIME_AGREE, name)
+    first = rows[0]
+    how = (f"after {first['warm_s']:g} s untimed, {first['blocks'] // 2} runs of {first['block_s']:g} s a side, each "
+           f"after {first['lead_s']:g} s untimed")
+    return Retimed(table, tuple(apart), RETIME_AGREE, name, how)
 
 
 MEASURING_CHAPTER = "ch00_measuring"  # the chapter with no kernel of its own: it times cuBLAS and the ceilings

@@ -1,9 +1,9 @@
 """Time a kernel beside cuBLAS, in the same process, on inputs that do not fit in L2.
 
 Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses a pair of CUDA
-events around each turn of back-to-back launches, after a warm-up (none between launches: an event there keeps a
-launch from starting under the previous one's tail, which cuBLAS uses and our kernels barely do, and so flatters
-ours where launches are short). The kernel and cuBLAS take turns, in rounds ordered kernel-cuBLAS, cuBLAS-kernel,
+events around each turn of back-to-back launches, after a warm-up (none between launches: measured, an event there
+slows cuBLAS more than our kernels, likely because it stops a launch from starting on the heels of the one before,
+and so flatters ours where launches are short). The kernel and cuBLAS take turns, in rounds ordered kernel-cuBLAS, cuBLAS-kernel,
 ..., after an untimed lead-in of each: an H100 at its 700 W cap runs its clock by power and temperature, which drift
 over seconds, and taking turns in mirrored order puts both sides under the same drift instead of giving one a cooler
 GPU. How long each part lasts is the race's `Method`:
@@ -256,9 +256,9 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
             if side != last:  # untimed, at the clock the other side left, until this side's own has settled
                 _run(sides[side], method.turn_lead(settled[side]))
             last = side
-            # one pair of events around the turn's launches, none between them: an event between two launches keeps
-            # the second from starting under the first's tail, which costs cuBLAS more than our kernels (kernel 15 at
-            # 4096 on the H100: 95.6-96.2 % of cuBLAS INT8 without events between launches, 97.9-100.0 % with).
+            # one pair of events around the turn's launches, none between them: an event between two launches costs
+            # cuBLAS more than our kernels (kernel 15 at 4096 on the H100: 95.6-96.2 % of cuBLAS INT8 without events
+            # between launches, 97.9-100.0 % with), likely by stopping the second from starting on the first's heels.
             # The turn is a phase of the telemetry while it is queued: started once its start event is queued and
             # the GPU has reached it, ended once all its launches are queued and its end event is reached.
             start, end, queued = cupy.cuda.Event(), cupy.cuda.Event(), []

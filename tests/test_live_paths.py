@@ -180,8 +180,7 @@ def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
 
 
 def test_a_turn_is_timed_by_one_pair_of_events_around_its_launches(log, monkeypatch):
-    """No event between two timed launches: it would keep the second from starting under the first's tail, which
-    costs cuBLAS more than our kernels. The lead-in's last quarter runs under one pair too (it sizes the turns)."""
+    """No event between two timed launches: one there costs cuBLAS more than our kernels (measured on the H100). The lead-in's last quarter runs under one pair too (it sizes the turns)."""
     monkeypatch.setattr(run, "launcher", launching(log))
     timing.bench("naive", 16)
     per_turn = timing.MIN_RUNS // ROUNDS

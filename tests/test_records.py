@@ -348,9 +348,11 @@ def test_the_outside_re_timing_sits_beside_each_key_share_and_names_those_apart(
             spec.name, params=spec.full_params(), m=size, n=size, k=size, precision="tf32", gpu=gpu,
             rounds_pct=[pct - 1, pct, pct + 1], gflops=pct, cublas_gflops=100.0))])
     blocks = [{"kernel": spec.name, "params": spec.full_params(), "m": size, "n": size, "k": size, "gpu": gpu,
-               "pct_blocks": pct, "pairs_pct": [pct - 0.2, pct + 0.2], "recorded_at": "2026-11-27T09:00:00+00:00"}
+               "pct_blocks": pct, "pairs_pct": [pct - 0.2, pct + 0.2], "recorded_at": "2026-11-27T09:00:00+00:00",
+               "warm_s": 1.5, "lead_s": 0.5, "block_s": 2.0, "blocks": 10}
               for size, pct in ((4096, 95.5), (8192, 97.5))]
     records.upsert(folders.gpu_folder(gpu) / f"{records.RETIME}.json", blocks, ("kernel", "params", "m"))
     check = tables.retimed(gpu="Other GPU")
     assert check.gpu == gpu and check.apart == ("wgmma_ws_tf32 at 8,192 (2.5 points)",)
+    assert check.how == "after 1.5 s untimed, 5 runs of 2 s a side, each after 0.5 s untimed"
     assert [r[-1] for r in check.table.rows] == ["+0.5", "-2.5"] and "95.0% (94.0–96.0)" in check.table.rows[1]
