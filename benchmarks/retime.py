@@ -5,9 +5,10 @@
 
 A different sustained harness: each side first runs untimed for WARM_S, then the two take BLOCKS blocks in turn
 (A B B A ...), each LEAD_S of untimed launches (the clock leaving the other side's level) and then BLOCK_S of
-back-to-back launches timed by one pair of CUDA events around all of them (a block's throughput, as the race times
-its turns, but in longer runs and with code of its own). The share is the median over the block pairs. Each row sits beside the recorded share
-(`timing.bench`'s sustained race) in records/<gpu>/retime.json; the pages quote only the records.
+back-to-back launches timed by one pair of CUDA events around all of them (a block's throughput, as the race
+times its turns, but in longer runs and with code of its own). The share is the median over the block pairs. Each
+row sits beside the recorded share (`timing.bench`'s sustained race) in records/<gpu>/retime.json; the pages quote
+only the records.
 """
 from __future__ import annotations
 

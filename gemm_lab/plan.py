@@ -230,7 +230,8 @@ def quotable(x: records.Measurement) -> bool:
     return timing.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
 
 
-def case_key(name: str, params: dict[str, int] | None, size: int | tuple[int, int, int]) -> tuple[str, str, int, int, int]:
+def case_key(name: str, params: dict[str, int] | None,
+             size: int | tuple[int, int, int]) -> tuple[str, str, int, int, int]:
     """A case as a row's key: kernel, full parameters as sorted JSON, M, N, K."""
     full = int8.full_params if name == int8.PROBE.name else catalog.get(name).full_params
     return (name, json.dumps(full(params), sort_keys=True), *timing.shape_of(size))

@@ -1,29 +1,28 @@
 """Time a kernel beside cuBLAS, in the same process, on inputs that do not fit in L2.
 
-Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses a pair of CUDA
-events around each turn of back-to-back launches, after a warm-up (none between launches: measured, an event there
-slows cuBLAS more than our kernels, likely because it stops a launch from starting on the heels of the one before,
-and so flatters ours where launches are short). The kernel and cuBLAS take turns, in rounds ordered kernel-cuBLAS, cuBLAS-kernel,
-..., after an untimed lead-in of each: an H100 at its 700 W cap runs its clock by power and temperature, which drift
-over seconds, and taking turns in mirrored order puts both sides under the same drift instead of giving one a cooler
-GPU. How long each part lasts is the race's `Method`:
+Verification comes first: a kernel whose output fails the float64 check gets no time. Timing uses a pair of CUDA events
+around each turn of back-to-back launches, after a warm-up (none between launches: measured, an event there slows cuBLAS
+more than our kernels, likely because it stops a launch from starting on the heels of the one before, and so flatters
+ours where launches are short). The kernel and cuBLAS take turns, in rounds ordered kernel-cuBLAS, cuBLAS-kernel, ...,
+after an untimed lead-in of each: an H100 at its 700 W cap runs its clock by power and temperature, which drift over
+seconds, and taking turns in mirrored order puts both sides under the same drift instead of giving one a cooler GPU. How
+long each part lasts is the race's `Method`:
 - SUSTAINED, for every number a page quotes: each side runs untimed, back to back, for SUSTAINED.settle_ms first (the
   clock of a power-capped GPU takes seconds to settle: NVIDIA's CUTLASS measurement guideline says about 3 s, and a
-  tensor-core kernel here read 101-102 % of cuBLAS in 25 ms turns against 96-97 % settled), then 8 rounds of turns of
-  at least 250 ms each, and a further mirrored pair of rounds where a side still has less than 2 s timed, so each side
-  gets at least 2 s of timed GPU time (small work takes at most MAX_TURN_LAUNCHES launches a turn, and stops there:
-  every launch of 1 ms or more reaches 2 s). A tensor-core turn that follows the other side's
-  first runs SUSTAINED.turn_settle_ms untimed: the cap's clock takes that long to leave the other side's level;
+  tensor-core kernel here read 101-102 % of cuBLAS in 25 ms turns against 96-97 % settled), then 8 rounds of turns of at
+  least 250 ms each, and a further mirrored pair of rounds where a side still has less than 2 s timed, so each side gets
+  at least 2 s of timed GPU time (small work takes at most MAX_TURN_LAUNCHES launches a turn, and stops there: every
+  launch of 1 ms or more reaches 2 s). A tensor-core turn that follows the other side's first runs
+  SUSTAINED.turn_settle_ms untimed: the cap's clock takes that long to leave the other side's level;
 - SHORT, where seconds matter more (sweeps, explorers, an exercise's check): one untimed turn, 4 rounds of 50 ms. Its
   records say so (`Measurement.method`), and no page quotes one as a headline.
 Each side's number is the median of its turns' time per launch (at least MIN_RUNS launches in all; records say so:
-`Measurement.timed_per`). The record keeps the kernel's share of
-cuBLAS in each round, so its spread shows; the headline share of a tensor-core kernel is the median of the rounds'.
-NVML is read while each side's launches run: the SM clock, and the joules from the driver's energy counter, so the
-record holds each side's timed milliseconds, joules per launch and mean power (`device.Telemetry`). The cuBLAS beside
-a kernel computes as the kernel promises to (`BASELINE`): TF32 kernels race cuBLAS on TF32 tensor cores, FP32 and
-3xTF32 kernels race FP32 SGEMM. When A, B and C together fit in twice the L2 cache, launches rotate over enough copies
-that each run reads from DRAM, as a real workload would.
+`Measurement.timed_per`). The record keeps the kernel's share of cuBLAS in each round, so its spread shows; the headline
+share of a tensor-core kernel is the median of the rounds'. NVML is read while each side's launches run: the SM clock,
+and the joules from the driver's energy counter, so the record holds each side's timed milliseconds, joules per launch
+and mean power (`device.Telemetry`). The cuBLAS beside a kernel computes as the kernel promises to (`BASELINE`): TF32
+kernels race cuBLAS on TF32 tensor cores, FP32 and 3xTF32 kernels race FP32 SGEMM. When A, B and C together fit in twice
+the L2 cache, launches rotate over enough copies that each run reads from DRAM, as a real workload would.
 """
 from __future__ import annotations
 
@@ -286,7 +285,8 @@ def race(sides: Sequence[Sequence[Callable[[], Any]]], runs: int, method: Method
         if short <= 0:
             break
         # turns no shorter than the rounds', so that each weighs alike in the median
-        extra = [min(method.max_turn_launches, _launches_for(max(short / 2, method.turn_ms), ms / n)) for ms, n in timed]
+        extra = [min(method.max_turn_launches, _launches_for(max(short / 2, method.turn_ms), ms / n))
+                 for ms, n in timed]
         done = len(turns) // len(sides)  # rounds so far
         for r in (done, done + 1):
             queue_round(r, extra)

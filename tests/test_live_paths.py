@@ -180,7 +180,8 @@ def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
 
 
 def test_a_turn_is_timed_by_one_pair_of_events_around_its_launches(log, monkeypatch):
-    """No event between two timed launches: one there costs cuBLAS more than our kernels (measured on the H100). The lead-in's last quarter runs under one pair too (it sizes the turns)."""
+    """No event between two timed launches: one there costs cuBLAS more than our kernels (measured on the
+    H100). The lead-in's last quarter runs under one pair too (it sizes the turns)."""
     monkeypatch.setattr(run, "launcher", launching(log))
     timing.bench("naive", 16)
     per_turn = timing.MIN_RUNS // ROUNDS
@@ -243,9 +244,9 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
 
 
 def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log, monkeypatch):
-    """The lead-in's timed last quarter took 0.5 ms a launch, the rounds' take 0.25: turns of 5 launches time 1.25 ms, 5 ms a side of
-    the 10 asked, so a pair of rounds (A B, B A) of 2.5 ms turns follows. Small work whose turns stop at
-    max_turn_launches gets none."""
+    """The lead-in's timed last quarter took 0.5 ms a launch, the rounds' take 0.25: turns of 5 launches time
+    1.25 ms, 5 ms a side of the 10 asked, so a pair of rounds (A B, B A) of 2.5 ms turns follows. Small work whose
+    turns stop at max_turn_launches gets none."""
     warm = 2 * timing.WARMUP  # each side's warm-up; its lead-in of 10 then times its last 2 launches
 
     def lead_ending_at(ms):  # a side's nth launch: `ms` in the lead-in's timed last quarter, else 0.25 ms

@@ -1,5 +1,6 @@
 """What `gemm-lab record` measures, on the CPU with a stand-in GPU: the tensor-core kernels with the headline and
-in the error-vs-K figure (in short races: it plots errors alone), cuBLAS in both maths, and a kernel the GPU cannot run skipped with the reason."""
+in the error-vs-K figure (in short races: it plots errors alone), cuBLAS in both maths, and a kernel the GPU
+cannot run skipped with the reason."""
 from types import SimpleNamespace
 
 import pytest
@@ -56,8 +57,9 @@ def test_on_hopper_everything_is_recorded_with_cublas_in_both_maths(recorder, mo
     assert recorder["sweeps"] == list(plan.SWEEPS) and {"mma_tf32", "wgmma_tf32"} <= set(plan.SWEEPS)
     # cuBLAS alone: sustained at the headline's sizes (which include K = 1024 of error vs K), short at the others
     errors_only = [s for s in plan.ERROR_VS_K if s != (plan.SIZES[0],) * 3]
-    assert recorder["cublas"] == [(s, math, "sustained") for s in (*plan.SIZES, plan.ODD_SHAPE) for math in ("fp32", "tf32")] \
-        + [(s, math, "short") for s in errors_only for math in ("fp32", "tf32")]
+    maths = ("fp32", "tf32")
+    assert recorder["cublas"] == [(s, math, "sustained") for s in (*plan.SIZES, plan.ODD_SHAPE) for math in maths] \
+        + [(s, math, "short") for s in errors_only for math in maths]
 
 
 def test_a_kernel_the_gpu_cannot_run_is_skipped_saying_why(recorder, monkeypatch, capsys):

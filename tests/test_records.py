@@ -286,7 +286,8 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
     short race, from a sustained race whose turns did not settle or were not each timed under one pair of events
     (recorded before they were), without each side's joules, or with less than 8 s of timed GPU time on a side (2 s
     turns too) is a problem; a row with them is not, nor one whose short side is so brief that its turns stop at
-    max_turn_launches; a quoted FP32 row (it runs below the cap) needs only today's sustained race, turns timed whole."""
+    max_turn_launches; a quoted FP32 row (it runs below the cap) needs only today's sustained race, turns timed
+    whole."""
     spec = catalog.get("wgmma_ws_tf32")
     side = {"sm_clock_mhz": 1500.0, "timed_ms": 8400.0, "energy_j": 2.3, "mean_power_w": 690.0}
     base = dict(kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
