@@ -126,7 +126,8 @@ def _record(args: argparse.Namespace) -> int:
                          records.CUBLAS_KERNELS[math], {}, *shape, gpu=gpu) is None)
         quoted = plan.quoted_keys()
         cases = _runnable(plan.error_vs_k_cases())
-        todo = [c for c in cases if plan.case_key(*c) not in quoted and (args.fresh or not _recorded(*c, gpu, sustained=False))]
+        todo = [c for c in cases
+                if plan.case_key(*c) not in quoted and (args.fresh or not _recorded(*c, gpu, sustained=False))]
         timing.bench_all(todo, desc="error vs K", save=True, method=timing.SHORT)
         timing.bench_all([c for c in cases if plan.case_key(*c) in quoted and not _recorded(*c, gpu)],
                          desc="error vs K, quoted", save=True)
