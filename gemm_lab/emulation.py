@@ -334,6 +334,7 @@ def race_table(ms: Sequence[Any]) -> Table:
     """Each sustained race beside cuBLAS SGEMM: the share, and for both sides the median SM clock and mean power
     (NVML's energy counter over the timed turns' seconds) and GFLOP per joule, which decide who wins under the power
     cap."""
+    from .plan import KEY_SHARES
     from .tables import clock_and_power, gflop_per_joule, shape_text
 
     def moduli(x: Any) -> str:
@@ -346,8 +347,10 @@ def race_table(ms: Sequence[Any]) -> Table:
                        for x in ms),
                  f"sustained races (each side settles {timing.SUSTAINED.settle_ms / 1e3:g} s, then "
                  f"{timing.SUSTAINED.rounds} mirrored rounds of turns of {timing.SUSTAINED.turn_ms:g} ms, or "
-                 f"{timing.MAX_TURN_LAUNCHES:,} launches where those take less, each after the other side's "
-                 f"{timing.SUSTAINED.turn_settle_ms:g} ms untimed first); % of cuBLAS SGEMM "
+                 f"{timing.MAX_TURN_LAUNCHES:,} launches where those take less; the defaults at "
+                 f"{' and '.join(str(s) for k, s in KEY_SHARES if k == 'ozaki')} take turns of "
+                 f"{timing.LONG_TURNS.turn_ms / 1e3:g} s; the incoming side first runs "
+                 f"{timing.SUSTAINED.turn_settle_ms:g} ms untimed); % of cuBLAS SGEMM "
                  "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "
                  "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms), wrap=(3, 5))
 
