@@ -77,10 +77,6 @@ def shares(kernel: str, size: int) -> list[float]:
     return [100 * c / k for k, c in zip(times[0], times[1])]
 
 
-def params_of(kernel: str) -> dict[str, int]:
-    return int8.full_params() if kernel == int8.PROBE.name else catalog.get(kernel).full_params()
-
-
 def main(cases: list[tuple[str, int]]) -> None:
     gpu = device.gpu().name
     rows = []
@@ -88,7 +84,7 @@ def main(cases: list[tuple[str, int]]) -> None:
         started = time.time()
         pairs = shares(kernel, size)
         pct = statistics.median(pairs)
-        rows.append({"kernel": kernel, "params": params_of(kernel), "m": size, "n": size, "k": size, "pct_blocks": pct,
+        rows.append({"kernel": kernel, "params": plan.full_params(kernel), "m": size, "n": size, "k": size, "pct_blocks": pct,
                      "pairs_pct": [round(x, 2) for x in pairs],
                      "gpu": gpu, "recorded_at": records.utc_now(), "blocks": BLOCKS, "block_s": BLOCK_S,
                      "lead_s": LEAD_S, "warm_s": WARM_S})

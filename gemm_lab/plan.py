@@ -213,11 +213,15 @@ KEY_SHARES = tuple((name, size) for size in (4096, 8192)
                    for name in ("wgmma_ws_tf32", "wgmma_ws_3xtf32", "ozaki", int8.PROBE.name))
 
 
+def full_params(name: str, params: dict[str, int] | None = None) -> dict[str, int]:
+    """A catalogued kernel's or kernel 15's (INT8 alone) parameters with its defaults filled in."""
+    return int8.full_params(params) if name == int8.PROBE.name else catalog.get(name).full_params(params)
+
+
 def method_for(name: str, params: dict[str, int] | None, size: int | tuple[int, int, int]) -> timing.Method:
     """The race a case is recorded in: LONG_TURNS for a key share, else SUSTAINED."""
-    full = int8.full_params if name == int8.PROBE.name else catalog.get(name).full_params
     key = any(name == k and timing.shape_of(size) == (s,) * 3 for k, s in KEY_SHARES)
-    return timing.LONG_TURNS if key and full(params) == full(None) else timing.SUSTAINED
+    return timing.LONG_TURNS if key and full_params(name, params) == full_params(name) else timing.SUSTAINED
 
 
 def quotable(x: records.Measurement) -> bool:
@@ -233,8 +237,7 @@ def quotable(x: records.Measurement) -> bool:
 def case_key(name: str, params: dict[str, int] | None,
              size: int | tuple[int, int, int]) -> tuple[str, str, int, int, int]:
     """A case as a row's key: kernel, full parameters as sorted JSON, M, N, K."""
-    full = int8.full_params if name == int8.PROBE.name else catalog.get(name).full_params
-    return (name, json.dumps(full(params), sort_keys=True), *timing.shape_of(size))
+    return (name, json.dumps(full_params(name, params), sort_keys=True), *timing.shape_of(size))
 
 
 def quoted_keys() -> set[tuple[str, str, int, int, int]]:
