@@ -19,11 +19,14 @@ import sys
 import time
 import warnings
 
-from gemm_lab import catalog, device, folders, int8, plan, records, run, tables, timing
+from gemm_lab import catalog, device, folders, records, run, timing
+from gemm_lab.precision import int8
+from gemm_lab.lab import plan
+from gemm_lab.pages import tables
 
 # 5 blocks a side: with 3, repeated runs on the H100 moved by up to 1.8 points
 WARM_S, LEAD_S, BLOCK_S, BLOCKS = 1.5, 0.5, 2.0, 10
-CASES = [*plan.KEY_SHARES, ("pipelined_warp_tiling", 8192)]
+CASES = [*catalog.KEY_SHARES, ("pipelined_warp_tiling", 8192)]
 
 
 def sides(kernel: str, size: int) -> tuple[list, list]:

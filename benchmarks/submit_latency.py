@@ -16,15 +16,16 @@ import tempfile
 import time
 
 import gemm_lab as gl
-from gemm_lab import compile, device, exercises, records
+from gemm_lab import compiler, device, records
+from gemm_lab.pages import exercises
 
 SIZE = 2048  # where a submission is timed beside the book's kernel and cuBLAS
 SUBMITS = 3  # submissions once compiled
 
 
 def measure(name: str) -> dict:
-    os.environ[compile.CACHE_ENV] = tempfile.mkdtemp(prefix=f"cubins-{name}-")  # read at each compile
-    compile._live_cache.clear()
+    os.environ[compiler.CACHE_ENV] = tempfile.mkdtemp(prefix=f"cubins-{name}-")  # read at each compile
+    compiler._live_cache.clear()
     exercise, gpu = exercises.KERNEL_EXERCISES[name], device.gpu()
     source = exercises.spec_of(exercise.like).path.read_text()
 

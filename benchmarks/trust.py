@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from gemm_lab import catalog, cli, device
+from gemm_lab import catalog, device
+from gemm_lab.lab import cli
 
 
 def fuzz() -> int:

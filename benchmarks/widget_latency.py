@@ -1,6 +1,6 @@
 """Seconds each live tile explorer of the book takes to open and to answer slider moves, on a GPU.
 
-    python benchmarks/widget_latency.py [KERNEL ...]   # default: every explorer (plan.TILE_EXPLORERS)
+    python benchmarks/widget_latency.py [KERNEL ...]   # default: every explorer (grids.TILE_EXPLORERS)
 
 Each explorer starts from an empty cubin cache, as on a reader's first visit: opening it compiles the
 first instance and starts compiling the legal grid in the background. Once the background is done, cold
@@ -15,14 +15,15 @@ import sys
 import tempfile
 import time
 
-from gemm_lab import catalog, compile, device, plan, records, widgets
+from gemm_lab import catalog, compiler, device, records
+from gemm_lab.pages import grids, widgets
 
 MOVES = 6  # cold moves per explorer, then as many warm ones back
 
 
 def measure(kernel: str) -> dict:
-    os.environ[compile.CACHE_ENV] = tempfile.mkdtemp(prefix=f"cubins-{kernel}-")  # read at each compile
-    compile._live_cache.clear()  # nor anything loaded by an explorer before
+    os.environ[compiler.CACHE_ENV] = tempfile.mkdtemp(prefix=f"cubins-{kernel}-")  # read at each compile
+    compiler._live_cache.clear()  # nor anything loaded by an explorer before
     spec, gpu = catalog.get(kernel), device.gpu()
     t = time.perf_counter()
     box = widgets.tile_explorer(kernel)
@@ -47,7 +48,7 @@ def measure(kernel: str) -> dict:
         param = next(p for p in spec.param_names if here[p] != back[p])
         warm.append(_move(sliders[param], back[param], status))
     return {"kernel": kernel, "open_s": open_s, "cold_s": cold, "warm_s": warm, "grid_s": grid_s,
-            "grid_instances": box.warmup.total + 1, "workers": box.warmup.workers, "size": plan.EXPLORER_SIZE,
+            "grid_instances": box.warmup.total + 1, "workers": box.warmup.workers, "size": grids.EXPLORER_SIZE,
             "gpu": gpu.name, "recorded_at": records.utc_now(),
             "versions": records.versions(gpu)}
 
@@ -80,7 +81,7 @@ def _move(slider, value, status) -> float:
 def main(kernels: list[str]) -> None:
     if not device.live():
         sys.exit("widget_latency.py measures live explorers: it needs a CUDA GPU")
-    for kernel in kernels or plan.TILE_EXPLORERS:
+    for kernel in kernels or grids.TILE_EXPLORERS:
         row = measure(kernel)
         records.save_latency([row])
         print(f"{kernel:>16}: open {row['open_s']:.2f} s, grid of {row['grid_instances']} in {row['grid_s']:.0f} s, "

@@ -8,7 +8,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import gemm_lab as gl  # noqa: E402
-from gemm_lab import plan, plots  # noqa: E402
+from gemm_lab.lab import plan
+from gemm_lab.pages import plots  # noqa: E402
 
 size = plan.SIZES[-1]
 board = gl.bench_all([(k, None, size) for k in (*plan.HEADLINE, *plan.TENSOR_CORES, *plan.EMULATION)], progress=False)

@@ -2,23 +2,30 @@
 
 tile spec (catalog) -> CUDA source in kernels/ -> NVRTC compile (cached) -> launch -> verify against
 float64 -> time beside cuBLAS -> record -> plot. Without a GPU every call replays recorded results.
+
+The core (the modules at this level) does that and imports no wing; the wings build on it, each only on the layers
+below its own: `models/` (the paper models), `precision/` (beyond FP32), `pages/` (what the book's pages show) and
+`lab/` (recording the book's data). This file is the one public face: `import gemm_lab as gl`.
 """
-from .timing import bench, bench_all, cublas
 from .catalog import KERNELS, validate
-from .compile import ptxas_report, resources
+from .compiler import ptxas_report, resources
 from .device import live, mode
-from .exercises import skeleton, submit
-from .hardware import ceilings, counters
-from .listings import changes, excerpt
-from .prose import publish
-from .questions import answer, ask
+from .lab.sweeps import sweep
+from .models import gpus
+from .models.hardware import ceilings, counters
+from .pages import exercises, questions, tables
+from .pages.exercises import skeleton, submit
+from .pages.listings import changes, excerpt
+from .pages.prose import publish
+from .pages.questions import answer, ask
+from .pages.tables import banner, budget, measurements_table
+from .precision import ozaki  # registers the Ozaki pipeline's launcher with the core (`run.register_launcher`)
 from .records import measurements
 from .run import gemm, verify
-from .sweeps import sweep
-from .tables import banner, budget, measurements_table
+from .timing import bench, bench_all, cublas
 
 __all__ = [
-    "KERNELS", "answer", "ask", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas", "excerpt", "gemm",
-    "live", "measurements", "measurements_table", "mode", "ptxas_report", "publish", "resources", "skeleton", "submit", "sweep",
-    "validate", "verify",
+    "KERNELS", "answer", "ask", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas",
+    "excerpt", "exercises", "gemm", "gpus", "live", "measurements", "measurements_table", "mode", "ozaki",
+    "ptxas_report", "publish", "questions", "resources", "skeleton", "submit", "sweep", "tables", "validate", "verify",
 ]

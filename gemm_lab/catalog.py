@@ -21,7 +21,10 @@ Shape = tuple[int, int, int]  # (M, N, K)
 
 MAX_THREADS_PER_BLOCK = 1024
 STATIC_SMEM_LIMIT = 48 * 1024  # bytes of statically declared __shared__ memory per block
-DYNAMIC_SMEM_LIMIT = 232448  # bytes of dynamic shared memory per block with the opt-in: 227 KiB, the H100's maximum
+SM90_SMEM_PER_SM = 233472  # bytes of shared memory per SM on sm_90 (H100, H200): 228 KiB
+SM90_SMEM_RESERVED = 1024  # bytes the runtime keeps of it per resident block
+# bytes of dynamic shared memory per block with the opt-in: 227 KiB, sm_90's maximum
+DYNAMIC_SMEM_LIMIT = SM90_SMEM_PER_SM - SM90_SMEM_RESERVED
 # FFMA; tensor cores on TF32 operands; three TF32 products per FP32 product; FP32 emulated on INT8 tensor cores
 PRECISIONS = ("fp32", "tf32", "3xtf32", "ozaki")
 # Arch-specific targets: code compiled for one runs only on GPUs of exactly its compute capability.
@@ -469,6 +472,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
     )
 
 
+MEASURING_CHAPTER = "ch00_measuring"  # the chapter with no kernel of its own: it times cuBLAS and the ceilings
 TENSOR_CORES_CHAPTER = "ch08_tensor_cores"  # mma.sync (kernel 11)
 WGMMA_CHAPTER = "ch08a_wgmma"  # wgmma (kernel 12)
 PRECISION_CHAPTER = "ch08b_precision"  # where the 3xTF32 kernels are introduced
@@ -699,6 +703,11 @@ def _ozaki() -> KernelSpec:
               "and columns of B scaled to integers by powers of two) and the Chinese remainder theorem",
     )
 
+
+# The shares the intro, README and scoreboard lead with, at each kernel's defaults (benchmarks/retime.py re-times them):
+# their races take timing.LONG_TURNS.
+KEY_SHARES = tuple((name, size) for size in (4096, 8192)
+                   for name in ("wgmma_ws_tf32", "wgmma_ws_3xtf32", "ozaki", INT8_PRODUCT))
 
 KERNELS: dict[str, KernelSpec] = {
     spec.name: spec
@@ -933,3 +942,13 @@ def legal_grid(kernel: str | KernelSpec, choices: Mapping[str, tuple[int, ...]] 
         except ValueError:
             continue
     return legal
+
+
+def tail_shapes(spec: KernelSpec, params: Params) -> list[Shape]:
+    """1x1x1 and primes; one row of blocks more than a tile multiple with N a multiple of 4 and K not (float4
+    stores of C, scalar loads of A), the reverse one tile short, and whole tiles (the unguarded interior).
+    The TMA kernels' versions keep N and K multiples of 4."""
+    bm, bn = spec.tile(params)
+    if spec.tma:  # N and K multiples of 4 (catalog refuses others): tails in M, N and K all the same
+        return [(1, 4, 4), (17, 20, 24), (bm + 1, bn + 4, 36), (2 * bm - 1, bn - 4, 68), (2 * bm, 2 * bn, 64)]
+    return [(1, 1, 1), (17, 19, 23), (bm + 1, bn + 4, 33), (2 * bm - 1, bn - 1, 36), (2 * bm, 2 * bn, 64)]

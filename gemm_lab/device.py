@@ -30,6 +30,11 @@ FP32_LANES_PER_SM = {
 }
 
 
+# cudaDeviceAttr numbers of an SM's limits, which occupancy (and so a persistent kernel's grid) follows
+SM_ATTRIBUTES = {"registers_per_sm": 82, "smem_per_sm": 81, "smem_reserved_per_block": 111, "max_threads_per_sm": 39,
+                 "max_blocks_per_sm": 106}
+
+
 @dataclass(frozen=True)
 class GPU:
     """What the book needs to know about the live device."""
@@ -40,6 +45,11 @@ class GPU:
     clock_mhz: float  # the boost clock the device reports
     l2_bytes: int
     smem_per_block: int  # the opt-in maximum of shared memory per block
+    smem_per_sm: int
+    smem_reserved_per_block: int  # what the runtime keeps of an SM's shared memory per resident block
+    registers_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
     driver: str
     cuda_runtime: str
     cupy: str
@@ -92,6 +102,7 @@ def gpu() -> GPU:
         clock_mhz=_clock_khz(dev.id) / 1e3,
         l2_bytes=props["l2CacheSize"],
         smem_per_block=props["sharedMemPerBlockOptin"],
+        **{key: cupy.cuda.runtime.deviceGetAttribute(attr, dev.id) for key, attr in SM_ATTRIBUTES.items()},
         driver=_driver_version(),
         cuda_runtime=_version_string(cupy.cuda.runtime.runtimeGetVersion()),
         cupy=cupy.__version__,

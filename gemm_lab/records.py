@@ -521,3 +521,13 @@ def _is_bench(path: Path) -> bool:
 def _short(row: dict[str, Any]) -> str:
     text = json.dumps(row)
     return text if len(text) < 160 else text[:157] + "..."
+
+
+def recorded_gpus() -> list[str]:
+    """Names of the GPUs with recorded results under records/ (from each folder's device.json)."""
+    names = []
+    for folder in sorted(p for p in folders.RECORDS_DIR.iterdir() if p.is_dir()):
+        device_file = folder / "device.json"
+        if device_file.exists():
+            names += [row["gpu"] for row in read_rows(device_file)]
+    return names

@@ -4,11 +4,11 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from . import catalog, compile, device, model, ozaki, records, tma
+from . import catalog, compiler, device, occupancy, records, tma
 from .catalog import Instance, KernelSpec, Params, Shape
 
 # per precision; 3xTF32 and the Ozaki scheme are FP32's: they are meant to be as accurate as FP32 (on the H100 at
@@ -55,7 +55,7 @@ def gemm(
             raise ValueError(f"out must be a C-contiguous, 16-byte aligned float32 array of shape ({m}, {n})")
         launch = launcher(inst, a, b, alpha=alpha, beta=beta, out=out)
         c = launch()
-        return (c, getattr(launch, "report", None)) if report else c
+        return (c, launch.report) if report else c
 
 
 class KernelFault(RuntimeError):
@@ -83,37 +83,60 @@ def faults(kernel: str | KernelSpec, params: Params | None, shape: Shape | None 
         ) from err
 
 
-def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float = 0.0, out: Any) -> Callable[[], Any]:
+class Launch(Protocol):
+    """A prepared launch of a validated instance on its operands: calling it queues the work and returns C; `report`
+    is what the last call chose at run time (the Ozaki scheme's `Estimate`), None for work that chooses nothing."""
+
+    report: Any
+
+    def __call__(self) -> Any: ...
+
+
+LaunchFactory = Callable[..., Launch]  # (inst, a, b, *, alpha, beta, out) -> Launch
+_LAUNCHERS: dict[str, LaunchFactory] = {}
+
+
+def register_launcher(kernel: str, factory: LaunchFactory) -> None:
+    """Run a catalogued kernel through `factory` instead of as one kernel: a wing whose kernel is a pipeline of several
+    (the Ozaki scheme, `precision.ozaki`) hands the core its launcher, so the core never imports the wing."""
+    _LAUNCHERS[kernel] = factory
+
+
+def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float = 0.0, out: Any) -> Launch:
     """`gemm` split in two, for a validated instance and arrays that `gemm` would launch as they are (C-contiguous,
     16-byte aligned float32 CuPy arrays of its shape): compilation now, and a call that only launches (returns C).
 
     Timing uses the call: a launch that costs the host less than the kernel costs the GPU keeps
     the stream busy, so CUDA events time the kernel and not the Python in front of it.
     """
-    spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
+    m, n, k = inst.shape
     if a.shape != (m, k) or b.shape != (k, n) or out.shape != (m, n):
         raise ValueError(f"A is {a.shape[0]}x{a.shape[1]}, B {b.shape[0]}x{b.shape[1]} and C {out.shape[0]}x"
                          f"{out.shape[1]}: not the M={m}, N={n}, K={k} that {inst.describe()} was validated for")
-    if spec.precision == "ozaki":  # a pipeline of kernels around the INT8 products
-        return ozaki.launcher(inst, a, b, alpha=alpha, beta=beta, out=out, slots=slots(spec, p))
-    fn = compile.load(inst)
-    grid, block, smem = spec.grid(p, m, n, slots=slots(spec, p)), (spec.threads(p),), spec.launch_smem(p)
-    args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out)
-    if spec.tma:  # the kernel reads A and B through these (kept alive by the closure)
-        args += (tma.tensor_map(a, spec.tile(p)[0]), tma.tensor_map(b, tma.STEP))
-    if spec.tma_c:  # and writes C through this one, in boxes of 32 x 32
-        args += (tma.tensor_map(out, tma.BOX_COLS),)
+    return _LAUNCHERS.get(inst.spec.name, KernelLaunch)(inst, a, b, alpha=alpha, beta=beta, out=out)
 
-    def launch() -> Any:
-        fn(grid, block, args, shared_mem=smem)
-        return out
 
-    return launch
+class KernelLaunch:
+    """One kernel, prepared: compiled and loaded, its grid derived from the spec (a persistent kernel's from the GPU's
+    resident slots) and its arguments packed once (a TMA kernel's tensor maps among them)."""
+
+    report = None
+
+    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any):
+        spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
+        self.fn, self.out = compiler.load(inst), out
+        self.grid, self.block, self.smem = spec.grid(p, m, n, slots=slots(spec, p)), (spec.threads(p),), spec.launch_smem(p)
+        self.args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out,
+                     *tma.kernel_maps(spec, p, a, b, out))
+
+    def __call__(self) -> Any:
+        self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
+        return self.out
 
 
 def slots(spec: KernelSpec, p: Params) -> int:
     """Blocks of a persistent kernel the GPU holds at once (SMs times resident blocks per SM); 0 for the others."""
-    return device.gpu().sms * max(1, model.resident(spec, p)["blocks"]) if spec.persistent(p) else 0
+    return device.gpu().sms * max(1, occupancy.resident(spec, p)["blocks"]) if spec.persistent(p) else 0
 
 
 def _as_operand(x: Any, name: str) -> Any:

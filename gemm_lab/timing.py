@@ -30,7 +30,7 @@ import functools
 import math
 import statistics
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from tqdm.auto import tqdm
 
@@ -105,7 +105,7 @@ class Method:
 # for the first 50 ms (cuBLAS SGEMM after the Ozaki scheme), and kernel 14 stayed 1-2 % off until about 250 ms
 # (benchmarks/settle.py, records/<gpu>/settle.json).
 SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0, turn_settle_ms=250.0)
-# The key shares (`plan.KEY_SHARES`: the intro, README and scoreboard lead with them) take turns of 1 s: in 250 ms turns
+# The key shares (`catalog.KEY_SHARES`: the intro, README and scoreboard lead with them) take turns of 1 s: in 250 ms turns
 # a race's rounds spread over up to 7 points and its median moved by up to 2 between runs (H100, Ozaki at 4096: 204.0
 # and 206.1 % an hour apart), where 1 s turns kept them within 1.5 points (2026-11-27). None of them is small work, so
 # every side fills its 8 s (kernel 15 at 4096, 0.11 ms a launch, takes about 10,000 a turn).
@@ -153,7 +153,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
         with cublas_math(BASELINE[spec.precision]):
             method = (method or SUSTAINED).for_precision(spec.precision)
             mine, theirs = race([launchers, _cublas_launches(sets)], runs, method)
-    details = getattr(launchers[-1], "report", None)
+    details = launchers[-1].report
     return measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err, method,
                        details.as_dict() if details is not None else {})
 

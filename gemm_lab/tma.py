@@ -8,6 +8,13 @@ BOX_COLS = 32  # floats per box row: 128 bytes, the span of the 128-byte swizzle
 STEP = 32  # K per step of the TMA kernels: the depth of B's boxes (A's are BM rows)
 
 
+def kernel_maps(spec: Any, params: dict[str, int], a: Any, b: Any, out: Any) -> tuple[Any, ...]:
+    """The tensor maps a catalogued kernel takes after C: A's and B's for a `tma` spec (A in boxes of its tile's rows,
+    B in STEP-deep ones), then C's for a `tma_c` spec (boxes of 32 x 32, for TMA stores); none for the others."""
+    maps = (tensor_map(a, spec.tile(params)[0]), tensor_map(b, STEP)) if spec.tma else ()
+    return maps + ((tensor_map(out, BOX_COLS),) if spec.tma_c else ())
+
+
 def tensor_map(x: Any, box_rows: int) -> Any:
     """A device copy of the tensor map of row-major matrix `x` of float32 (or int32: kernel 15's C), read in boxes of
     box_rows x 32 elements with the 128-byte swizzle; TMA fills what lies outside the matrix with zeros. The row

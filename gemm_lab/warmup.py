@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, w
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Mapping, Sequence
 
-from . import catalog, compile
+from . import catalog, compiler
 
 Key = tuple[tuple[str, int], ...]  # an instance's parameters, in template order
 
@@ -25,7 +25,7 @@ class Warmup:
 
     `on_progress(done, total)` is called from a background thread after each instance. An instance that fails
     to compile is kept in `failed` with its error; the explorer then compiles it itself and shows the error.
-    `arch` is the target the live GPU loads (`compile.load`'s). `executor(workers)` makes the pool (default:
+    `arch` is the target the live GPU loads (`compiler.load`'s). `executor(workers)` makes the pool (default:
     spawned processes: NVRTC holds the GIL while it works).
     """
 
@@ -107,4 +107,4 @@ class Warmup:
 
 def _compile(kernel: str, key: Key, arch: str) -> None:
     """Worker process: compile one instance for `arch` into the on-disk cubin cache."""
-    compile.cubin_file(catalog.instance(kernel, dict(key)), arch)
+    compiler.cubin_file(catalog.instance(kernel, dict(key)), arch)

@@ -12,7 +12,8 @@ import random
 from typing import Callable
 from unittest import mock
 
-from gemm_lab import catalog, plan
+from gemm_lab import catalog
+from gemm_lab.pages import grids
 
 Params = dict[str, int]
 
@@ -20,8 +21,8 @@ Params = dict[str, int]
 def offered(kernel: str) -> list[Params]:
     """The legal instances of the offered values and of the recorded sweep, each once, in a fixed order."""
     spec = catalog.get(kernel)
-    grids = catalog.legal_grid(spec) + catalog.legal_grid(spec, plan.SWEEPS.get(kernel))
-    return list({tuple(p.values()): p for p in grids}.values())
+    offered_grids = catalog.legal_grid(spec) + catalog.legal_grid(spec, grids.SWEEPS.get(kernel))
+    return list({tuple(p.values()): p for p in offered_grids}.values())
 
 
 def register_slack(spec: catalog.KernelSpec, p: Params) -> dict[int, int]:

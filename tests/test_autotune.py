@@ -1,5 +1,6 @@
 """Pruning a parameter space with the offline ptxas report, before anything is timed."""
-from gemm_lab import autotune, catalog, compile
+from gemm_lab.lab import autotune
+from gemm_lab import catalog, compiler
 
 GRID = {"BM": (64, 128), "BN": (128,), "BK": (8, 32), "TM": (8,), "TN": (8,), "PREFETCH": (1,)}
 
@@ -13,7 +14,7 @@ def test_prune_keeps_what_compiles_cleanly():
 def test_prune_drops_spills_and_thin_occupancy(monkeypatch):
     def fake(case):
         p = case[1]
-        return compile.PtxasReport(instance="", arch="sm_90", registers=255 if p["BM"] == 128 else 64,
+        return compiler.PtxasReport(instance="", arch="sm_90", registers=255 if p["BM"] == 128 else 64,
                                    spill_stores=16 if p["BK"] == 32 else 0, spill_loads=0, stack_bytes=0,
                                    smem_bytes=4096)
 
@@ -32,7 +33,7 @@ def test_a_grid_is_compiled_once_per_kernel_build(monkeypatch):
 
     def fake(case):
         calls.append(case)
-        return compile.PtxasReport(instance="", arch="sm_90", registers=64, spill_stores=0, spill_loads=0,
+        return compiler.PtxasReport(instance="", arch="sm_90", registers=64, spill_stores=0, spill_loads=0,
                                    stack_bytes=0, smem_bytes=4096)
 
     monkeypatch.setattr(autotune, "_ptxas", fake)
@@ -47,7 +48,7 @@ def test_prune_drops_serialized_wgmmas(monkeypatch):
     warning = "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized"
 
     def fake(case):
-        return compile.PtxasReport(instance="", arch="sm_90a", registers=168, spill_stores=0, spill_loads=0,
+        return compiler.PtxasReport(instance="", arch="sm_90a", registers=168, spill_stores=0, spill_loads=0,
                                    stack_bytes=0, smem_bytes=0,
                                    performance_warnings=(warning,) if case[1]["BM"] == 256 else ())
 

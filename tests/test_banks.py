@@ -1,7 +1,7 @@
 """The shared-memory bank model on cases worked out by hand, and the register-bank analysis of SASS."""
 import pytest
 
-from gemm_lab import banks, sass
+from gemm_lab.models import banks, sass
 
 
 @pytest.mark.parametrize("stride,wavefronts", [(1, 1), (2, 2), (4, 4), (32, 32), (33, 1), (0, 1)])
@@ -67,9 +67,12 @@ def test_model_sites_follow_the_compiled_loads():
 
 
 def test_model_matches_the_recorded_counters():
-    from gemm_lab import device, hardware, plan
+    from gemm_lab import device
+    from gemm_lab.models import hardware
+    from gemm_lab.lab import plan
+    from gemm_lab.pages import grids
 
-    n = plan.COUNTER_SIZE
+    n = grids.COUNTER_SIZE
     for kernel, params in plan.COUNTERS:
         if kernel not in ("thread_tile_2d", "vectorized", "bank_conflicts", "prefetch"):
             continue

@@ -198,14 +198,16 @@ def test_intro_opens_with_the_map():
 
 def test_chapter_map_has_a_line_per_chapter_with_numbers_from_the_records(replay):
     import gemm_lab as gl
-    from gemm_lab import catalog, plan, tables
+    from gemm_lab import catalog
+    from gemm_lab.lab import plan
+    from gemm_lab.pages import tables
 
     board = gl.bench_all([(k, None, 8192) for k in (*plan.HEADLINE, *plan.TENSOR_CORES, *plan.EMULATION)],
                          progress=False)
     lines = str(tables.chapter_map(board, gl.cublas(8192))).splitlines()
     chapters = sorted({catalog.get(x.kernel).chapter for x in board})  # in the book's order
     assert [re.match(r"\* \*\*\{doc\}`(\w+)`", line)[1] for line in lines if line.startswith("*")] == \
-        [tables.MEASURING_CHAPTER, *chapters]
+        [catalog.MEASURING_CHAPTER, *chapters]
     text = "\n".join(lines)
     for x in board:
         pct = f"({x.pct_cublas:.0f}%" + (" of cuBLAS TF32" if x.precision == "tf32" else "")
@@ -220,7 +222,7 @@ def test_tables_fit_the_page():
     """What keeps a table inside the content column: numbers with their unit never wrap, a bracket after a number
     may go under it (never inside it), longer cells may wrap; a table too wide splits into two keyed by its first
     column, a long one folds."""
-    from gemm_lab.tables import Table
+    from gemm_lab.report import Table
 
     t = Table(("tile", "GFLOP/s", "note", "registers"),
               (("BM=128, BN=128, BK=8", "48,657 (94%)", "a long remark that may wrap", "0.82 ms"),), "caption")
@@ -237,7 +239,7 @@ def test_tables_fit_the_page():
 
 def test_measurements_table_moves_what_every_row_shares_to_the_caption(replay):
     import gemm_lab as gl
-    from gemm_lab import plan
+    from gemm_lab.lab import plan
 
     one_kernel = gl.measurements_table(gl.bench_all(("mma_tf32", None, s) for s in plan.SIZES))
     assert one_kernel.columns[0] == "M×N×K" and "mma_tf32 (BM=" in one_kernel.caption

@@ -215,7 +215,7 @@ def test_warp_specialised_kernels_split_the_register_file_and_launch_whole_clust
 
 
 def test_every_kernel_has_a_colour_of_its_own():
-    from gemm_lab import plots
+    from gemm_lab.pages import plots
 
     assert len({plots.color(name) for name in catalog.KERNELS}) == len(catalog.KERNELS)
 

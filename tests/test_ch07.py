@@ -9,7 +9,9 @@ import pytest  # noqa: E402
 
 import re  # noqa: E402
 
-from gemm_lab import banks, catalog, diagrams, issue_rate, sass, schedule, style  # noqa: E402
+from gemm_lab.models import banks, issue_rate, sass, schedule
+from gemm_lab import catalog
+from gemm_lab.pages import diagrams, style  # noqa: E402
 
 SPEC = catalog.get("warp_tiling")
 SHAPES = [SPEC.full_params(), *(p for p in catalog.legal_grid(SPEC) if p["BK"] == 8 and p["BM"] == 256)]

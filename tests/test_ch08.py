@@ -10,7 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog, diagrams, style  # noqa: E402
+from gemm_lab import catalog
+from gemm_lab.pages import diagrams, style  # noqa: E402
 
 KERNELS = catalog.ROOT / "kernels"
 
@@ -96,7 +97,7 @@ def test_the_swizzle_picture_redraws_for_another_box(rows, cols, span):
 
 
 def test_the_fragment_loads_are_free_of_bank_conflicts_and_the_padding_is_why():
-    from gemm_lab import banks
+    from gemm_lab.models import banks
 
     unpadded, padded, ldmatrix = banks.fragment_sites("mma_tf32")
     assert unpadded.conflicts == 3 and padded.conflicts == ldmatrix.conflicts == 0
@@ -214,7 +215,7 @@ def test_the_handoff_follows_kernel_13s_waits(stages):
 
 
 def test_the_swizzle_is_what_keeps_kernel_13s_reads_free_of_conflicts():
-    from gemm_lab import banks
+    from gemm_lab.models import banks
 
     assert "a_swz = (lane / 8 % 2) ^ (lane % 8)" in (KERNELS / "13_tf32_mma_tma.cu").read_text()
     (a_plain, a_swz), (b_plain, b_swz) = banks.swizzle_sites().values()
@@ -224,7 +225,7 @@ def test_the_swizzle_is_what_keeps_kernel_13s_reads_free_of_conflicts():
 
 
 def test_the_questions_agree_with_the_pictures():
-    from gemm_lab import questions
+    from gemm_lab.pages import questions
 
     assert questions.QUESTIONS["fragment_lane"].solve()[0] == \
         diagrams.mma_fragments(8)["A"][questions.FRAGMENT_ELEMENT][0]
@@ -242,7 +243,7 @@ def test_energy_headline_quotes_both_sides_work_per_joule_where_recorded(replay)
     import dataclasses
 
     import gemm_lab as gl
-    from gemm_lab import tables
+    from gemm_lab.pages import tables
 
     x = gl.bench("wgmma_ws_tf32", 8192)
     text = tables.energy_headline(x)

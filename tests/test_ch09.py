@@ -8,8 +8,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog, diagrams, model, plan, plots, style  # noqa: E402
-from gemm_lab.prose import fold, share  # noqa: E402
+from gemm_lab import catalog
+from gemm_lab.pages import diagrams, plots, style
+from gemm_lab.models import model
+from gemm_lab.lab import plan  # noqa: E402
+from gemm_lab.pages.prose import fold, share  # noqa: E402
 
 SPEC = catalog.get("wgmma_ws_tf32")
 RINGS = [SPEC.full_params(), SPEC.full_params({"STAGES": 3, "CONSUMERS": 1, "CLUSTER": 1}),

@@ -11,7 +11,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog, diagrams, emulation, int8, ozaki, plots, style, tables  # noqa: E402
+from gemm_lab import catalog, report
+from gemm_lab.pages import diagrams, plots, style
+from gemm_lab.precision import emulation, int8, ozaki  # noqa: E402
 
 
 def _gids(fig) -> list[str]:
@@ -89,7 +91,7 @@ def test_stage_table_and_speed_tables_read_the_records(replay):
     assert x.method == "sustained" and x.details["moduli"] in ozaki.CANDIDATES
     row = emulation.race_table([x]).rows[0]
     assert row[1] == f"auto ({x.details['moduli']})" and row[2] == f"{x.pct_cublas:.0f}%"
-    assert row[3] == tables.clock_and_power(x.telemetry) and "W" in row[3] and "power_w" not in x.telemetry
+    assert row[3] == report.clock_and_power(x.telemetry) and "W" in row[3] and "power_w" not in x.telemetry
     assert row[4] == f"{x.gflop_per_joule():,.0f}" and row[6] == f"{x.gflop_per_joule(cublas=True):,.0f}"
     assert int8.table((4096,)).rows[0][3].startswith(f"{int8.bench(4096).pct_cublas:.1f}%")
 

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 import gemm_lab as gl
-from gemm_lab import catalog, compile, device, exercises, run, timing
+from gemm_lab import catalog, compiler, device, run, timing
+from gemm_lab.pages import exercises
 
 SOURCE = (catalog.ROOT / "kernels" / "03_smem_tiling.cu").read_text()
 
 
 def test_what_is_not_the_contract_is_refused_before_compiling(monkeypatch):
-    monkeypatch.setattr(compile, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
+    monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
     with pytest.raises(TypeError, match="no __global__"):
         gl.submit("int main() {}", "smem_tiled")
     with pytest.raises(ValueError, match="no kernel `template <int BM, int BN, int BK> __global__ void sgemm_smem_tiled"):
@@ -113,7 +114,7 @@ def test_diagnose_names_what_usually_causes_each_pattern(case, expected):
 
 
 def test_the_scoreboard_lives_beside_the_compile_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv(compile.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(compiler.CACHE_ENV, str(tmp_path))
     assert exercises.scoreboard_path() == tmp_path / "scoreboard.json" and exercises.scoreboard() == []
 
 
@@ -201,7 +202,7 @@ def test_submit_reports_the_race_and_times_nothing(monkeypatch):
         num_regs, local_size_bytes, shared_size_bytes = 32, 0, 2048
 
     monkeypatch.setattr(device, "runs_here", lambda spec: True)
-    monkeypatch.setattr(compile, "load", lambda inst: Fn())
+    monkeypatch.setattr(compiler, "load", lambda inst: Fn())
     monkeypatch.setattr(run, "faults", lambda *a, **k: contextlib.nullcontext())
     trial, _ = _fake_trial(256)
     monkeypatch.setattr(exercises, "_run_and_judge", trial)
@@ -221,7 +222,7 @@ def test_timing_still_offers_what_submit_times_with():
 
 
 def test_variants_are_refused_before_compiling_when_their_rules_break(monkeypatch):
-    monkeypatch.setattr(compile, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
+    monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
     ring = (catalog.ROOT / exercises.SOLUTIONS / "06_prefetch_ring.cu").read_text()
     with pytest.raises(ValueError, match="BUFFERS must be 2 to 4"):
         gl.submit(ring, "prefetch_ring", {"BUFFERS": 1})
@@ -309,7 +310,7 @@ def test_each_solution_passes_and_each_broken_one_is_named(name):
 
 @pytest.mark.parametrize("name", list(gl.questions.QUESTIONS))
 def test_each_question_asks_with_its_givens_and_judges_an_answer(name, replay):
-    from gemm_lab import questions
+    from gemm_lab.pages import questions
 
     q = questions.QUESTIONS[name]
     right, how = q.solve()
@@ -323,7 +324,7 @@ def test_each_question_asks_with_its_givens_and_judges_an_answer(name, replay):
 def test_every_chapter_from_the_primer_to_chapter_10_has_two_questions():
     from collections import Counter
 
-    from gemm_lab import questions
+    from gemm_lab.pages import questions
 
     count = Counter(q.chapter for q in questions.QUESTIONS.values())
     chapters = ["gpu_primer", *sorted(p.stem for p in (catalog.ROOT / "book").glob("ch*.md"))]

@@ -9,17 +9,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import banks, catalog, diagrams, emulation, model, plan, plots, power, published, records, style, tables  # noqa: E402
+from gemm_lab.models import banks, model
+from gemm_lab import catalog, records
+from gemm_lab.pages import diagrams, grids, plots, style
+from gemm_lab.precision import emulation
+from gemm_lab.lab import plan, power, published  # noqa: E402
 
 
 def _figures():
     import gemm_lab as gl
-    from gemm_lab import hardware
+    from gemm_lab.models import hardware
 
     ceil = gl.ceilings()
     board = gl.bench_all([(k, None, 4096) for k in (*plan.HEADLINE, *plan.TENSOR_CORES)], progress=False)
-    grid = [m for m in records.measurements("smem_tiled") if (m.m, m.n, m.k) == (plan.EXPLORER_SIZE,) * 3]
-    n = plan.COUNTER_SIZE
+    grid = [m for m in records.measurements("smem_tiled") if (m.m, m.n, m.k) == (grids.EXPLORER_SIZE,) * 3]
+    n = grids.COUNTER_SIZE
     stall_rows = [hardware.counters(k, (n, n, n)) for k in ("warp_tiling", "cublas")]
     tt2 = catalog.get("thread_tile_2d").full_params()
     traffic_cases = [(k, p) for k, p in plan.COUNTERS if k == "smem_tiled"][:2]
@@ -50,7 +54,7 @@ def _figures():
         "traffic": lambda: plots.traffic(traffic_rows, [model.global_load_bytes("smem_tiled", n, n, n, p)
                                                         for _, p in traffic_cases], ["8x8", "16x16"]),
         "paired": lambda: plots.paired(list(zip(grid, grid[1:])), "one", "the next"),
-        "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, 4096, tables.recorded_gpus()),
+        "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, 4096, records.recorded_gpus()),
         "error_vs_k": lambda: plots.error_vs_k(by_k),
         "accuracy_vs_speed": lambda: plots.accuracy_vs_speed(board[-6:]),
         "claims": lambda: plots.claims(published.claims_beside_ours()),
@@ -91,7 +95,7 @@ def test_fits_sees_small_text():
 
 
 def test_heatmap_colour_bar_and_cells_say_the_same_unit(replay):
-    grid = [m for m in records.measurements("smem_tiled") if (m.m, m.n, m.k) == (plan.EXPLORER_SIZE,) * 3]
+    grid = [m for m in records.measurements("smem_tiled") if (m.m, m.n, m.k) == (grids.EXPLORER_SIZE,) * 3]
     fig = plots.tile_heatmaps(grid, "BN", "BM", "BK")
     bar = fig.axes[-1]
     assert bar.get_ylabel() == "TFLOP/s"

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gemm_lab import autotune, catalog, compile, device, run
+from gemm_lab.lab import autotune
+from gemm_lab import catalog, compiler, device, run
 
 CASES = 500  # per kernel, each a launch checked against float64
 GRID_SAMPLE = 96  # instances compiled for a kernel's draws at most
@@ -86,10 +87,10 @@ def test_random_illegal_parameters_are_refused_before_launch(kernel):
     def case(params, shape):
         with pytest.raises(ValueError) as refusal:
             catalog.validate(spec, params, shape)
-        compiled = len(compile._live_cache)
+        compiled = len(compiler._live_cache)
         with pytest.raises(ValueError, match=re.escape(str(refusal.value))):
             run.verify(spec, *shape, params)
-        assert len(compile._live_cache) == compiled  # refused before NVRTC, so before any launch
+        assert len(compiler._live_cache) == compiled  # refused before NVRTC, so before any launch
 
     case()
 
@@ -100,7 +101,7 @@ def test_kernel_15_int8_products_are_exact_on_random_shapes():
     ozaki spec's grid, each checked exactly against float64."""
     import cupy
 
-    from gemm_lab import int8
+    from gemm_lab.precision import int8
 
     if catalog.unsupported(int8.PROBE, device.gpu().cc):
         pytest.skip(catalog.unsupported(int8.PROBE, device.gpu().cc))

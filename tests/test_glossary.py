@@ -3,7 +3,7 @@ a page of the book."""
 import re
 from pathlib import Path
 
-from gemm_lab.hardware import STALL_REASONS
+from gemm_lab.models.hardware import STALL_REASONS
 
 ROOT = Path(__file__).resolve().parent.parent
 GLOSSARY = ROOT / "book" / "glossary.md"

@@ -2,7 +2,9 @@
 cannot run (wgmma off Hopper) is skipped, and so is an instance that needs more shared memory than it has."""
 import pytest
 
-from gemm_lab import catalog, device, plan, records, run, timing
+from gemm_lab import catalog, device, records, run, timing
+from gemm_lab.lab import plan
+from gemm_lab.pages import grids
 
 pytestmark = pytest.mark.gpu
 
@@ -26,7 +28,7 @@ def shapes_for(spec: catalog.KernelSpec) -> list[tuple[int, int, int]]:
 
 def _instances():
     for name in catalog.KERNELS:
-        grid = catalog.legal_grid(name, plan.SWEEPS.get(name))
+        grid = catalog.legal_grid(name, grids.SWEEPS.get(name))
         picked = {tuple(catalog.get(name).full_params().items())}
         picked |= {tuple(grid[0].items()), tuple(grid[-1].items()), tuple(grid[len(grid) // 2].items())}
         picked |= {tuple(catalog.get(name).full_params(p).items()) for k, p, _ in plan.EXTRA if k == name}
@@ -62,9 +64,9 @@ def test_alpha_beta_follow_blas():
 @pytest.mark.parametrize("kernel,params", [("smem_tiled", {"BM": 64, "BN": 64}), ("naive", {"BLOCK": 64}),
                                            ("smem_tiled", {"BM": 64, "BN": 16, "BK": 256})])
 def test_invalid_params_raise_before_launch(kernel, params, monkeypatch):
-    from gemm_lab import compile
+    from gemm_lab import compiler
 
-    monkeypatch.setattr(compile, "load", lambda *a, **k: pytest.fail("compiled an invalid instance"))
+    monkeypatch.setattr(compiler, "load", lambda *a, **k: pytest.fail("compiled an invalid instance"))
     a, b = run.random_inputs(64, 64, 64)
     with pytest.raises(ValueError, match="breaks a rule"):
         run.gemm(kernel, a, b, params)

@@ -2,7 +2,8 @@
 Hopper GPU its int32 results are exact on tails of every tile, as are cuBLAS's."""
 import pytest
 
-from gemm_lab import catalog, device, int8
+from gemm_lab import catalog, device
+from gemm_lab.precision import int8
 
 
 @pytest.mark.parametrize("shape,why", [((64, 64, 24), "K must be a multiple of 16"),

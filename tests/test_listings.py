@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from gemm_lab import catalog, listings
+from gemm_lab import catalog
+from gemm_lab.pages import listings
 
 
 def _file(name: str) -> list[str]:

@@ -86,14 +86,17 @@ def launching(log, fault=None):
     def launcher(inst, a, b, *, alpha=1.0, beta=0.0, out):
         assert isinstance(inst, catalog.Instance)
 
-        def launch():
-            log.append("kernel")
-            if fault:
-                raise fault
-            if a is not None:
-                out[...] = a @ b
-            return out
-        return launch
+        class Launch:  # run.Launch: a call that returns C, and what it chose
+            report = None
+
+            def __call__(self):
+                log.append("kernel")
+                if fault:
+                    raise fault
+                if a is not None:
+                    out[...] = a @ b
+                return out
+        return Launch()
     return launcher
 
 
@@ -544,7 +547,7 @@ def test_the_tf32_math_is_restored_even_when_timing_fails(log, monkeypatch):
 def nvrtc(log, monkeypatch):
     """A stand-in NVRTC: each compile records its target arch, and the loaded kernels record each launch and compute C
     on the CPU. Returns (arch of each instance compiled, (grid, block, shared memory) of each launch)."""
-    from gemm_lab import compile
+    from gemm_lab import compiler
 
     built, launched = [], []
 
@@ -565,13 +568,13 @@ def nvrtc(log, monkeypatch):
             return Kernel()
 
     monkeypatch.setattr(sys.modules["cupy"], "RawModule", RawModule, raising=False)
-    monkeypatch.setattr(compile, "cubin_file", lambda inst, arch: built.append(arch) or ("k.cubin", "_Zk"))
-    monkeypatch.setattr(compile, "_live_cache", {})
+    monkeypatch.setattr(compiler, "cubin_file", lambda inst, arch: built.append(arch) or ("k.cubin", "_Zk"))
+    monkeypatch.setattr(compiler, "_live_cache", {})
     return built, launched
 
 
 def test_dynamic_shared_memory_is_opted_into_and_asked_for_and_wgmma_compiles_for_sm_90a(nvrtc):
-    from gemm_lab import compile
+    from gemm_lab import compiler
 
     built, launched = nvrtc
     a, b = run.random_inputs(300, 200, 100)
@@ -580,13 +583,13 @@ def test_dynamic_shared_memory_is_opted_into_and_asked_for_and_wgmma_compiles_fo
         run.gemm(kernel, a, b)
         smem = spec.smem_bytes(spec.full_params()) if spec.dynamic_smem else 0
         assert launched[-1] == (spec.grid(spec.full_params(), 300, 200), (spec.threads(spec.full_params()),), smem)
-        assert compile.load(kernel).max_dynamic_shared_size_bytes == (smem or 48 * 1024)
+        assert compiler.load(kernel).max_dynamic_shared_size_bytes == (smem or 48 * 1024)
     assert built == ["sm_90a", "sm_90", "sm_90"]
     assert launched[0][2] == 201728 > catalog.STATIC_SMEM_LIMIT
 
 
 def test_a_kernel_name_is_validated_once_on_its_way_to_the_gpu(nvrtc, monkeypatch):
-    """bench, verify and gemm make one catalog.Instance of a name; check, the launcher and compile.load trust it."""
+    """bench, verify and gemm make one catalog.Instance of a name; check, the launcher and compiler.load trust it."""
     made, instance = [], catalog.instance
     monkeypatch.setattr(catalog, "instance", lambda *args, **kw: made.append(args[1:3]) or instance(*args, **kw))
     monkeypatch.setattr(timing, "_input_sets",

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gemm_lab import (catalog, cli, compile, device, diagrams, folders, gpus, hardware, memory, model, plots, records,
-                      sanitize)
+from gemm_lab import catalog, compiler, device, folders, records
+from gemm_lab.lab import cli, sanitize
+from gemm_lab.pages import diagrams, plots
+from gemm_lab.models import gpus, hardware, memory, model
 
 ROOT = Path(__file__).resolve().parent.parent
 PRIMER = ROOT / "book" / "gpu_primer.md"
@@ -21,7 +23,7 @@ PROBE = catalog.PROBES["memory_probes"]
 @pytest.mark.parametrize("probe,name,arch", [(p, n, a) for p in catalog.PROBES.values() for n, a in p.instances],
                          ids=lambda x: getattr(x, "name", x))
 def test_every_probe_kernel_compiles_offline_without_spills(probe, name, arch):
-    r = compile.probe_report(probe, name, arch)
+    r = compiler.probe_report(probe, name, arch)
     assert r.arch == arch and 0 < r.registers <= 255 and r.spills == 0 and r.stack_bytes == 0, r
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from gemm_lab import model
+from gemm_lab.models import model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ GPU = {"gpu": "test GPU", "sms": 100, "clock_mhz": 1000.0, "fp32_lanes_per_sm": 
 @pytest.fixture
 def sass_of(monkeypatch):
     """Give the budget a main loop and its FFMAs' bank report, of our choosing (no compile)."""
-    from gemm_lab import sass
+    from gemm_lab.models import sass
 
     def use(loop: list[str], ffma: int = 100, conflicts: int = 0) -> None:
         monkeypatch.setattr(sass, "main_loop", lambda kernel, params=None: loop)
@@ -86,7 +86,7 @@ def test_budget_of_tensor_core_kernels_uses_their_own_peak(sass_of):
 def test_issue_ceiling_of_warp_tiling_is_its_ffma_share_of_the_peak(replay):
     """From the offline SASS and the H100's record: the number chapter 7 explains its result with."""
     import gemm_lab as gl
-    from gemm_lab import sass
+    from gemm_lab.models import sass
 
     ceil = gl.ceilings()
     mix = sass.main_loop_mix("warp_tiling")

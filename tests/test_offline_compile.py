@@ -8,7 +8,9 @@ ptxas over these grids) and many more beyond the offered values.
 """
 import pytest
 
-from gemm_lab import catalog, compile, plan
+from gemm_lab import catalog, compiler
+from gemm_lab.lab import plan
+from gemm_lab.pages import grids
 
 from instances import beyond, edges
 
@@ -20,7 +22,7 @@ BEYOND = {name: beyond(name, BEYOND_FAST + BEYOND_EXHAUSTIVE) for name in catalo
 def _grid(name: str) -> list[dict[str, int]]:
     """What the exhaustive run compiles besides the edges: the swept FFMA grid or the whole offered tensor-core
     grid."""
-    grid = catalog.legal_grid(name) if name in plan.TENSOR_CORES else catalog.legal_grid(name, plan.SWEEPS.get(name))
+    grid = catalog.legal_grid(name) if name in plan.TENSOR_CORES else catalog.legal_grid(name, grids.SWEEPS.get(name))
     return [p for p in grid if p not in EDGES[name]]
 
 
@@ -29,7 +31,7 @@ def _cases(instances: dict[str, list[dict[str, int]]], *marks: pytest.MarkDecora
             for name, grid in instances.items() for p in grid]
 
 
-def assert_clean(spec: catalog.KernelSpec, params: dict[str, int], r: compile.PtxasReport) -> None:
+def assert_clean(spec: catalog.KernelSpec, params: dict[str, int], r: compiler.PtxasReport) -> None:
     assert r.arch == (spec.arch or "sm_90") and 0 < r.registers <= 255, r
     assert r.spills == 0 and r.stack_bytes == 0, r
     assert r.performance_warnings == (), r
@@ -40,7 +42,7 @@ def assert_clean(spec: catalog.KernelSpec, params: dict[str, int], r: compile.Pt
 @pytest.mark.parametrize("kernel,params", [
     *_cases(EDGES), *_cases({name: _grid(name) for name in catalog.KERNELS}, pytest.mark.exhaustive)])
 def test_compiles_without_spills(kernel, params):
-    assert_clean(catalog.get(kernel), params, compile.ptxas_report(kernel, params))
+    assert_clean(catalog.get(kernel), params, compiler.ptxas_report(kernel, params))
 
 
 @pytest.mark.parametrize("kernel,params", [
@@ -49,34 +51,34 @@ def test_compiles_without_spills(kernel, params):
 def test_what_validate_accepts_beyond_the_offered_values_compiles_clean(kernel, params):
     """The rules know what the compiler enforces (static_asserts, register budgets): an instance they accept compiles,
     clean. Where one does not, the catalog's rule is wrong, not this test."""
-    assert_clean(catalog.get(kernel), params, compile.ptxas_report(kernel, params))
+    assert_clean(catalog.get(kernel), params, compiler.ptxas_report(kernel, params))
 
 
 @pytest.mark.parametrize("kernel", list(catalog.KERNELS))
 def test_resources_count_static_and_dynamic_shared_memory(kernel):
     spec = catalog.get(kernel)
-    assert compile.resources(kernel).smem_bytes == spec.smem_bytes(spec.full_params())
+    assert compiler.resources(kernel).smem_bytes == spec.smem_bytes(spec.full_params())
 
 
 def test_ptxas_reports_serialized_wgmmas():
     """The rules refuse this instance: ptxas serializes its wgmmas for want of registers (C7512), and says so."""
     spec = catalog.get("wgmma_tf32")
     with pytest.raises(ValueError, match="registers each thread can have"):
-        compile.ptxas_report(spec, {"BM": 256, "BN": 192, "STAGES": 3})
-    r = compile._offline(spec.name, spec.build_sha256(), ("sgemm_tf32_wgmma<256, 192, 3>",), "sm_90a")[1]
+        compiler.ptxas_report(spec, {"BM": 256, "BN": 192, "STAGES": 3})
+    r = compiler._offline(spec.name, spec.build_sha256(), ("sgemm_tf32_wgmma<256, 192, 3>",), "sm_90a")[1]
     assert r.spills and len(r.performance_warnings) == 1
     assert "(C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized" in \
         r.performance_warnings[0]
 
 
 def test_arch_specific_kernels_compile_only_for_their_target():
-    assert compile.cubin("wgmma_tf32")[:4] == b"\x7fELF"
+    assert compiler.cubin("wgmma_tf32")[:4] == b"\x7fELF"
     with pytest.raises(ValueError, match="uses arch-specific instructions: compile it for sm_90a, not sm_90"):
-        compile.ptxas_report("wgmma_tf32", arch="sm_90")
+        compiler.ptxas_report("wgmma_tf32", arch="sm_90")
 
 
 def test_cubin_is_an_elf_image():
-    assert compile.cubin("smem_tiled")[:4] == b"\x7fELF"
+    assert compiler.cubin("smem_tiled")[:4] == b"\x7fELF"
 
 
 def test_compile_errors_quote_the_source_line(tmp_path, monkeypatch):
@@ -86,6 +88,6 @@ def test_compile_errors_quote_the_source_line(tmp_path, monkeypatch):
                               choices={"B": (1,)}, defaults={"B": 1}, tile=lambda p: (1, 1),
                               threads=lambda p: 1, smem_bytes=lambda p: 0)
     monkeypatch.setitem(catalog.KERNELS, "bad", spec)
-    with pytest.raises(compile.CompileError) as err:
-        compile.ptxas_report("bad")
+    with pytest.raises(compiler.CompileError) as err:
+        compiler.ptxas_report("bad")
     assert "undefined_name = M;" in str(err.value) and ":3 |" in str(err.value)

@@ -4,7 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import device, hardware, timing
+from gemm_lab import device, timing
+from gemm_lab.models import hardware
 
 T4 = SimpleNamespace(name="Tesla T4", cc=(7, 5))
 A100 = SimpleNamespace(name="NVIDIA A100-SXM4-80GB", cc=(8, 0))

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from gemm_lab import catalog, ozaki
+from gemm_lab import catalog
+from gemm_lab.precision import ozaki
 
 MAX_MODULI = 9
 
@@ -121,16 +122,16 @@ def test_every_instance_compiles_with_the_analysis_kernels():
     pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
     import re
 
-    from gemm_lab import compile
+    from gemm_lab import compiler
 
-    auto = re.findall(rb"\.text\.(_Z\w+)", compile.cubin("ozaki"))
+    auto = re.findall(rb"\.text\.(_Z\w+)", compiler.cubin("ozaki"))
     for name in catalog.OZAKI_ANALYSIS:
         assert any(name.encode() in s for s in auto), name
-    seven = re.findall(rb"\.text\.(_Z\w+)", compile.cubin("ozaki", {"MODULI": 7}))
+    seven = re.findall(rb"\.text\.(_Z\w+)", compiler.cubin("ozaki", {"MODULI": 7}))
     for name in ("ozaki_products", "ozaki_exponents", "ozaki_residues_a", "ozaki_residues_b", "ozaki_reconstruct"):
         assert any(name.encode() in s for s in seven), name
     for moduli in (0, 7):
-        report = compile.ptxas_report("ozaki", {"MODULI": moduli})
+        report = compiler.ptxas_report("ozaki", {"MODULI": moduli})
         assert report.spills == 0 and report.instance.startswith(f"ozaki_products<{moduli},")
 
 

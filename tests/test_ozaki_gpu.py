@@ -2,14 +2,14 @@
 SGEMM's error, normwise and in the median element, or it falls back and says so; a pinned number that the estimate
 finds less accurate than SGEMM warns; infinities and NaNs come out as SGEMM's, overflow as infinities; K past the
 int32 limit is cut into chunks; 500 random shapes and families keep the contract."""
-import math
 import random
 import warnings
 
 import numpy as np
 import pytest
 
-from gemm_lab import ozaki, run, timing, yardstick
+from gemm_lab.precision import ozaki
+from gemm_lab import run, yardstick
 
 pytestmark = pytest.mark.gpu
 FLT_MAX = float(np.finfo(np.float32).max)

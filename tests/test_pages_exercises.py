@@ -24,7 +24,8 @@ import pytest
 from test_book_pages import toc_pages
 
 import gemm_lab as gl
-from gemm_lab import catalog, exercises, questions
+from gemm_lab import catalog
+from gemm_lab.pages import exercises, questions
 
 PAGES = toc_pages()
 IDS = [p.stem for p in PAGES]

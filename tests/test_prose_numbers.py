@@ -156,7 +156,7 @@ def test_no_fp32_peak_for_tensor_core_rows(replay):
     """Tables give TF32 and 3xTF32 rows no '% FP32 peak' (their peak is the tensor cores'), and no page's prose
     puts an FP32-peak share beside a tensor-core kernel."""
     import gemm_lab as gl
-    from gemm_lab import plan
+    from gemm_lab.lab import plan
 
     table = gl.measurements_table(gl.bench_all([(k, None, 4096) for k in ("vectorized", *plan.TENSOR_CORES)],
                                                progress=False))

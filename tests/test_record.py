@@ -5,7 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import catalog, cli, device, plan, records, sweeps, timing
+from gemm_lab import catalog, device, records, timing
+from gemm_lab.lab import cli, plan, sweeps
+from gemm_lab.pages import grids
 
 PARTS = ["--only", "device", "--only", "headline", "--only", "sweeps", "--only", "tensor_cores"]
 
@@ -54,7 +56,7 @@ def test_on_hopper_everything_is_recorded_with_cublas_in_both_maths(recorder, mo
     methods = recorder["methods"]
     assert all(methods[plan.case_key(*c)] is timing.SHORT for c in plan.error_vs_k_cases() if c[2][2] != 1024)
     assert all(m is not timing.SHORT for key, m in methods.items() if key in quoted)
-    assert recorder["sweeps"] == list(plan.SWEEPS) and {"mma_tf32", "wgmma_tf32"} <= set(plan.SWEEPS)
+    assert recorder["sweeps"] == list(grids.SWEEPS) and {"mma_tf32", "wgmma_tf32"} <= set(grids.SWEEPS)
     # cuBLAS alone: sustained at the headline's sizes (which include K = 1024 of error vs K), short at the others
     errors_only = [s for s in plan.ERROR_VS_K if s != (plan.SIZES[0],) * 3]
     maths = ("fp32", "tf32")

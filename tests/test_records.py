@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import autotune, catalog, device, folders, plan, power, records, sweeps, timing
+from gemm_lab.lab import autotune, plan, power, sweeps
+from gemm_lab import catalog, device, folders, records, timing
 
 
 def test_repository_records_are_well_formed_and_fresh():
@@ -282,7 +283,7 @@ def test_a_tensor_core_headline_is_the_median_of_its_rounds():
 
 
 def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
-    """kernel 14 at its defaults at 8192 is a key share (`plan.KEY_SHARES`, raced in 1 s turns): a row of it from a
+    """kernel 14 at its defaults at 8192 is a key share (`catalog.KEY_SHARES`, raced in 1 s turns): a row of it from a
     short race, from a sustained race whose turns did not settle or were not each timed under one pair of events
     (recorded before they were), without each side's joules, or with less than 8 s of timed GPU time on a side (2 s
     turns too) is a problem; a row with them is not, nor one whose short side is so brief that its turns stop at
@@ -338,7 +339,7 @@ def test_the_outside_re_timing_sits_beside_each_key_share_and_names_those_apart(
     """The scoreboard sets benchmarks/retime.py's blocks beside the races the pages quote: a row more than
     tables.RETIME_AGREE points from its race is named with its gap; a GPU without a retime.json reads the default replay
     GPU's; none at all is a clear error."""
-    from gemm_lab import tables
+    from gemm_lab.pages import tables
 
     with pytest.raises(LookupError, match="benchmarks/retime.py"):
         tables.retimed()

@@ -6,8 +6,11 @@ matplotlib.use("Agg")
 import pytest
 
 import gemm_lab as gl
-from gemm_lab import catalog, cli, device, diagrams, model, plan, plots, widgets
-from gemm_lab.tables import by_size
+from gemm_lab import catalog, device
+from gemm_lab.lab import cli, plan
+from gemm_lab.pages import diagrams, grids, plots, widgets
+from gemm_lab.models import model
+from gemm_lab.pages.tables import by_size
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +49,8 @@ def test_every_headline_case_is_recorded():
 
 
 def test_autotuning_is_recorded_at_every_size_and_best_picks_the_fastest():
-    from gemm_lab import records, sweeps
+    from gemm_lab import records
+    from gemm_lab.lab import sweeps
 
     for name, sizes in plan.AUTOTUNE.items():
         for size in (*sizes, plan.AUTOTUNE_CONFIRM[0]):
@@ -59,37 +63,37 @@ def test_autotuning_is_recorded_at_every_size_and_best_picks_the_fastest():
 
 
 def test_cublas_counters_replay_with_the_same_metrics():
-    from gemm_lab import hardware
+    from gemm_lab.models import hardware
 
-    n = plan.COUNTER_SIZE
+    n = grids.COUNTER_SIZE
     row = gl.counters("cublas", (n, n, n))
     assert row["kernel"] == "cublas" and row["params"] == {} and set(hardware.METRICS) <= set(row["metrics"])
 
 
-@pytest.mark.parametrize("name", list(plan.SWEEPS))
+@pytest.mark.parametrize("name", list(grids.SWEEPS))
 def test_sweeps_replay_the_whole_grid(name):
-    choices = plan.SWEEPS[name]
-    assert len(gl.sweep(name, plan.EXPLORER_SIZE, choices)) == len(catalog.legal_grid(name, choices))
+    choices = grids.SWEEPS[name]
+    assert len(gl.sweep(name, grids.EXPLORER_SIZE, choices)) == len(catalog.legal_grid(name, choices))
 
 
 @pytest.mark.parametrize("name, params", plan.COUNTERS, ids=[k for k, _ in plan.COUNTERS])
 def test_every_planned_counter_row_replays(name, params):
-    from gemm_lab import hardware
+    from gemm_lab.models import hardware
 
-    n = plan.COUNTER_SIZE
+    n = grids.COUNTER_SIZE
     assert set(hardware.metrics_for(name)) <= set(gl.counters(name, (n, n, n), params)["metrics"])
 
 
 @pytest.mark.parametrize("name, params", plan.ENERGY_COUNTERS, ids=[f"{k}-{p}" for k, p in plan.ENERGY_COUNTERS])
 def test_every_energy_counter_row_replays(name, params):
-    from gemm_lab import hardware
+    from gemm_lab.models import hardware
 
     n = plan.ENERGY_SIZE
     assert set(hardware.metrics_for(name)) <= set(gl.counters(name, (n, n, n), params)["metrics"])
 
 
 def test_recorded_counters_match_the_traffic_model_exactly():
-    n = plan.COUNTER_SIZE
+    n = grids.COUNTER_SIZE
     for name, params in [(k, p) for k, p in plan.COUNTERS if k == "smem_tiled"]:
         sectors = gl.counters(name, (n, n, n), params)["metrics"]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
         assert sectors * 32 == model.global_load_bytes(name, n, n, n, params)
@@ -106,7 +110,7 @@ def test_ceilings_and_plots_carry_provenance():
     assert "recorded on NVIDIA H100 80GB HBM3" in texts(plots.bars(ms))
     assert "recorded on" in texts(plots.vs_size(ms))
     assert "ceilings recorded" in texts(plots.roofline(ceil, ms))
-    grid = gl.sweep("smem_tiled", plan.EXPLORER_SIZE, plan.SWEEPS["smem_tiled"])
+    grid = gl.sweep("smem_tiled", grids.EXPLORER_SIZE, grids.SWEEPS["smem_tiled"])
     assert "recorded on" in texts(plots.tile_heatmaps(grid, "BN", "BM", "BK"))
     diagrams.tiling(32, 32, 8)
     diagrams.warp_access()
@@ -124,7 +128,7 @@ def test_tile_explorer_moves_over_the_recorded_grid():
     header, sliders, _, status, _ = box.children
     assert "replay" in header.value
     bm, bn, bk = sliders.children
-    assert bm.options == plan.SWEEPS["smem_tiled"]["BM"]
+    assert bm.options == grids.SWEEPS["smem_tiled"]["BM"]
     assert "GFLOP/s" in status.value
     bm.value, bn.value = 64, 64  # 4096 threads: refused with the rule, nothing looked up
     assert "threads per block" in status.value

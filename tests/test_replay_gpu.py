@@ -5,7 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import catalog, device, folders, records, tables
+from gemm_lab import catalog, device, folders, records
+from gemm_lab.pages import tables
 
 H100 = device.DEFAULT_REPLAY_GPU
 

@@ -7,7 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import catalog, cli, compile, device, folders, plan, records, sanitize
+from gemm_lab import catalog, compiler, device, folders, records
+from gemm_lab.lab import cli, plan, sanitize
+from gemm_lab.pages import grids
 
 GPU = SimpleNamespace(name="Test GPU", cc=(9, 0), driver="580.65", cuda_runtime="13.0", cupy="14.0.0")
 
@@ -16,7 +18,7 @@ def test_cases_are_the_defaults_and_boundaries_on_tail_shapes():
     for spec in catalog.KERNELS.values():
         cases = sanitize.cases(spec)
         params = [c["params"] for c in cases]
-        grid, everything = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
+        grid, everything = catalog.legal_grid(spec, grids.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
         extra = [spec.full_params(p) for p in plan.SANITIZE_EXTRA.get(spec.name, ())]
         for p in (spec.full_params(), grid[0], grid[len(grid) // 2], grid[-1], *extra):
             assert p in params, (spec.name, p)
@@ -44,7 +46,7 @@ def test_the_kernel_filter_matches_every_instance_and_only_its_kernel():
     """The prefix that `--kernel-name kns=` gets is how NVRTC mangles each kernel's instances, and no other's: the
     mangled name is the kernel's section in the offline cubin (the compile the other offline tests share)."""
     pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
-    sections = {name: [s.decode() for s in re.findall(rb"\.text\.(_Z\w+)", compile.cubin(name))]
+    sections = {name: [s.decode() for s in re.findall(rb"\.text\.(_Z\w+)", compiler.cubin(name))]
                 for name in catalog.KERNELS}
 
     def caught(spec, symbol: str) -> bool:
@@ -64,7 +66,7 @@ def test_the_command_checks_one_kernel_in_one_child():
     assert cmd[:5] == ["/cuda/bin/compute-sanitizer", "--tool", "memcheck",
                        "--kernel-name", "kns=_Z16sgemm_smem_tiledI"]
     assert "--padding" in cmd and "--error-exitcode" in cmd
-    assert cmd[-4:] == ["-m", "gemm_lab.sanitize", "smem_tiled", json.dumps(cases)]
+    assert cmd[-4:] == ["-m", "gemm_lab.lab.sanitize", "smem_tiled", json.dumps(cases)]
     assert "--padding" not in sanitize.command(spec, "racecheck", cases, "compute-sanitizer")  # memcheck's option
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gemm_lab import catalog, compile, plan, warmup
+from gemm_lab import catalog, compiler, warmup
+from gemm_lab.pages import grids
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 
@@ -59,16 +60,16 @@ def test_an_instance_the_explorer_compiled_is_not_compiled_again(monkeypatch):
 def test_the_latency_benchmark_covers_every_tile_explorer_of_the_book():
     called = {name for page in BOOK.glob("*.md")
               for name in re.findall(r'tile_explorer\(\s*"(\w+)"', page.read_text())}
-    assert called == set(plan.TILE_EXPLORERS)
+    assert called == set(grids.TILE_EXPLORERS)
 
 
 def test_a_compiled_instance_is_kept_on_disk_for_the_next_process(tmp_path, monkeypatch):
-    monkeypatch.setenv(compile.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(compiler.CACHE_ENV, str(tmp_path))
     compiles = []
-    real = compile._nvrtc
-    monkeypatch.setattr(compile, "_nvrtc", lambda *args: compiles.append(args) or real(*args))
-    path, name = compile.cubin_file(catalog.instance("smem_tiled", {"BM": 8, "BN": 8, "BK": 8}), "sm_90")
+    real = compiler._nvrtc
+    monkeypatch.setattr(compiler, "_nvrtc", lambda *args: compiles.append(args) or real(*args))
+    path, name = compiler.cubin_file(catalog.instance("smem_tiled", {"BM": 8, "BN": 8, "BK": 8}), "sm_90")
     assert path.parent == tmp_path / "cubins" and path.read_bytes()[:4] == b"\x7fELF"
     assert name.startswith("_Z16sgemm_smem_tiledILi8ELi8ELi8EE")  # the mangled name a module load looks up
-    assert compile.cubin_file(catalog.instance("smem_tiled", {"BM": 8, "BN": 8, "BK": 8}), "sm_90") == (path, name)
+    assert compiler.cubin_file(catalog.instance("smem_tiled", {"BM": 8, "BN": 8, "BK": 8}), "sm_90") == (path, name)
     assert len(compiles) == 1  # the second call (another process, in a real session) only reads the file

@@ -34,10 +34,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import catalog, compile, device, listings, records, run, sanitize, timing, yardstick
-from .catalog import KernelSpec, Params, Rule, Shape
-from .records import Measurement
-from .tables import Markdown
+from .. import catalog, compiler, device, records, run, timing, yardstick
+from . import listings
+from ..catalog import KernelSpec, Params, Rule, Shape
+from ..records import Measurement
+from ..report import Markdown
 
 FILE = "exercise.cu"  # what compile errors call the reader's source
 SOLUTIONS = "kernels/exercises"  # the variants' solutions, from the repository root
@@ -239,13 +240,13 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
     attempt, here = Attempt(like, inst.params), device.runs_here(sub)
     try:  # NVRTC names FILE and the reader's own line numbers, and quotes the lines
         if here:  # compiled once for this GPU and kept on disk: a second submission of the same text only loads it
-            fn = compile.load(inst)
+            fn = compiler.load(inst)
             attempt.registers, attempt.spills, attempt.smem_bytes = fn.num_regs, fn.local_size_bytes, fn.shared_size_bytes
         else:
-            _, ptxas, _ = compile.offline(sub, (sub.instance(inst.params),), sub.arch or compile.OFFLINE_ARCH)
+            _, ptxas, _ = compiler.offline(sub, (sub.instance(inst.params),), sub.arch or compiler.OFFLINE_ARCH)
             if ptxas:
                 attempt.registers, attempt.spills, attempt.smem_bytes = ptxas.registers, ptxas.spills, ptxas.smem_bytes
-    except compile.CompileError as err:
+    except compiler.CompileError as err:
         attempt.compile_log = str(err)
         return attempt
     attempt.compiled = True
@@ -266,13 +267,13 @@ Trial = Callable[..., tuple[str, float]]  # (sub, params, shape, *, alpha, beta,
 
 def check(sub: Submission, params: dict[str, int], size: int = 0, column_major: tuple[str, ...] = (),
           trial: Trial | None = None) -> tuple[str, list[tuple[Shape, float]]]:
-    """Run on every tail shape of the tile (`sanitize.tail_shapes`), then with alpha and beta, then at M = N = K =
+    """Run on every tail shape of the tile (`catalog.tail_shapes`), then with alpha and beta, then at M = N = K =
     `size` (0: not), each three times (a race shows as results that differ), with the operands in `column_major`
     stored column-major; the first failure explained, or "" and what passed. `trial` runs and judges one case
     (default: on the GPU, `_run_and_judge`; the tests pass fakes)."""
     trial = trial or _run_and_judge
     passed: list[tuple[Shape, float]] = []
-    shapes = [(m, n, k) for m, n, k in sanitize.tail_shapes(sub, params)]
+    shapes = [(m, n, k) for m, n, k in catalog.tail_shapes(sub, params)]
     bk = params.get("BK", 1)
     with run.faults(sub, params):
         for shape in shapes:
@@ -476,7 +477,7 @@ def report(attempt: Attempt) -> Markdown:
 
 def scoreboard_path() -> Path:
     """Where the personal scoreboard is kept: beside the compile cache (GEMM_LAB_CACHE, else ~/.cache/gemm_lab)."""
-    return Path(os.environ.get(compile.CACHE_ENV) or Path.home() / ".cache" / "gemm_lab") / "scoreboard.json"
+    return Path(os.environ.get(compiler.CACHE_ENV) or Path.home() / ".cache" / "gemm_lab") / "scoreboard.json"
 
 
 def scoreboard() -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import catalog
+from .. import catalog
 
 KERNELS_DIR = catalog.ROOT / "kernels"
 CSS_CLASS = "gl-listing"

@@ -17,12 +17,13 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from . import catalog, compile, device, diagrams, explorers, plan, plots, records, style, timing, warmup
-from .records import Measurement
-from .tables import params_text, provenance, replay_reason
+from .. import catalog, compiler, device, records, timing, warmup
+from . import grids, diagrams, explorers, plots, style
+from ..records import Measurement
+from ..report import params_text, provenance, replay_reason
 
 
-def tile_explorer(kernel: str = "smem_tiled", size: int = plan.EXPLORER_SIZE,
+def tile_explorer(kernel: str = "smem_tiled", size: int = grids.EXPLORER_SIZE,
                   extra: Callable[[dict[str, int]], Figure] | None = None, x: str = "BN", y: str = "BM",
                   sliders_in_replay: bool = False) -> w.VBox | alt.Chart:
     """A slider per template parameter of `kernel`; the chart re-measures on each change.
@@ -119,7 +120,7 @@ def _status(spec: catalog.KernelSpec, x: Measurement) -> str:
 
 def _registers(spec: catalog.KernelSpec, params: dict[str, int]) -> str:
     try:
-        return f"{compile.resources(spec, params).registers} registers/thread"
+        return f"{compiler.resources(spec, params).registers} registers/thread"
     except ImportError:  # replay without the offline compiler installed: the count is optional here
         return "registers unknown"
 
@@ -138,10 +139,10 @@ def _chart(history: list[Measurement], current: Measurement):
     return style.stamp(fig, provenance(history))
 
 
-def bank_explorer(size: int = plan.COUNTER_SIZE) -> w.VBox:
+def bank_explorer(size: int = grids.COUNTER_SIZE) -> w.VBox:
     """Pick an A-tile layout and a shared-memory instruction: see its bank grid, and the model's
     whole-launch conflict count beside the hardware's (live: Nsight Compute now; replay: recorded)."""
-    from . import banks, hardware
+    from ..models import banks, hardware
 
     layout = w.Dropdown(options=[(f"{v} ({k})", k) for k, v in catalog.A_LAYOUTS.items()], value=0,
                         description="A layout")

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from . import banks, baselines, catalog, device, model, sweeps, timing
-from .records import Measurement
-from .tables import Table, params_text, provenance
+from ..models import banks, model
+from . import baselines, sweeps
+from .. import catalog, device, timing
+from ..records import Measurement
+from ..report import Table, params_text, provenance
 
 SEED000 = "a Zhihu article on GEMM optimisation (part 2) measured on a V100 at M = N = K = 4096"
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import catalog, device
-from .tables import MEASURING_CHAPTER, Table
+from .. import catalog, device
+from ..catalog import MEASURING_CHAPTER
+from ..report import Table
 
 KIB = 1024
 

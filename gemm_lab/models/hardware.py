@@ -17,9 +17,9 @@ import sys
 import warnings
 from typing import Callable
 
-from . import catalog, device, records
-from .compile import NVRTC_OPTIONS
-from .catalog import KernelSpec, Params
+from .. import catalog, device, records
+from ..compiler import NVRTC_OPTIONS
+from ..catalog import KernelSpec, Params
 
 TRAFFIC_METRICS = (
     "dram__bytes_read.sum",
@@ -93,7 +93,7 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
         return _recorded_or_raise(name, p, (m, n, k), "Nsight Compute's `ncu` is not on PATH", fallback)
     cmd = [ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(metrics),
            "--kernel-name", f"regex:{kernel_regex}", "--launch-count", "1",
-           sys.executable, "-m", "gemm_lab.hardware", name, json.dumps(p), str(m), str(n), str(k)]
+           sys.executable, "-m", "gemm_lab.models.hardware", name, json.dumps(p), str(m), str(n), str(k)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     values = _parse_ncu_csv(out.stdout)
     if out.returncode != 0 or not values:  # e.g. ERR_NVGPUCTRPERM: counters need admin rights on many hosts
@@ -150,7 +150,7 @@ def ceilings() -> dict:
         return rows[0]
     import cupy
 
-    from .timing import median_ms
+    from ..timing import median_ms
 
     src = cupy.ones(256 * 2**20, dtype=cupy.float32)  # 1 GiB, far beyond L2
     dst = cupy.empty_like(src)
@@ -170,7 +170,7 @@ PEAK_ITERS = 2048
 def tensor_core_ceilings() -> dict[str, float]:
     """TF32 GFLOP/s of the tensor-core instructions alone (kernels/tensor_core_peak.cu, no memory traffic):
     `mma_sync_tf32_gflops` on compute capability 8.0 and newer, `wgmma_tf32_gflops` on 9.0 (sm_90a) only."""
-    from .timing import median_ms
+    from ..timing import median_ms
 
     out = {}
     for key, launch, flop in peak_launches(PEAK_ITERS):
@@ -211,12 +211,12 @@ def _launch_once(argv: list[str]) -> None:
     """Child process of `counters()`: one launch of the instance on random inputs."""
     import cupy
 
-    from . import run
+    from .. import run
 
     name, params, m, n, k = argv[0], json.loads(argv[1]), *map(int, argv[2:5])
     a, b = run.random_inputs(m, n, k)
     if name in records.CUBLAS_KERNELS.values():
-        from .yardstick import math as cublas_math
+        from ..yardstick import math as cublas_math
 
         with cublas_math(records.precision_of(name)):
             cupy.matmul(a, b)

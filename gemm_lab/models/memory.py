@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 
-from . import catalog, device, gpus, model, records
-from .compile import NVRTC_OPTIONS
-from .records import MemoryRecord
-from .tables import Banner, Table
+from .. import catalog, device, records
+from . import gpus, model
+from ..compiler import NVRTC_OPTIONS
+from ..records import MemoryRecord
+from ..report import Banner, Table
 
 PROBE = catalog.PROBES["memory_probes"]
 LINE = 128  # bytes: each link of the chase sits on a cache line of its own
@@ -94,19 +95,14 @@ def measure() -> MemoryRecord:
         properties=props, latency=latency, bandwidth=bandwidth, sweep=sweep)
 
 
-# cudaDeviceAttr numbers of what the book needs beyond device.GPU
-_ATTRIBUTES = {"registers_per_sm": 82, "smem_per_sm": 81, "smem_reserved_per_block": 111, "max_threads_per_sm": 39,
-               "max_blocks_per_sm": 106}
-
-
 def properties() -> dict[str, Any]:
     """What the live device reports about itself (records.DEVICE_PROPERTIES)."""
     import cupy
 
-    gpu, index = device.gpu(), cupy.cuda.Device().id
+    gpu = device.gpu()
     return {"cc": list(gpu.cc), "sms": gpu.sms, "clock_mhz": gpu.clock_mhz, "smem_per_block": gpu.smem_per_block,
             "l2_bytes": gpu.l2_bytes, "dram_bytes": cupy.cuda.runtime.memGetInfo()[1],
-            **{key: cupy.cuda.runtime.deviceGetAttribute(attr, index) for key, attr in _ATTRIBUTES.items()}}
+            **{key: getattr(gpu, key) for key in device.SM_ATTRIBUTES}}
 
 
 def _kernels() -> tuple[Any, Any, Any]:
@@ -173,7 +169,7 @@ def _copy_gbs(kernel: Any, nbytes: int, sms: int, threads_per_sm: int) -> float:
     import cupy
     import numpy as np
 
-    from .timing import median_ms
+    from ..timing import median_ms
 
     a = cupy.ones(nbytes // 2 // 4, dtype=cupy.float32)
     b = cupy.zeros_like(a)
@@ -211,9 +207,8 @@ def find(gpu: str | None = None) -> MemoryRecord | None:
 
 def gpus_to_show() -> list[str]:
     """The reader's GPU (live, or the one replayed) first, then every other GPU with a full recording in records/."""
-    from .tables import recorded_gpus
 
-    return list(dict.fromkeys([device.gpu().name if device.live() else device.replay_gpu(), *recorded_gpus()]))
+    return list(dict.fromkeys([device.gpu().name if device.live() else device.replay_gpu(), *records.recorded_gpus()]))
 
 
 def missing_note(gpus: Sequence[str]) -> Banner | None:

@@ -13,9 +13,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import catalog, device, records, timing, tma
-from .records import Measurement
-from .tables import Table, clock_and_power, provenance
+from .. import catalog, device, records, timing, tma
+from ..records import Measurement
+from ..report import Table, clock_and_power, provenance
 
 PROBE = catalog.PROBES[catalog.INT8_PRODUCT]
 PARAMS = ("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP")  # the ozaki spec's, in template order, less MODULI
@@ -45,7 +45,7 @@ def _validate_shape(m: int, n: int, k: int) -> None:
 def _kernel(name: str, smem: int) -> Any:
     import cupy
 
-    from .compile import NVRTC_OPTIONS
+    from ..compiler import NVRTC_OPTIONS
 
     module = cupy.RawModule(code=PROBE.source_text(), options=(*NVRTC_OPTIONS, f"-arch={PROBE.arch}"),
                             name_expressions=[name])

@@ -12,10 +12,12 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from . import catalog, model, run
-from .records import CUBLAS, CUBLAS_KERNELS, Measurement
+from .. import catalog, run
+from ..models import model
+from ..records import CUBLAS, CUBLAS_KERNELS, Measurement
 from .style import TEXT, TITLE, WIDTH, stamp, wrap
-from .tables import baseline_name, counters_provenance, ozaki_label, params_text, provenance, shape_text
+from .tables import baseline_name, ozaki_label
+from ..report import counters_provenance, params_text, provenance, shape_text
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -348,7 +350,7 @@ def paired(pairs: Sequence[tuple[Measurement, Measurement]], label_a: str, label
 
 def stalls(rows: Sequence[dict], labels: Sequence[str], title: str = "") -> Figure:
     """Warps stalled per issued instruction, by reason, from recorded Nsight Compute rows."""
-    from .hardware import STALL_REASONS, stalls as stall_values
+    from ..models.hardware import STALL_REASONS, stalls as stall_values
 
     fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     width = 0.8 / len(rows)
@@ -367,7 +369,7 @@ def stalls(rows: Sequence[dict], labels: Sequence[str], title: str = "") -> Figu
 
 def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:
     """% of cuBLAS (same run) of each kernel's default tile at one size, one bar per recorded GPU."""
-    from . import records
+    from .. import records
 
     fig, ax = plt.subplots(figsize=(WIDTH, 3.4))
     width = 0.8 / len(gpus)
@@ -480,7 +482,7 @@ def memory_latency(recs: Sequence[Any]) -> Figure:
     """Nanoseconds per load of one thread's pointer chase against its working set, a line per GPU
     (`records.MemoryRecord`s): flat while the chain fits in L1, in L2, then only in DRAM, with each GPU's L2 size
     marked. Without records, the empty chart says how to record them."""
-    from .memory import provenance as memory_provenance
+    from ..models.memory import provenance as memory_provenance
 
     if not recs:
         fig, ax = plt.subplots(figsize=(WIDTH, 0.9))
@@ -515,7 +517,7 @@ def stage_costs(times: dict[int, dict[str, float]], sgemm: Sequence[Measurement]
     SGEMM's time at that size (`sgemm`: cuBLAS measurements, one per size), with SGEMM's own bar (100 %) and time
     below it: a stage bar shorter than SGEMM's beats it.
     `source` says where the stage times come from."""
-    from .ozaki import STAGES
+    from ..precision.ozaki import STAGES
 
     sgemm_ms = {x.m: 1e-6 * model.flops(x.m, x.n, x.k) / x.gflops for x in sgemm}
     missing = sorted(set(times) - set(sgemm_ms))
@@ -654,7 +656,7 @@ def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title:
     error on standard normal inputs of the same shape (`errs`, `emulation.Errors`): the median, because the max error
     of the speed check hides what an emulation loses on small elements. A measurement without an accuracy record of
     the same method and MODULI is refused (a point needs both)."""
-    from .records import CUBLAS_KERNELS as cublas_names
+    from ..records import CUBLAS_KERNELS as cublas_names
 
     def key(method: str, params: dict[str, int]) -> tuple[str, int]:
         return method, params.get("MODULI", -1)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import altair as alt
 
-from . import catalog, plan, records, style
-from .tables import params_text, provenance
+from .. import catalog, records
+from . import grids, style
+from ..report import params_text, provenance
 
 
-def sweep_explorer(kernel: str, size: int = plan.EXPLORER_SIZE, x: str = "BN", y: str = "BM") -> alt.Chart:
+def sweep_explorer(kernel: str, size: int = grids.EXPLORER_SIZE, x: str = "BN", y: str = "BM") -> alt.Chart:
     """A GFLOP/s heatmap over two parameters; every other parameter is a drop-down in the page.
 
     Switches Altair to its HTML renderer, so the chart is self-contained in the built book.
@@ -23,7 +24,7 @@ def sweep_explorer(kernel: str, size: int = plan.EXPLORER_SIZE, x: str = "BN", y
     ms = [m for m in records.measurements(spec.name) if (m.m, m.n, m.k) == (size, size, size)]
     if not ms:
         raise LookupError(f"no recorded sweep of {spec.name} at {size}")
-    grid = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name))
+    grid = catalog.legal_grid(spec, grids.SWEEPS.get(spec.name))
     recorded = {tuple(sorted(m.params.items())) for m in ms}
     missing = sum(tuple(sorted(p.items())) not in recorded for p in grid)
     rows = [{**m.params, "GFLOP/s": round(m.gflops), "% of cuBLAS": round(m.pct_cublas, 1),

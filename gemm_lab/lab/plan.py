@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import catalog, folders, int8, published, records, timing
+from .. import catalog, folders, records, timing
+from ..precision import int8
+from . import published
+from ..pages.grids import SWEEPS
 
 SIZES = (1024, 2048, 4096, 8192)
 ODD_SHAPE = (2999, 4001, 3001)  # M, N, K: no tile divides it and rows are not 16-byte aligned
-EXPLORER_SIZE = 2048  # the tile explorers sweep here: fast enough to re-measure live on every change
-# The kernels whose live tile explorer (widgets.tile_explorer) a chapter shows; benchmarks/widget_latency.py times
-# each on a GPU (records/<gpu>/widget_latency.json).
-TILE_EXPLORERS = ("smem_tiled", "thread_tile_2d", "vectorized", "multistage", "warp_tiling", "mma_tf32",
-                  "mma_tf32_tma", "wgmma_ws_tf32")
 
 # The GPU primer's memory probes (`gemm-lab record --only memory`: records/<gpu>/memory.json) need no cases here: their
 # working sets follow the GPU's own L2 size (memory.working_sets).
@@ -133,28 +131,6 @@ def error_vs_k_cases() -> list[tuple[str, None, tuple[int, int, int]]]:
     return [(name, None, shape) for shape in ERROR_VS_K for name in ERROR_VS_K_KERNELS]
 
 
-# Parameter grids recorded at EXPLORER_SIZE, for the explorers and the tile-size charts.
-SWEEPS: dict[str, dict[str, tuple[int, ...]]] = {
-    "naive": {"BLOCK": (8, 16, 32)},
-    "coalesced": {"BLOCK": (8, 16, 32)},
-    "smem_tiled": {"BM": (8, 16, 32, 64), "BN": (8, 16, 32, 64), "BK": (8, 16, 32)},
-    "thread_tile_1d": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8, 16)},
-    "thread_tile_2d": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
-    "vectorized": {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
-    "bank_conflicts": {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (8,), "TN": (8,), "LAYOUT": (0, 1, 2)},
-    "prefetch": {"BM": (64, 128), "BN": (64, 128), "BK": (4, 8, 16), "TM": (8,), "TN": (4, 8), "PREFETCH": (0, 1)},
-    "multistage": {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (8,), "TN": (8,), "STAGES": (2, 3, 4)},
-    "warp_tiling": {"BM": (128, 256), "BN": (128, 256), "BK": (8,), "TM": (8, 16), "TN": (8, 16)},
-    "pipelined_warp_tiling": {"BM": (64, 128), "BN": (128, 256), "BK": (8,), "WM": (32, 64), "WN": (32, 64),
-                              "TM": (8,), "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0,), "STREAM": (0, 1)},
-    "mma_tf32": {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32,), "WM": (64,), "WN": (32, 64), "STAGES": (3,)},
-    "mma_tf32_tma": {"BM": (64, 128, 256), "BN": (128, 256), "WM": (64,), "WN": (32, 64), "STAGES": (3, 4),
-                     "CLUSTER": (1, 2)},
-    "wgmma_tf32": {"BM": (128, 256), "BN": (64, 128, 192, 256), "STAGES": (3, 4)},
-    "wgmma_ws_tf32": {"BM": (128, 256), "CONSUMERS": (1, 2, 3), "STAGES": (3, 4, 6), "CLUSTER": (1, 2),
-                      "PERSIST": (0, 1), "GROUP": (8,)},
-}
-
 # Autotuning: the whole pruned space of a kernel timed at each of SIZES but the largest, where the TOP best
 # instances at the largest size below it are timed instead (the whole space there would take minutes).
 AUTOTUNE: dict[str, tuple[int, ...]] = {"warp_tiling": (1024, 2048, 4096), "pipelined_warp_tiling": (1024, 2048, 4096),
@@ -164,9 +140,6 @@ AUTOTUNE_SPACE: dict[str, dict[str, tuple[int, ...]]] = {"pipelined_warp_tiling"
                                                          "wgmma_ws_tf32": SWEEPS["wgmma_ws_tf32"]}
 AUTOTUNE_CONFIRM = (8192, 8)  # size, number of the best instances at 4096 re-timed there
 
-# Hardware counters (Nsight Compute) at 4096: coalescing (ch1), the traffic model (ch2), banks (ch5),
-# stall reasons with and without prefetch (ch6), the warp-tiled kernel beside cuBLAS (ch7).
-COUNTER_SIZE = 4096
 COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("naive", {"BLOCK": 32}),
     ("coalesced", {"BLOCK": 32}),
@@ -207,12 +180,6 @@ ENERGY_COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
 )
 
 
-# The shares the intro, README and scoreboard lead with, at each kernel's defaults (benchmarks/retime.py re-times them):
-# their races take timing.LONG_TURNS.
-KEY_SHARES = tuple((name, size) for size in (4096, 8192)
-                   for name in ("wgmma_ws_tf32", "wgmma_ws_3xtf32", "ozaki", int8.PROBE.name))
-
-
 def full_params(name: str, params: dict[str, int] | None = None) -> dict[str, int]:
     """A catalogued kernel's or kernel 15's (INT8 alone) parameters with its defaults filled in."""
     return int8.full_params(params) if name == int8.PROBE.name else catalog.get(name).full_params(params)
@@ -220,7 +187,7 @@ def full_params(name: str, params: dict[str, int] | None = None) -> dict[str, in
 
 def method_for(name: str, params: dict[str, int] | None, size: int | tuple[int, int, int]) -> timing.Method:
     """The race a case is recorded in: LONG_TURNS for a key share, else SUSTAINED."""
-    key = any(name == k and timing.shape_of(size) == (s,) * 3 for k, s in KEY_SHARES)
+    key = any(name == k and timing.shape_of(size) == (s,) * 3 for k, s in catalog.KEY_SHARES)
     return timing.LONG_TURNS if key and full_params(name, params) == full_params(name) else timing.SUSTAINED
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from . import catalog, device, records, run, timing, yardstick
+from .. import catalog, device, records, run, timing, yardstick
 
 KIND = "cublas_ways"  # records/<gpu>/cublas_ways.json
 KEY = ("way", "m", "n", "k")
@@ -121,7 +121,7 @@ def _check(c: Any, a: Any, b: Any) -> None:
 
 
 def _child(way: str, m: int, n: int, k: int) -> float:
-    out = subprocess.run([sys.executable, "-m", "gemm_lab.baselines", way, str(m), str(n), str(k)],
+    out = subprocess.run([sys.executable, "-m", "gemm_lab.lab.baselines", way, str(m), str(n), str(k)],
                          capture_output=True, text=True, check=False, cwd=catalog.ROOT, timeout=300)
     if out.returncode != 0:
         raise RuntimeError(f"timing cuBLAS's {way} in a child process failed:\n{out.stderr[-2000:]}")

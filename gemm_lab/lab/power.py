@@ -12,8 +12,8 @@ import math
 import time
 from typing import Any, Sequence
 
-from . import device, records, timing
-from .records import Measurement
+from .. import device, records, timing
+from ..records import Measurement
 
 TURNS = "turns"  # records/<gpu>/turns.json
 SETTLE = "settle"  # records/<gpu>/settle.json, from benchmarks/settle.py

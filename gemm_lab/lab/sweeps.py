@@ -10,9 +10,10 @@ from typing import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
-from . import autotune, catalog, device, records, timing
-from .catalog import KernelSpec
-from .records import Measurement
+from . import autotune
+from .. import catalog, device, records, timing
+from ..catalog import KernelSpec
+from ..records import Measurement
 
 
 def sweep(kernel: str | KernelSpec, size: int | Sequence[int],

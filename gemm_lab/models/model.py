@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from . import catalog
-from .catalog import KernelSpec, Params
+from .. import catalog
+from ..occupancy import SM_90, SMLimits, occupancy, resident  # noqa: F401 - the paper model of occupancy, for the pages
+from ..catalog import KernelSpec, Params
 
 WORD = 4  # bytes per float32
 SHARED_BYTES_PER_CLOCK = 32 * WORD  # an SM's shared memory: 32 banks of 4 bytes
@@ -102,48 +103,6 @@ def roofline(intensity_flop_per_byte: float, peak_gflops: float, bandwidth_gbs: 
     return min(peak_gflops, intensity_flop_per_byte * bandwidth_gbs)
 
 
-@dataclass(frozen=True)
-class SMLimits:
-    """What one SM holds at once (CUDA Occupancy Calculator values for the compute capability)."""
-
-    registers: int = catalog.REGISTERS_PER_SM
-    threads: int = 2048
-    blocks: int = 32
-    smem_bytes: int = 233472  # 228 KiB on sm_90
-    smem_reserved_per_block: int = 1024  # the runtime keeps 1 KiB per resident block
-    register_unit: int = 8  # registers per thread are allocated in multiples of 8 (256 per warp)
-
-
-SM_90 = SMLimits()
-SM_70 = SMLimits(smem_bytes=98304, smem_reserved_per_block=0)  # V100: 96 KiB of shared memory
-
-
-def occupancy(threads: int, registers: int, smem_bytes: int, sm: SMLimits = SM_90) -> dict:
-    """Resident blocks per SM, the warps they hold and what limits them: registers, shared memory, threads or the
-    block cap (`limits`: the blocks each would allow)."""
-    regs = -(-registers // sm.register_unit) * sm.register_unit
-    warps = -(-threads // 32)
-    limits = {
-        "registers": sm.registers // (regs * 32 * warps),
-        "shared memory": sm.smem_bytes // (smem_bytes + sm.smem_reserved_per_block),
-        "threads": sm.threads // (warps * 32),
-        "blocks": sm.blocks,
-    }
-    blocks = min(limits.values())
-    return {"blocks": blocks, "warps": blocks * warps, "limited_by": min(limits, key=limits.get), "limits": limits}
-
-
-def resident(kernel: str | KernelSpec, params: Params | None = None, sm: SMLimits = SM_90) -> dict:
-    """`occupancy` of an instance from its compiled registers and shared memory (`compile.resources`:
-    the live kernel on a GPU, else the offline sm_90 ptxas report), with those numbers and their origin."""
-    from . import compile
-
-    spec = catalog.get(kernel)
-    p = spec.full_params(params)
-    r = compile.resources(spec, p)
-    return {**occupancy(spec.threads(p), r.registers, r.smem_bytes, sm), "registers": r.registers, "origin": r.origin}
-
-
 # Little's law for a ring of copy stages (chapter 9): how many stages hide a copy.
 
 RING_STEP_K = 32  # K per stage of kernel 14's ring (14_tf32_wgmma_ws.cu): one 128-byte swizzle row of A's box
@@ -192,7 +151,6 @@ def ring(kernel: str | KernelSpec, params: Params | None, ceilings: dict, latenc
 
 # The speed-of-light budget: what each level of the GPU allows an instance, in TFLOP/s.
 
-SCHEDULERS_PER_SM = 4  # warp schedulers (SM sub-partitions), each issuing one warp instruction per clock
 FLOP_PER_MATH = {"FFMA": 2 * 32, "HMMA": 2 * 16 * 8 * 8}  # per warp instruction: 32 lanes x 1 FMA; m16n8k8
 
 
@@ -305,7 +263,7 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
     m, n, k = (size,) * 3 if isinstance(size, int) else size
     flop = flops(m, n, k)
     sms, clock_ghz = ceilings["sms"], ceilings["clock_mhz"] / 1e3
-    issue_tflops = SCHEDULERS_PER_SM * sms * clock_ghz / 1e3  # warp instructions per second, in units of 1e12
+    issue_tflops = catalog.SCHEDULERS_PER_SM * sms * clock_ghz / 1e3  # warp instructions per second, in units of 1e12
     out: list[Ceiling] = []
     instruction = math_instruction(spec)
     if instruction == "FFMA":

@@ -16,8 +16,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from . import catalog, device, int8, ozaki, records, run, timing, yardstick
-from .tables import Table, provenance
+from .. import catalog, device, records, run, timing, yardstick
+from . import int8, ozaki
+from ..report import Table, provenance
 
 ACCURACY = "accuracy"  # records/<gpu>/accuracy.json
 STAGES = "ozaki_stages"  # records/<gpu>/ozaki_stages.json
@@ -261,7 +262,7 @@ def stage_table(size: int, params: dict[str, int] | None = None) -> Table:
     """Each stage of the pipeline at M = N = K = `size`: its time (`stage_ms`) and the rate that explains it, the
     least bytes it must move (`ozaki.traffic`) per second against the DRAM copy bandwidth of the device record for
     the memory-bound stages, and INT8 operations per second for the products."""
-    from .hardware import ceilings
+    from ..models.hardware import ceilings
 
     inst = catalog.instance("ozaki", params, (size,) * 3)
     moduli, ms = chosen_moduli(inst), stage_ms(size, inst.params)
@@ -334,8 +335,7 @@ def race_table(ms: Sequence[Any]) -> Table:
     """Each sustained race beside cuBLAS SGEMM: the share, and for both sides the median SM clock and mean power
     (NVML's energy counter over the timed turns' seconds) and GFLOP per joule, which decide who wins under the power
     cap."""
-    from .plan import KEY_SHARES
-    from .tables import clock_and_power, gflop_per_joule, shape_text
+    from ..report import clock_and_power, gflop_per_joule, shape_text
 
     def moduli(x: Any) -> str:
         pinned, ran = x.params["MODULI"], x.details.get("moduli")
@@ -348,7 +348,7 @@ def race_table(ms: Sequence[Any]) -> Table:
                  f"sustained races (each side settles {timing.SUSTAINED.settle_ms / 1e3:g} s, then "
                  f"{timing.SUSTAINED.rounds} mirrored rounds of turns of {timing.SUSTAINED.turn_ms:g} ms, or "
                  f"{timing.MAX_TURN_LAUNCHES:,} launches where those take less; the defaults at "
-                 f"{' and '.join(str(s) for k, s in KEY_SHARES if k == 'ozaki')} take turns of "
+                 f"{' and '.join(str(s) for k, s in catalog.KEY_SHARES if k == 'ozaki')} take turns of "
                  f"{timing.LONG_TURNS.turn_ms / 1e3:g} s; the incoming side first runs "
                  f"{timing.SUSTAINED.turn_settle_ms:g} ms untimed); % of cuBLAS SGEMM "
                  "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "

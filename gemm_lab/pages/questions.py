@@ -11,8 +11,11 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from . import banks, catalog, hardware, memory, model, ozaki, prose
-from .tables import Markdown
+from ..models import banks, hardware, memory, model
+from .. import catalog
+from ..precision import ozaki
+from . import prose
+from ..report import Markdown
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ ISSUE_PARAMS = {"WN": 32, "TN": 8}  # chapter 7's 16-warp instance with 8 x 8 th
 
 def _issue_loop() -> tuple[dict[str, int], int, int]:
     """The issue exercise's instance, and the FFMAs and instructions of its compiled main loop."""
-    from . import sass
+    from ..models import sass
 
     spec = catalog.get("warp_tiling")
     p = spec.full_params(ISSUE_PARAMS)
@@ -167,7 +170,7 @@ def _issue_loop() -> tuple[dict[str, int], int, int]:
 def _predicted_speed_givens() -> tuple[dict[str, int], int, int, float]:
     """The prediction's instance, the FFMAs and instructions of its main loop, and the share of issue slots the
     default instance used, as Nsight Compute counted it at 4096 (recorded: a question does not run ncu)."""
-    from . import issue_rate
+    from ..models import issue_rate
 
     p, ffma, total = _issue_loop()
     default = catalog.get("warp_tiling").full_params()
@@ -224,7 +227,7 @@ def _stream_k_steps() -> tuple[float, str]:
 
 
 def _wavefronts_per_k() -> tuple[float, str]:
-    from .banks import SHARED_AT, fragment_loads, lds128_wavefronts
+    from ..models.banks import SHARED_AT, fragment_loads, lds128_wavefronts
 
     loads = {operand: (float4s, per_k) for operand, float4s, per_k in fragment_loads("pipelined_warp_tiling")}
     (a, na), (b, nb) = loads["A"], loads["B"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import catalog, hardware, model, sass, timing
-from .records import Measurement
-from .tables import Table, Tables, counters_provenance, provenance
+from .. import catalog, timing
+from . import hardware, sass
+from ..records import Measurement
+from ..report import Table, Tables, counters_provenance, provenance
 
 FMA_BUSY = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
 ISSUE_BUSY = "smsp__issue_active.avg.pct_of_peak_sustained_active"
@@ -52,7 +53,7 @@ class Row:
 
     @property
     def warps_per_scheduler(self) -> float | None:
-        return self.counters and self.counters["metrics"][WARPS_ACTIVE] / 100 * WARPS_PER_SM / model.SCHEDULERS_PER_SM
+        return self.counters and self.counters["metrics"][WARPS_ACTIVE] / 100 * WARPS_PER_SM / catalog.SCHEDULERS_PER_SM
 
     @property
     def from_counters_tflops(self) -> float | None:

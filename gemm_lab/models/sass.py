@@ -21,8 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import compile
-from .catalog import KernelSpec, Params
+from .. import compiler
+from ..catalog import KernelSpec, Params
 
 _FFMA = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?P\d\s+)?FFMA\s+(R\d+|RZ),\s*(.+?)\s*;")
 _REG = re.compile(r"^-?\|?(R\d+)(\.reuse)?\|?$")
@@ -58,15 +58,15 @@ def disassemble(kernel: str | KernelSpec, params: Params | None = None, arch: st
     """SASS of the offline-compiled instance (for `arch`: default sm_90, or the kernel's arch-specific target). Kept
     on disk beside the cubins, by the cubin's hash: a page reads the same instance's SASS many times, each chapter in
     its own process, and nvdisasm takes half a second a call."""
-    binary = compile.cubin(kernel, params, arch)
-    path = compile.cache_dir() / f"{hashlib.sha256(binary).hexdigest()}.sass"
+    binary = compiler.cubin(kernel, params, arch)
+    path = compiler.cache_dir() / f"{hashlib.sha256(binary).hexdigest()}.sass"
     if path.exists():
         return path.read_text()
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(binary)
         f.flush()
         sass = subprocess.run([nvdisasm(), f.name], capture_output=True, text=True, check=True).stdout
-    compile.write_atomic(path, sass.encode())
+    compiler.write_atomic(path, sass.encode())
     return sass
 
 

@@ -3,7 +3,7 @@
 The catalog's rules remove what cannot run at all; the offline ptxas report (no GPU needed) removes
 instances that would spill registers to local memory, whose wgmmas ptxas serializes, or that leave too
 few warps on an SM to hide latency.
-On a GPU, `precompile` fills the on-disk cubin cache (`compile.cubin_file`) from a pool of processes, so
+On a GPU, `precompile` fills the on-disk cubin cache (`compiler.cubin_file`) from a pool of processes, so
 the timing loop of a sweep never waits for NVRTC: the 400-odd instances the book records compile in well
 under a minute on a 16-core host instead of several minutes one by one.
 """
@@ -16,8 +16,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from . import catalog, compile, model
-from .catalog import Params
+from .. import catalog, compiler
+from ..models import model
+from ..catalog import Params
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,10 @@ def prune(kernel: str, choices: Mapping[str, tuple[int, ...]] | None = None, min
 def precompile(cases: Iterable[tuple[str, Params | None]], workers: int | None = None) -> int:
     """Compile each distinct (kernel, params) instance for the live GPU in worker processes.
 
-    The cubins land in the on-disk cache, where the parent's later `compile.load` finds them. Returns the
+    The cubins land in the on-disk cache, where the parent's later `compiler.load` finds them. Returns the
     number of instances compiled or found.
     """
-    from . import device
+    from .. import device
 
     distinct = {(name, tuple(catalog.get(name).full_params(p).items()), catalog.get(name).arch or device.gpu().arch)
                 for name, p in cases}
@@ -64,18 +65,18 @@ def precompile(cases: Iterable[tuple[str, Params | None]], workers: int | None =
 
 
 @functools.lru_cache(maxsize=16)
-def _reports(kernel: str, build_sha256: str, grid: tuple, workers: int | None) -> list[compile.PtxasReport]:
+def _reports(kernel: str, build_sha256: str, grid: tuple, workers: int | None) -> list[compiler.PtxasReport]:
     """ptxas reports of a grid, compiled once per process and kernel build (a sweep at several sizes prunes
     the same grid each time)."""
     return _map(_ptxas, [(kernel, dict(p)) for p in grid], workers)
 
 
-def _ptxas(case: tuple[str, dict[str, int]]) -> compile.PtxasReport:
-    return compile.ptxas_report(*case)
+def _ptxas(case: tuple[str, dict[str, int]]) -> compiler.PtxasReport:
+    return compiler.ptxas_report(*case)
 
 
 def _load(case: tuple[str, tuple, str]) -> None:
-    compile.cubin_file(catalog.instance(case[0], dict(case[1])), case[2])
+    compiler.cubin_file(catalog.instance(case[0], dict(case[1])), case[2])
 
 
 def _map(fn, items: list, workers: int | None) -> list:

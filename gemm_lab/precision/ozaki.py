@@ -33,8 +33,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import catalog, compile, tma, yardstick
-from .catalog import Instance
+from .. import catalog, compiler, run, tma, yardstick
+from ..catalog import Instance
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
 # per INT8 product (the kernel takes the first MODULI).
@@ -326,7 +326,7 @@ class Pipeline:
         most = self.pinned or CANDIDATES[-1]
         self.kp, self.np = -(-k // K_ALIGN) * K_ALIGN, -(-n // N_ALIGN) * N_ALIGN
         self.chunks = [(k0, min(self.kp, k0 + K_CHUNK)) for k0 in range(0, self.kp, K_CHUNK)]
-        self.kernels = compile.companions(inst)  # the analysis kernels are in every instance's cubin
+        self.kernels = compiler.companions(inst)  # the analysis kernels are in every instance's cubin
         # one buffer for everything a call zeroes first: a single memset
         sizes = {"rn2": (m, np.float64), "cn2": (n, np.float64), "cn2_eq": (n, np.float64), "best": (2, np.uint64),
                  "col_exp": (k, np.int32), "col_count": (k, np.int32), "row_exp": (k, np.int32),
@@ -492,7 +492,7 @@ class Pipeline:
             bm, bn = inst.spec.tile(inst.params)
             maps = [(tma.planes_map(self.planes_a, bm, k0, k1), tma.planes_map(self.planes_b, bn // inst.params["CLUSTER"],
                                                                                  k0, k1)) for k0, k1 in self.chunks]
-            self._instances[moduli] = (compile.load(inst), compile.companions(inst), maps,
+            self._instances[moduli] = (compiler.load(inst), compiler.companions(inst), maps,
                                        cupy.asarray(constants(moduli, self.inst.shape[2])))
         return self._instances[moduli]
 
@@ -520,6 +520,9 @@ class Pipeline:
 STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
 
 
-def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int) -> Pipeline:
+def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any) -> Pipeline:
     """`run.launcher` for the ozaki spec: a call that launches the whole pipeline (`Pipeline`) and returns C."""
-    return Pipeline(inst, a, b, alpha=alpha, beta=beta, out=out, slots=slots)
+    return Pipeline(inst, a, b, alpha=alpha, beta=beta, out=out, slots=run.slots(inst.spec, inst.params))
+
+
+run.register_launcher("ozaki", launcher)

@@ -23,10 +23,13 @@ from typing import Any, Iterable
 
 from tqdm.auto import tqdm
 
-from . import catalog, device, int8, plan, records
-from .catalog import KernelSpec, Params, Probe, Shape
-from .records import SanitizerRun
-from .tables import Table
+from ..pages import grids
+from .. import catalog, device, records
+from ..precision import int8
+from . import plan
+from ..catalog import KernelSpec, Probe
+from ..records import SanitizerRun
+from ..report import Table
 
 TOOLS = records.SANITIZER_TOOLS
 ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found errors
@@ -40,18 +43,8 @@ INT8_SHAPES = ((1, 4, 16), (129, 260, 144), (255, 516, 272), (256, 512, 256))
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: [^(\n]*\((\d+) errors?")
 
 
-def tail_shapes(spec: KernelSpec, params: Params) -> list[Shape]:
-    """1x1x1 and primes; one row of blocks more than a tile multiple with N a multiple of 4 and K not (float4
-    stores of C, scalar loads of A), the reverse one tile short, and whole tiles (the unguarded interior).
-    The TMA kernels' versions keep N and K multiples of 4."""
-    bm, bn = spec.tile(params)
-    if spec.tma:  # N and K multiples of 4 (catalog refuses others): tails in M, N and K all the same
-        return [(1, 4, 4), (17, 20, 24), (bm + 1, bn + 4, 36), (2 * bm - 1, bn - 4, 68), (2 * bm, 2 * bn, 64)]
-    return [(1, 1, 1), (17, 19, 23), (bm + 1, bn + 4, 33), (2 * bm - 1, bn - 1, 36), (2 * bm, 2 * bn, 64)]
-
-
 def cases(kernel: str | KernelSpec | Probe) -> list[dict[str, Any]]:
-    """Default parameters, the first, middle and last of the legal grid (of plan.SWEEPS where it has the kernel)
+    """Default parameters, the first, middle and last of the legal grid (of grids.SWEEPS where it has the kernel)
     and the fewest and most threads per block of the whole legal grid, and any of plan.SANITIZE_EXTRA (options a chapter
     measures beyond the offered values), each with its tail shapes. A probe's kernels
     run a few rounds, one block per SM (`PROBE_CASE`)."""
@@ -61,12 +54,12 @@ def cases(kernel: str | KernelSpec | Probe) -> list[dict[str, Any]]:
     if isinstance(target, Probe):
         return [dict(PROBE_CASE)]
     spec = catalog.get(kernel)
-    grid, everything = catalog.legal_grid(spec, plan.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
+    grid, everything = catalog.legal_grid(spec, grids.SWEEPS.get(spec.name)), catalog.legal_grid(spec)
     picked = [spec.full_params(), grid[0], grid[len(grid) // 2], grid[-1],
               min(everything, key=spec.threads), max(everything, key=spec.threads),
               *(spec.full_params(p) for p in plan.SANITIZE_EXTRA.get(spec.name, ()))]
     unique = {json.dumps(p): p for p in picked}.values()  # first occurrence kept, in order
-    return [{"params": p, "shapes": [list(s) for s in tail_shapes(spec, p)]} for p in unique]
+    return [{"params": p, "shapes": [list(s) for s in catalog.tail_shapes(spec, p)]} for p in unique]
 
 
 def mangled_prefix(spec: KernelSpec) -> str:
@@ -95,7 +88,7 @@ def command(spec: KernelSpec | Probe, tool: str, kernel_cases: list[dict[str, An
     only = kernel_filter(spec)
     return [exe, "--tool", tool, "--kernel-name", only,
             "--error-exitcode", str(ERROR_EXITCODE), "--check-exit-code", "no", *memcheck,
-            sys.executable, "-m", "gemm_lab.sanitize", spec.name, json.dumps(kernel_cases)]
+            sys.executable, "-m", "gemm_lab.lab.sanitize", spec.name, json.dumps(kernel_cases)]
 
 
 def parse_errors(output: str) -> int | None:
@@ -226,7 +219,7 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
     import cupy
     import numpy
 
-    from . import compile, run
+    from .. import compiler, run
 
     cupy.cuda.set_allocator(None)  # one cudaMalloc per array: a pool's slack would hide overruns from memcheck
     if kernel == catalog.INT8_PRODUCT:
@@ -238,7 +231,7 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
     spec = catalog.get(kernel)
     rng = numpy.random.default_rng(0)
     for case in kernel_cases:
-        name = compile.load(spec, case["params"]).name
+        name = compiler.load(spec, case["params"]).name
         if not name.startswith(mangled_prefix(spec)):
             raise RuntimeError(f"{name} does not start with {mangled_prefix(spec)}: the tool would check nothing")
         for m, n, k in case["shapes"]:
@@ -269,7 +262,7 @@ def _launch_probe(probe: str, kernel_cases: list[dict[str, Any]]) -> None:
     """Child process of `run_tool` for a probe: each of its kernels this GPU runs, launched small, per case."""
     import cupy
 
-    from . import hardware, memory
+    from ..models import hardware, memory
 
     for case in kernel_cases:
         if probe == "tensor_core_peak":

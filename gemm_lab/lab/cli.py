@@ -4,8 +4,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import (baselines, catalog, device, emulation, folders, hardware, int8, memory, plan, power, records, sanitize,
-               sweeps, tables, timing)
+from . import baselines, plan, power, sanitize, sweeps
+from .. import catalog, device, folders, records, timing
+from ..precision import emulation, int8
+from ..models import hardware, memory
+from ..pages import grids, tables
 
 # What `record` measures, in order.
 PARTS = ("device", "memory", "headline", "sweeps", "autotune", "claims", "tensor_cores", "ozaki", "power", "counters")
@@ -24,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("sweep", help="time every legal parameter combination of a kernel (resumable)")
     p.add_argument("kernel", choices=sorted(catalog.KERNELS))
-    p.add_argument("--size", type=int, default=plan.EXPLORER_SIZE, help="M = N = K (default: %(default)s)")
+    p.add_argument("--size", type=int, default=grids.EXPLORER_SIZE, help="M = N = K (default: %(default)s)")
     p.add_argument("--restart", action="store_true", help="re-measure combinations already recorded")
     p.add_argument("--prune", action="store_true",
                    help="skip instances the offline ptxas report shows spilling or holding too few warps")
@@ -102,8 +105,8 @@ def _record(args: argparse.Namespace) -> int:
         for method, desc in ((timing.SUSTAINED, "headline"), (timing.LONG_TURNS, "key shares, 1 s turns")):
             timing.bench_all([c for c in todo if plan.method_for(*c) is method], desc=desc, save=True, method=method)
     if "sweeps" in parts:
-        for name, choices in _runnable(list(plan.SWEEPS.items())):
-            sweeps.sweep(name, plan.EXPLORER_SIZE, choices, resume=not args.fresh)
+        for name, choices in _runnable(list(grids.SWEEPS.items())):
+            sweeps.sweep(name, grids.EXPLORER_SIZE, choices, resume=not args.fresh)
     if "autotune" in parts:
         for name, sizes in plan.AUTOTUNE.items():
             found = [sweeps.sweep(name, size, plan.AUTOTUNE_SPACE.get(name), resume=not args.fresh, prune=True)
@@ -141,7 +144,7 @@ def _record(args: argparse.Namespace) -> int:
     if "power" in parts and catalog.unsupported(power.CASES[0][0], device.gpu().cc) is None:
         power.sweep()
     if "counters" in parts:
-        for size, cases in ((plan.COUNTER_SIZE, plan.COUNTERS), (plan.ENERGY_SIZE, plan.ENERGY_COUNTERS)):
+        for size, cases in ((grids.COUNTER_SIZE, plan.COUNTERS), (plan.ENERGY_SIZE, plan.ENERGY_COUNTERS)):
             for name, p in cases:
                 spec = catalog.get(name) if name not in records.CUBLAS_KERNELS.values() else None
                 if spec and catalog.unsupported(spec, device.gpu().cc):

@@ -24,8 +24,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import catalog
-from .catalog import KernelSpec, Params
+from .. import catalog
+from ..catalog import KernelSpec, Params
 
 BANKS = 32
 WORD = 4
