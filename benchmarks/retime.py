@@ -1,4 +1,4 @@
-"""Re-time the headline shares from outside `timing.race`, to check the records the pages quote, on a GPU.
+"""Re-time the headline shares from outside `turns.race`, to check the records the pages quote, on a GPU.
 
     python benchmarks/retime.py            # kernel 14 TF32 and 3xTF32, the Ozaki scheme, kernel 15, kernel 10b
     python benchmarks/retime.py --report   # no GPU: each stored re-timing beside today's records
@@ -19,7 +19,7 @@ import sys
 import time
 import warnings
 
-from gemm_lab import catalog, device, folders, records, run, timing
+from gemm_lab import catalog, device, folders, records, timing, yardstick
 from gemm_lab.precision import int8
 from gemm_lab.lab import plan
 from gemm_lab.pages import tables
@@ -37,9 +37,7 @@ def sides(kernel: str, size: int) -> tuple[list, list]:
         sets = [(*int8.operands(size, size, size, seed=s), cupy.empty((size, size), cupy.int32)) for s in range(2)]
         p = int8.full_params()
         return [int8.launcher(p, *s) for s in sets], [int8.cublas_launcher(*s) for s in sets]
-    inst = catalog.instance(kernel, None, (size,) * 3)
-    sets = timing._input_sets(size, size, size)
-    return [run.launcher(inst, a, b, out=c) for a, b, c in sets], timing._cublas_launches(sets)
+    return timing.sides(catalog.instance(kernel, None, (size,) * 3))
 
 
 def block_ms(launches: list, seconds: float, each_ms: float) -> float:
@@ -60,7 +58,7 @@ def block_ms(launches: list, seconds: float, each_ms: float) -> float:
 def quietly_beside(kernel: str):
     """cuBLAS set to the math it races this kernel in (kernel 15's INT8 GEMM needs no setting), warnings silenced."""
     with warnings.catch_warnings(), (contextlib.nullcontext() if kernel == int8.PROBE.name
-                                     else timing.cublas_math(timing.BASELINE[catalog.get(kernel).precision])):
+                                     else yardstick.cublas_math(yardstick.BASELINE[catalog.get(kernel).precision])):
         warnings.simplefilter("ignore")
         yield
 

@@ -6,7 +6,7 @@ Each case alternates blocks of BLOCK_S of back-to-back launches, kernel then cuB
 between CUDA events. For each block after the first pair it prints the median launch time in windows after the switch,
 as a share of that block's settled time (the median of its last SETTLED_S), and the share of cuBLAS each window gives.
 A turn shorter than the time the ratio takes to reach 100 % measures a mix of both sides' clocks: this sizes
-`timing.SUSTAINED.turn_settle_ms`. Writes records/<gpu>/settle.json.
+`turns.SUSTAINED.turn_settle_ms`. Writes records/<gpu>/settle.json.
 """
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def load(kernel: str | KernelSpec | Instance, params: Params | None = None) -> A
     inst = kernel if isinstance(kernel, Instance) else \
         catalog.instance(kernel, params, smem_limit=device.gpu().smem_per_block, cc=device.gpu().cc)
     spec, p = inst.spec, inst.params
-    name = spec.instance(p)
+    name = spec.name_expression(p)
     arch = spec.arch or device.gpu().arch
     key = (spec.build_sha256(), name, arch)
     if key not in _live_cache:
@@ -114,7 +114,7 @@ def _stem(build_sha256: str, names: tuple[str, ...], arch: str) -> str:
 
 def _names(spec: KernelSpec, params: Params) -> tuple[str, ...]:
     """The name expressions compiled for an instance: its own, then its companions'."""
-    return (spec.instance(params), *spec.companions(params))
+    return (spec.name_expression(params), *spec.companions(params))
 
 
 def cache_dir() -> Path:

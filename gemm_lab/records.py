@@ -71,7 +71,7 @@ class Measurement:
     cublas_telemetry: dict[str, float] = field(default_factory=dict)  # the same while cuBLAS's ran, in turn with them
     rounds_pct: list[float] = field(default_factory=list)  # % of cuBLAS in each round of turns (older records: none)
     details: dict[str, Any] = field(default_factory=dict)  # what the kernel chose at run time (the Ozaki scheme's moduli)
-    method: str = ""  # the race's `timing.Method`: "sustained" (what pages quote) or "short"; older records: ""
+    method: str = ""  # the race's `turns.Method`: "sustained" (what pages quote) or "short"; older records: ""
     turn_settle_ms: float = 0.0  # untimed milliseconds a side ran before a turn that followed the other's (older: 0)
     timed_per: str = "launch"  # what one pair of CUDA events bracketed: "turn" (today), "launch" (older records)
     replayed: bool = field(default=False, compare=False)  # set on load, never stored

@@ -37,7 +37,7 @@ def gemm(
     refused with a TypeError. `out` must be C-contiguous and 16-byte aligned; with beta == 0 it
     is never read.
     Everything is validated, once, before the kernel is compiled or launched. The launch is asynchronous: a
-    fault it causes surfaces at the next synchronisation (as a KernelFault in `check` and `bench`).
+    fault it causes surfaces at the next synchronisation (as a KernelFault in `measure_error` and `bench`).
     """
     import cupy
 
@@ -215,11 +215,11 @@ def resolve(kernel: str | KernelSpec, params: Params | None, shape: Shape) -> tu
 def verify(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> Verification:
     """Run on the seeded inputs of the shape into a NaN-poisoned C and compare with float64 (replay: recorded)."""
     inst, here = resolve(kernel, params, (m, n, k))
-    err = check(inst) if here else records.lookup(inst.spec.name, inst.params, m, n, k).max_rel_err
+    err = measure_error(inst) if here else records.lookup(inst.spec.name, inst.params, m, n, k).max_rel_err
     return Verification(inst.spec.name, inst.params, m, n, k, err, tolerance(k, inst.spec.precision))
 
 
-def check(inst: Instance) -> float:
+def measure_error(inst: Instance) -> float:
     """max_rel_err of one live run of a validated instance on the seeded inputs of its shape (`CHECK_SEED`), with C
     poisoned by NaN.
 
@@ -234,11 +234,16 @@ def check(inst: Instance) -> float:
         out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
         launcher(inst, a, b, out=out)()
         cupy.cuda.Device().synchronize()
-        a64, b64 = a.astype(cupy.float64), b.astype(cupy.float64)
-        # Rounding errors scale with the terms |a||b|, not with the sum: where cancellation leaves every
-        # element of C small (a 1 x 1 result of 7 terms), the terms' size over sqrt(K) is the yardstick.
-        floor = float((abs(a64) @ abs(b64)).max()) / math.sqrt(k)
-        return max_rel_err(out, a64 @ b64, floor)
+        return max_rel_err(out, *reference(a, b))
+
+
+def reference(a: Any, b: Any, matmul: Callable[[Any, Any], Any] | None = None) -> tuple[Any, float]:
+    """A @ B in float64 (NumPy or CuPy, as the operands are; `matmul` multiplies if given), and the floor of the scale
+    `max_rel_err` divides by: rounding errors scale with the terms |a||b|, not with the sum, so where cancellation
+    leaves every element of C small (a 1 x 1 result of 7 terms), the terms' size over sqrt(K) is the yardstick."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    matmul = matmul or (lambda x, y: x @ y)
+    return matmul(a64, b64), float(matmul(abs(a64), abs(b64)).max()) / math.sqrt(a.shape[1])
 
 
 def _array_module(x: Any) -> Any:

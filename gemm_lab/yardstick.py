@@ -18,7 +18,7 @@ _COMPUTE_TYPES = {"fp32": "COMPUTE_TYPE_DEFAULT", "tf32": "COMPUTE_TYPE_TF32"}  
 
 
 @contextlib.contextmanager
-def math(precision: str) -> Iterator[None]:
+def cublas_math(precision: str) -> Iterator[None]:
     """`cupy.matmul` on float32 computes in `precision`'s math inside the block: "fp32" is FP32 SGEMM (TF32 off),
     "tf32" lets cuBLAS use TF32 tensor cores. CuPy's setting is per process, so the previous one is always restored."""
     import numpy

@@ -2,6 +2,7 @@
 import pytest
 
 from gemm_lab import catalog
+from gemm_lab import spec as spec_model
 
 
 def test_defaults_are_legal_and_in_template_order():
@@ -50,7 +51,7 @@ def test_device_shared_memory_limit():
 def test_grid_and_instance_derive_from_the_spec():
     spec = catalog.get("smem_tiled")
     p = {"BM": 16, "BN": 64, "BK": 8}
-    assert spec.instance(p) == "sgemm_smem_tiled<16, 64, 8>"
+    assert spec.name_expression(p) == "sgemm_smem_tiled<16, 64, 8>"
     assert spec.grid(p, m=100, n=130) == (3, 7, 1)
     assert spec.threads(p) == 1024 and spec.smem_bytes(p) == 4 * (16 * 8 + 8 * 64)
 
@@ -95,7 +96,7 @@ def test_tensor_core_rules_are_named(kernel, params, rule):
 def test_tensor_core_derivations_follow_the_kernels():
     mma, wgmma, split = catalog.get("mma_tf32"), catalog.get("wgmma_tf32"), catalog.get("wgmma_3xtf32")
     p = {"BM": 128, "BN": 256, "BK": 16, "WM": 64, "WN": 32, "STAGES": 3}
-    assert mma.instance(p) == "sgemm_tf32_mma<128, 256, 16, 64, 32, 3>"
+    assert mma.name_expression(p) == "sgemm_tf32_mma<128, 256, 16, 64, 32, 3>"
     assert mma.threads(p) == 2 * 8 * 32 and mma.launch_smem(p) == 4 * 3 * (128 * 20 + 16 * 264)
     q = {"BM": 128, "BN": 192, "STAGES": 5}
     assert wgmma.threads(q) == 384 and wgmma.grid(q, m=1000, n=1000) == (6, 8, 1)
@@ -110,7 +111,7 @@ def test_tensor_core_derivations_follow_the_kernels():
 def test_the_tma_kernel_runs_whole_clusters_and_refuses_rows_tma_cannot_read():
     spec = catalog.get("mma_tf32_tma")
     p = spec.full_params()
-    assert spec.instance(p) == "sgemm_tf32_mma_tma<128, 256, 64, 64, 4, 2>" and spec.tma and spec.arch == "sm_90a"
+    assert spec.name_expression(p) == "sgemm_tf32_mma_tma<128, 256, 64, 64, 4, 2>" and spec.tma and spec.arch == "sm_90a"
     assert spec.grid(p, m=300, n=260) == (2, 4, 1)  # 3 block rows, rounded up to 2 clusters of 2
     assert spec.grid({**p, "CLUSTER": 1}, m=300, n=260) == (2, 3, 1)
     assert spec.launch_smem(p) == 4 * (128 + 256) * 128 + 1024 + 64  # 4 stages, base alignment, 8 mbarriers
@@ -210,7 +211,7 @@ def test_warp_specialised_kernels_split_the_register_file_and_launch_whole_clust
     # A, B and 3 mbarriers per stage, two 8 KiB buffers per consumer for the TMA stores; B^T takes another 16 KiB
     assert spec.launch_smem(p) == 4 * (256 * 128 + 2 * 64 * 128 + 24) + 2 * 16384 + 1024
     assert spec.launch_smem({**p, "BSMEM": 1, "STAGES": 3, "STORE": 0}) == 3 * (256 * 128 + 2 * 2 * 64 * 128 + 24) + 1024
-    assert spec.tma_c and spec.instance(p) == "sgemm_tf32_wgmma_ws<256, 2, 4, 2, 1, 8, 0, 1>"
+    assert spec.tma_c and spec.name_expression(p) == "sgemm_tf32_wgmma_ws<256, 2, 4, 2, 1, 8, 0, 1>"
     assert catalog.validate("wgmma_ws_3xtf32", {"BM": 64, "SUM": 4})["SUM"] == 4  # short tiles leave room for it
 
 
@@ -224,7 +225,7 @@ def test_kernel_hashes_cover_code_not_comments(tmp_path, monkeypatch):
     """Correcting a comment keeps a kernel's records fresh; a change of code (or of a string the code holds, such as
     an asm template) does not."""
     src = tmp_path / "k.cu"
-    monkeypatch.setattr(catalog, "ROOT", tmp_path)
+    monkeypatch.setattr(spec_model, "ROOT", tmp_path)
     spec = catalog.Probe("k", "k.cu", ("k",), (9, 0), "device", ())
 
     def hashes(text: str) -> tuple[str, str]:

@@ -206,19 +206,12 @@ def test_submit_reports_the_race_and_times_nothing(monkeypatch):
     monkeypatch.setattr(run, "faults", lambda *a, **k: contextlib.nullcontext())
     trial, _ = _fake_trial(256)
     monkeypatch.setattr(exercises, "_run_and_judge", trial)
-    monkeypatch.setattr(exercises, "_time", lambda *a: pytest.fail("timed a wrong kernel"))
+    monkeypatch.setattr(timing, "raced", lambda *a, **k: pytest.fail("timed a wrong kernel"))
     monkeypatch.setattr(timing, "bench", lambda *a, **k: pytest.fail("timed a wrong kernel"))
     attempt = gl.submit(SOURCE, "smem_tiled", {"BM": 16, "BN": 16, "BK": 16}, size=256)
     assert attempt.compiled and not attempt.ok and not attempt.timed
     shown = str(exercises.report(attempt))
     assert "Wrong: at M = N = K = 256" in shown and "race" in shown, shown
-
-
-def test_timing_still_offers_what_submit_times_with():
-    """`submit` times a checked kernel as `timing.bench` does, without its row-major check (`exercises._time`)."""
-    for name in ("_input_sets", "_cublas_launches", "race", "measurement", "SHORT", "BASELINE",
-                 "MIN_RUNS"):
-        assert hasattr(timing, name), f"timing.{name} is gone: update exercises._time"
 
 
 def test_variants_are_refused_before_compiling_when_their_rules_break(monkeypatch):

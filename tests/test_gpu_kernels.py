@@ -44,7 +44,7 @@ def test_correct_on_every_shape(kernel, params):
                     f"{device.gpu().name} allows {device.gpu().smem_per_block}")
     assert len(shapes_for(spec)) >= 30
     for m, n, k in shapes_for(spec):
-        err = run.check(catalog.instance(spec, params, (m, n, k)))
+        err = run.measure_error(catalog.instance(spec, params, (m, n, k)))
         assert err <= run.tolerance(k, spec.precision), f"{kernel} {params} at {m}x{n}x{k}: max rel err {err}"
 
 
@@ -149,7 +149,7 @@ def test_a_kernel_fault_names_the_kernel_and_says_restart(tmp_path):
         "from gemm_lab import catalog, run\n"
         f"spec = catalog.KernelSpec(name='fault', source={str(source)!r}, function='sgemm_fault', title='fault', "
         "choices={'T': (1,)}, defaults={'T': 1}, tile=lambda p: (4, 4), threads=lambda p: 1, smem_bytes=lambda p: 0)\n"
-        "run.check(catalog.instance(spec, {'T': 1}, (4, 4, 4)))\n"
+        "run.measure_error(catalog.instance(spec, {'T': 1}, (4, 4, 4)))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert out.returncode != 0 and "KernelFault: CUDA failed while running fault with {'T': 1} at M=4, N=4, K=4" \

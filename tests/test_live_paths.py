@@ -1,13 +1,14 @@
 """Live code paths on the CPU, with NumPy standing in for CuPy: a kernel fault becomes an error that names the
 kernel and says to restart, each measurement carries the SM clock and power read while it was timed, and each
 kernel is timed beside cuBLAS in the math of its precision."""
+import dataclasses
 import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from gemm_lab import catalog, device, run, timing
+from gemm_lab import catalog, device, run, telemetry, timing, turns, yardstick
 
 GPU = SimpleNamespace(name="Test GPU", driver="580.65", cuda_runtime="13.0", cupy="14.0.0", peak_gflops=60_000.0,
                       l2_bytes=50 * 2**20, smem_per_block=227 * 1024, cc=(9, 0), arch="sm_90")
@@ -28,7 +29,7 @@ def log(monkeypatch):
     """A live stand-in GPU and a CuPy made of NumPy; the returned list records what reached the 'GPU'. Timings take
     exactly MIN_RUNS launches (a sustained race with no lead-in or turn length, in ROUNDS rounds) unless a test says
     otherwise."""
-    monkeypatch.setattr(timing, "SUSTAINED", timing.Method("sustained", settle_ms=0.0, rounds=ROUNDS, turn_ms=0.0))
+    monkeypatch.setattr(turns, "SUSTAINED", turns.Method("sustained", settle_ms=0.0, rounds=ROUNDS, turn_ms=0.0))
     events = []
 
     class Event:
@@ -72,11 +73,11 @@ def log(monkeypatch):
             events.append("telemetry")
             return {kind: dict(TELEMETRY, samples=float(len(self.phases))) for kind in self.phases}
 
-    monkeypatch.setattr(device, "Telemetry", Telemetry)
+    monkeypatch.setattr(telemetry, "Telemetry", Telemetry)
     rng = np.random.default_rng(0)
     monkeypatch.setattr(run, "random_inputs", lambda m, n, k, seed=None: (
         rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)))
-    monkeypatch.setattr(timing, "_input_sets", lambda m, n, k: [(None, None, None)])
+    monkeypatch.setattr(timing, "input_sets", lambda m, n, k: [(None, None, None)])
     monkeypatch.setattr(run, "_as_operand", lambda x, name: x)  # NumPy arrays have no device pointer to align
     return events
 
@@ -125,7 +126,7 @@ def test_a_fault_that_surfaces_at_the_next_synchronisation_is_named_too(log, mon
 
     monkeypatch.setattr(sys.modules["cupy"].cuda, "Device", lambda: SimpleNamespace(synchronize=sync))
     with pytest.raises(run.KernelFault, match=r"naive with \{'BLOCK': 16\} at M=3, N=4, K=5: cudaErrorIllegal"):
-        run.check(catalog.instance("naive", {"BLOCK": 16}, (3, 4, 5)))
+        run.measure_error(catalog.instance("naive", {"BLOCK": 16}, (3, 4, 5)))
 
 
 def test_other_errors_pass_through_unchanged(log, monkeypatch):
@@ -139,14 +140,14 @@ def test_other_errors_pass_through_unchanged(log, monkeypatch):
 def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, monkeypatch):
     monkeypatch.setattr(run, "launcher", launching(log))
     x = timing.bench("naive", 16)
-    turns = 2 * ROUNDS  # the kernel's and cuBLAS's, each a phase of the telemetry
+    phases = 2 * ROUNDS  # the kernel's turns and cuBLAS's, each a phase of the telemetry
     per_turn = timing.MIN_RUNS // ROUNDS  # each turn's events span 0.5 ms in the stand-in, over its launches
-    assert x.telemetry == x.cublas_telemetry == dict(TELEMETRY, samples=turns, timed_ms=ROUNDS * 0.5)
+    assert x.telemetry == x.cublas_telemetry == dict(TELEMETRY, samples=phases, timed_ms=ROUNDS * 0.5)
     assert x.time_ms == 0.5 / per_turn and x.gflops > 0
     last_launch = max(i for i, what in enumerate(log) if what.startswith(("kernel", "cublas")))
     assert last_launch < log.index("telemetry") < log.index("sync", last_launch)  # while the launches are queued
     # the verification, warm-up, untimed turn, then the timed turns:
-    assert log.count("kernel") == 1 + 2 * timing.WARMUP + per_turn + timing.MIN_RUNS and x.runs == timing.MIN_RUNS
+    assert log.count("kernel") == 1 + 2 * turns.WARMUP + per_turn + timing.MIN_RUNS and x.runs == timing.MIN_RUNS
     assert x.rounds_pct == [100.0] * ROUNDS
 
     log.clear()
@@ -162,19 +163,19 @@ def test_kernel_and_cublas_take_turns_in_mirrored_order(log, monkeypatch):
     kernel, ... so that a drift of the clock over the run weighs on both sides alike."""
     monkeypatch.setattr(run, "launcher", launching(log))
     timing.bench("naive", 16)
-    launches = [what for what in log if what in ("kernel", "cublas")][1 + 4 * timing.WARMUP:]
+    launches = [what for what in log if what in ("kernel", "cublas")][1 + 4 * turns.WARMUP:]
     per_turn = timing.MIN_RUNS // ROUNDS
-    turns = [launches[i] for i in range(0, len(launches), per_turn)]
-    assert len(launches) == 2 * (timing.MIN_RUNS + per_turn) and all(set(launches[i:i + per_turn]) == {turns[i // per_turn]}
+    sides = [launches[i] for i in range(0, len(launches), per_turn)]
+    assert len(launches) == 2 * (timing.MIN_RUNS + per_turn) and all(set(launches[i:i + per_turn]) == {sides[i // per_turn]}
                                                          for i in range(0, len(launches), per_turn))
-    assert turns == ["cublas", "kernel"] + ["kernel", "cublas", "cublas", "kernel"] * (ROUNDS // 2)
+    assert sides == ["cublas", "kernel"] + ["kernel", "cublas", "cublas", "kernel"] * (ROUNDS // 2)
 
 
 def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
     """Kernel launches of 1.0 ms against cuBLAS's 0.9, 1.1, 1.0, 1.2 ms in its four turns: 90, 110, 100, 120 % per
     round; each side's time is the median of its turns' time per launch."""
     monkeypatch.setattr(run, "launcher", launching(log))
-    before = 2 * timing.WARMUP + timing.MIN_RUNS // ROUNDS  # cuBLAS's warm-up and lead-in, at 1.0 ms
+    before = 2 * turns.WARMUP + timing.MIN_RUNS // ROUNDS  # cuBLAS's warm-up and lead-in, at 1.0 ms
     clocked(log, monkeypatch, {"kernel": lambda n: 1.0,
                                "cublas": lambda n: 1.0 if n < before else (0.9, 1.1, 1.0, 1.2)[(n - before) // 5]})
     x = timing.bench("naive", 16)
@@ -232,17 +233,17 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
     the record says how many were timed and how long."""
     monkeypatch.setattr(run, "launcher", launching(log))
     clocked(log, monkeypatch, 0.25)
-    monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
-    monkeypatch.setattr(timing, "FFMA_SETTLE_MS", 10.0)
-    method = timing.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5)
+    monkeypatch.setattr(turns, "TURN_HEADROOM", 1.0)
+    monkeypatch.setattr(turns, "FFMA_SETTLE_MS", 10.0)
+    method = turns.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5)
     x = timing.bench("naive", 16, method=method)
     assert (method.per_turn(0.25, timing.MIN_RUNS), method.lead_in(0.25, 10)) == (10, 40)
-    assert x.runs == 40 and log.count("kernel") == 1 + 2 * timing.WARMUP + 40 + 40  # + the lead-in
-    assert log.count("cublas") == 2 * timing.WARMUP + 40 + 40 and x.method == "sustained"
+    assert x.runs == 40 and log.count("kernel") == 1 + 2 * turns.WARMUP + 40 + 40  # + the lead-in
+    assert log.count("cublas") == 2 * turns.WARMUP + 40 + 40 and x.method == "sustained"
     assert x.telemetry["timed_ms"] == x.cublas_telemetry["timed_ms"] == method.side_ms == 4 * 2.5
-    monkeypatch.setattr(timing, "FFMA_SETTLE_MS", 1.0)  # FP32 races settle for FFMA_SETTLE_MS at most
+    monkeypatch.setattr(turns, "FFMA_SETTLE_MS", 1.0)  # FP32 races settle for FFMA_SETTLE_MS at most
     assert method.for_precision("fp32").lead_in(0.25, 10) == 10 and method.for_precision("tf32") == method
-    short = timing.Method("short", settle_ms=0.0, rounds=4, turn_ms=0.1)  # never fewer than MIN_RUNS
+    short = turns.Method("short", settle_ms=0.0, rounds=4, turn_ms=0.1)  # never fewer than MIN_RUNS
     assert timing.bench("naive", 16, method=short).runs == timing.MIN_RUNS
 
 
@@ -250,16 +251,16 @@ def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log,
     """The lead-in's timed last quarter took 0.5 ms a launch, the rounds' take 0.25: turns of 5 launches time
     1.25 ms, 5 ms a side of the 10 asked, so a pair of rounds (A B, B A) of 2.5 ms turns follows. Small work whose
     turns stop at max_turn_launches gets none."""
-    warm = 2 * timing.WARMUP  # each side's warm-up; its lead-in of 10 then times its last 2 launches
+    warm = 2 * turns.WARMUP  # each side's warm-up; its lead-in of 10 then times its last 2 launches
 
     def lead_ending_at(ms):  # a side's nth launch: `ms` in the lead-in's timed last quarter, else 0.25 ms
         return lambda n: ms if warm + 8 <= n < warm + 10 else 0.25
 
     clocked(log, monkeypatch, {"a": lead_ending_at(0.5), "b": lead_ending_at(0.5)})
-    monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
-    method = timing.Method("sustained", settle_ms=0.0, rounds=4, turn_ms=2.5)
+    monkeypatch.setattr(turns, "TURN_HEADROOM", 1.0)
+    method = turns.Method("sustained", settle_ms=0.0, rounds=4, turn_ms=2.5)
     a, b = [lambda: log.append("a")], [lambda: log.append("b")]
-    mine, theirs = timing.race([a, b], 4, method)
+    mine, theirs = turns.race([a, b], 4, method)
     assert mine.runs == theirs.runs == 4 * 5 + 2 * 10
     assert mine.telemetry["timed_ms"] == theirs.telemetry["timed_ms"] == method.side_ms
     # the warm-ups (A, then B), the lead-ins (B, then A: a turn of 10 each at the warm-up's 0.25 ms), 4 rounds of
@@ -269,12 +270,12 @@ def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log,
     assert len(mine.turns_ms) == 6
     log.clear()
     clocked(log, monkeypatch, {"a": lead_ending_at(0.3), "b": lead_ending_at(0.3)})  # turns of 9: 1 ms a side short
-    mine, _ = timing.race([a, b], 4, method)
+    mine, _ = turns.race([a, b], 4, method)
     assert runs_of(log)[-1] == ("a", 10) and len(mine.turns_ms) == 6  # the pair's turns as long as the rounds'
     log.clear()
     clocked(log, monkeypatch, 0.25)
-    method = timing.replace(method, max_turn_launches=4)  # 2.5 ms would take 10 launches of 0.25
-    mine, theirs = timing.race([a, b], 4, method)
+    method = dataclasses.replace(method, max_turn_launches=4)  # 2.5 ms would take 10 launches of 0.25
+    mine, theirs = turns.race([a, b], 4, method)
     assert method.capped(0.25) and mine.runs == theirs.runs == 4 * 4 and mine.telemetry["timed_ms"] == 16 * 0.25
 
 
@@ -284,12 +285,12 @@ def test_a_turn_that_follows_the_other_sides_first_settles_untimed(log, monkeypa
     launches of 0.25 ms: 4), none timed; a turn after its own side's, and FP32's races, start timed at once."""
     clocked(log, monkeypatch, 0.25)
     monkeypatch.setattr(run, "launcher", launching(log))
-    monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
-    method = timing.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5, turn_settle_ms=1.0)
+    monkeypatch.setattr(turns, "TURN_HEADROOM", 1.0)
+    method = turns.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5, turn_settle_ms=1.0)
     a, b = [lambda: log.append("a")], [lambda: log.append("b")]
-    mine, theirs = timing.race([a, b], timing.MIN_RUNS, method)
+    mine, theirs = turns.race([a, b], timing.MIN_RUNS, method)
     assert method.turn_lead(0.25) == 4 and mine.runs == theirs.runs == 4 * 10
-    assert log.count("a") == log.count("b") == 2 * timing.WARMUP + 40 + 4 * 10 + 2 * 4
+    assert log.count("a") == log.count("b") == 2 * turns.WARMUP + 40 + 4 * 10 + 2 * 4
     assert method.for_precision("fp32").turn_settle_ms == 0 and method.for_precision("ozaki") == method
     assert timing.bench("naive", 16, method=method).turn_settle_ms == 0  # FP32: kernel and SGEMM share one clock
 
@@ -312,7 +313,7 @@ def test_a_turns_settle_runs_outside_its_events_and_its_telemetry_phase_spans_th
 
     monkeypatch.setattr(cuda, "Event", Event)
     phases = []
-    monkeypatch.setattr(device, "Telemetry", lambda: SimpleNamespace(
+    monkeypatch.setattr(telemetry, "Telemetry", lambda: SimpleNamespace(
         start=lambda: SimpleNamespace(phase=lambda *p: phases.append(p), finish=lambda: {"0": {}, "1": {}})))
     seen = []  # at each launch: the newest phase's kind, and whether it has started and finished
 
@@ -320,9 +321,9 @@ def test_a_turns_settle_runs_outside_its_events_and_its_telemetry_phase_spans_th
         return [lambda: (log.append(name), seen.append((name, *(
             (p[0], p[1](), p[2]()) if (p := phases[-1] if phases else None) else (None,)))))]
 
-    method = timing.Method("sustained", settle_ms=0.0, rounds=2, turn_ms=1.0, turn_settle_ms=0.5)
-    monkeypatch.setattr(timing, "TURN_HEADROOM", 1.0)
-    timing.race([side("a"), side("b")], 4, method)
+    method = turns.Method("sustained", settle_ms=0.0, rounds=2, turn_ms=1.0, turn_settle_ms=0.5)
+    monkeypatch.setattr(turns, "TURN_HEADROOM", 1.0)
+    turns.race([side("a"), side("b")], 4, method)
     # after the lead-ins (B, then A), rounds A B, B A: B's first turn follows A's, so it settles for 2 launches first
     tail = "".join("|" if w == "record" else w for w in log if w in ("a", "b", "record"))  # | : an event
     assert tail.endswith("|aaaa|bb|bbbb||bbbb|aa|aaaa|")
@@ -335,13 +336,13 @@ def test_a_turns_settle_runs_outside_its_events_and_its_telemetry_phase_spans_th
 def test_only_a_race_with_todays_settles_holds_as_sustained():
     """A tensor-core record from before turns settled (turn_settle_ms 0), or from before each turn was timed under one
     pair of events (timed_per "launch"), is not today's sustained race; an FP32 one needs no turn settle."""
-    x = SimpleNamespace(method="sustained", precision="tf32", turn_settle_ms=0.0, timed_per=timing.TIMED_PER)
-    assert not timing.SUSTAINED.holds(x)
-    today = SimpleNamespace(**{**vars(x), "turn_settle_ms": timing.SUSTAINED.turn_settle_ms})
-    assert timing.SUSTAINED.holds(today)
-    assert not timing.SUSTAINED.holds(SimpleNamespace(**{**vars(today), "timed_per": "launch"}))
-    assert timing.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "precision": "fp32"}))
-    assert not timing.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "precision": "fp32", "method": "short"}))
+    x = SimpleNamespace(method="sustained", precision="tf32", turn_settle_ms=0.0, timed_per=turns.TIMED_PER)
+    assert not turns.SUSTAINED.holds(x)
+    today = SimpleNamespace(**{**vars(x), "turn_settle_ms": turns.SUSTAINED.turn_settle_ms})
+    assert turns.SUSTAINED.holds(today)
+    assert not turns.SUSTAINED.holds(SimpleNamespace(**{**vars(today), "timed_per": "launch"}))
+    assert turns.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "precision": "fp32"}))
+    assert not turns.SUSTAINED.holds(SimpleNamespace(**{**vars(x), "precision": "fp32", "method": "short"}))
 
 
 def test_turns_are_sized_from_the_lead_ins_last_quarter(log, monkeypatch):
@@ -349,23 +350,23 @@ def test_turns_are_sized_from_the_lead_ins_last_quarter(log, monkeypatch):
     last quarter (2 of its 8 launches here) runs under one pair of events, and its 2 ms a launch sizes the turns, not
     the first ones' 1 ms."""
     clocked(log, monkeypatch, {"a": lambda n: 1.0 if n < 6 else 2.0})
-    start, end, n = timing._lead_in([lambda: log.append("a")], 8)
-    assert n == 2 and sys.modules["cupy"].cuda.get_elapsed_time(start, end) / n == 2.0 and log.count("a") == 8
+    lead = turns._lead_in(0, [lambda: log.append("a")], 8)
+    assert lead.launches == 2 and lead.ms / lead.launches == 2.0 and log.count("a") == 8
 
 
 def test_turns_of_small_work_stop_at_max_turn_launches():
-    assert timing.SUSTAINED.per_turn(1e-4, timing.MIN_RUNS) == timing.MAX_TURN_LAUNCHES
-    assert timing.SUSTAINED.lead_in(1e-4, 10) == timing.MAX_SETTLE_LAUNCHES
-    assert timing.SUSTAINED.per_turn(25.0, timing.MIN_RUNS) == 11  # 8 rounds of 250 ms sized 10 % long: 2.2 s a side
-    assert timing.SUSTAINED.rounds * timing.SUSTAINED.turn_ms >= 2000
+    assert turns.SUSTAINED.per_turn(1e-4, timing.MIN_RUNS) == turns.MAX_TURN_LAUNCHES
+    assert turns.SUSTAINED.lead_in(1e-4, 10) == turns.MAX_SETTLE_LAUNCHES
+    assert turns.SUSTAINED.per_turn(25.0, timing.MIN_RUNS) == 11  # 8 rounds of 250 ms sized 10 % long: 2.2 s a side
+    assert turns.SUSTAINED.rounds * turns.SUSTAINED.turn_ms >= 2000
 
 
 def test_energy_becomes_joules_per_launch_and_mean_power():
     seen = {"sm_clock_mhz": 1500.0, "temperature_c": 60.0, "samples": 9.0, "joules": 1400.0, "seconds": 2.0}
-    fields = timing.energy_fields(seen, 2010.0, 700)
+    fields = telemetry.energy_fields(seen, 2010.0, 700)
     assert fields == {"sm_clock_mhz": 1500.0, "temperature_c": 60.0, "samples": 9.0, "timed_ms": 2010.0,
                       "energy_j": 2.0, "mean_power_w": 700.0}
-    assert "energy_j" not in timing.energy_fields({"power_w": 650.0}, 2010.0, 700)  # no counter: what NVML gave
+    assert "energy_j" not in telemetry.energy_fields({"power_w": 650.0}, 2010.0, 700)  # no counter: what NVML gave
 
 
 class FakeNVML:
@@ -400,14 +401,14 @@ class FakeNVML:
 
 @pytest.fixture(autouse=True)
 def every_poll_samples_the_clock(monkeypatch):
-    monkeypatch.setattr(device, "CLOCK_EVERY", 1)
-    monkeypatch.setattr(device, "TICK_WAIT_S", 0.0)
+    monkeypatch.setattr(telemetry, "CLOCK_EVERY", 1)
+    monkeypatch.setattr(telemetry, "TICK_WAIT_S", 0.0)
 
 
 def test_telemetry_is_sampled_only_while_the_timed_launches_run(monkeypatch):
     nvml = FakeNVML()
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    monkeypatch.setattr(device, "_device_index", lambda: 0)
+    monkeypatch.setattr(telemetry, "_device_index", lambda: 0)
     polls = iter(range(100))
 
     def started():  # the GPU reaches the first timed launch at the third poll
@@ -420,9 +421,9 @@ def test_telemetry_is_sampled_only_while_the_timed_launches_run(monkeypatch):
         return done
 
     nvml.calls = 0
-    telemetry = device.Telemetry(interval_s=0)
-    telemetry.phase("kernel", started, finished)
-    seen = telemetry.finish()
+    watch = telemetry.Telemetry(interval_s=0)
+    watch.phase("kernel", started, finished)
+    seen = watch.finish()
     assert seen == {"kernel": {"sm_clock_mhz": 1755.0, "power_w": 690.0, "temperature_c": 64.0, "samples": 6.0}}
 
 
@@ -431,7 +432,7 @@ def test_each_sample_goes_to_the_side_whose_turn_is_running(monkeypatch):
     turns and 1900 MHz in cuBLAS's."""
     nvml = FakeNVML()
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    monkeypatch.setattr(device, "_device_index", lambda: 0)
+    monkeypatch.setattr(telemetry, "_device_index", lambda: 0)
     running = []
     nvml.nvmlDeviceGetClockInfo = lambda handle, clock: {"kernel": 1700, "cublas": 1900}[running[-1]]
 
@@ -443,10 +444,10 @@ def test_each_sample_goes_to_the_side_whose_turn_is_running(monkeypatch):
             return next(polls)
         return kind, lambda: True, finished
 
-    telemetry = device.Telemetry(interval_s=0)
+    watch = telemetry.Telemetry(interval_s=0)
     for kind in ("kernel", "cublas", "kernel"):
-        telemetry.phase(*turn(kind))
-    seen = telemetry.finish()
+        watch.phase(*turn(kind))
+    seen = watch.finish()
     assert (seen["kernel"]["sm_clock_mhz"], seen["kernel"]["samples"]) == (1700.0, 4.0)
     assert (seen["cublas"]["sm_clock_mhz"], seen["cublas"]["samples"]) == (1900.0, 2.0)
 
@@ -465,9 +466,9 @@ def test_joules_of_each_side_come_from_the_energy_counter_interpolated_between_i
 
     nvml.nvmlDeviceGetTotalEnergyConsumption = lambda handle: 3000 * (now[0] // 3)
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    monkeypatch.setattr(device, "_device_index", lambda: 0)
-    monkeypatch.setattr(device.time, "monotonic", monotonic)
-    monkeypatch.setattr(device, "TICK_WAIT_S", 10.0)
+    monkeypatch.setattr(telemetry, "_device_index", lambda: 0)
+    monkeypatch.setattr(telemetry.time, "monotonic", monotonic)
+    monkeypatch.setattr(telemetry, "TICK_WAIT_S", 10.0)
     polls = []
 
     def turn(kind, ends_after):
@@ -476,24 +477,24 @@ def test_joules_of_each_side_come_from_the_energy_counter_interpolated_between_i
             return len(polls) > ends_after
         return kind, lambda: True, finished
 
-    telemetry = device.Telemetry(interval_s=0)
-    telemetry.phase(*turn("kernel", 3))
-    telemetry.phase(*turn("cublas", 6))
-    seen = telemetry.finish()
+    watch = telemetry.Telemetry(interval_s=0)
+    watch.phase(*turn("kernel", 3))
+    watch.phase(*turn("cublas", 6))
+    seen = watch.finish()
     assert seen["kernel"]["joules"] > 0 and seen["cublas"]["joules"] > 0 and "power_w" not in seen["kernel"]
     both = seen["kernel"]["joules"] + seen["cublas"]["joules"]
     assert both == pytest.approx(seen["kernel"]["seconds"] + seen["cublas"]["seconds"], rel=0.25)  # 1 J a second
-    assert device._interpolate([0.0, 2.0, 4.0], [0.0, 10.0, 10.0], 1.0) == 5.0  # straight between steps
-    assert device._interpolate([0.0, 2.0], [0.0, 10.0], 9.0) == 10.0  # and flat past the last
+    assert telemetry._interpolate([0.0, 2.0, 4.0], [0.0, 10.0, 10.0], 1.0) == 5.0  # straight between steps
+    assert telemetry._interpolate([0.0, 2.0], [0.0, 10.0], 9.0) == 10.0  # and flat past the last
 
 
 def test_launches_too_short_to_sample_carry_no_telemetry(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNVML())
-    monkeypatch.setattr(device, "_device_index", lambda: 0)
-    def seen(finished, interval_s=device.TELEMETRY_INTERVAL_S):
-        telemetry = device.Telemetry(interval_s)
-        telemetry.phase("kernel", lambda: True, finished)
-        return telemetry.finish()
+    monkeypatch.setattr(telemetry, "_device_index", lambda: 0)
+    def seen(finished, interval_s=telemetry.TELEMETRY_INTERVAL_S):
+        watch = telemetry.Telemetry(interval_s)
+        watch.phase("kernel", lambda: True, finished)
+        return watch.finish()
 
     assert seen(lambda: True) == {"kernel": {}}  # ended before a first sample: no idle reading
     monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML at all: the measurement goes on without telemetry
@@ -514,10 +515,10 @@ def test_relative_error_of_a_cancelling_result_is_measured_against_its_terms():
 def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch, kernel, math):
     monkeypatch.setattr(run, "launcher", launching(log))
     x = timing.bench(kernel, 16)
-    assert x.precision == catalog.get(kernel).precision and timing.BASELINE[x.precision] in ("fp32", "tf32")
+    assert x.precision == catalog.get(kernel).precision and yardstick.BASELINE[x.precision] in ("fp32", "tf32")
     assert {e for e in log if e.startswith("cublas")} == {math}
     per_turn = timing.MIN_RUNS // ROUNDS  # every precision takes the same rounds
-    assert log.count(math) == 2 * timing.WARMUP + per_turn + ROUNDS * per_turn and len(x.rounds_pct) == ROUNDS
+    assert log.count(math) == 2 * turns.WARMUP + per_turn + ROUNDS * per_turn and len(x.rounds_pct) == ROUNDS
     linalg = sys.modules["cupy._core._routines_linalg"]
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT  # restored for everyone else
 
@@ -526,7 +527,7 @@ def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
     fp32, tf32 = timing.cublas(16), timing.cublas(16, "tf32")
     assert (fp32.kernel, fp32.precision, tf32.kernel, tf32.precision) == ("cublas", "fp32", "cublas_tf32", "tf32")
     untimed = timing.MIN_RUNS // ROUNDS
-    assert log.count("cublas") == log.count("cublas tf32") == 1 + 2 * timing.WARMUP + untimed + timing.MIN_RUNS
+    assert log.count("cublas") == log.count("cublas tf32") == 1 + 2 * turns.WARMUP + untimed + timing.MIN_RUNS
     with pytest.raises(ValueError, match="cuBLAS computes in fp32 or tf32, not '3xtf32'; 3xtf32 kernels race cuBLAS "
                                          "in fp32"):
         timing.cublas(16, "3xtf32")
@@ -534,7 +535,7 @@ def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
 
 def test_the_tf32_math_is_restored_even_when_timing_fails(log, monkeypatch):
     linalg = sys.modules["cupy._core._routines_linalg"]
-    monkeypatch.setattr(timing, "race", lambda *args: 1 / 0)
+    monkeypatch.setattr(turns, "race", lambda *args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         timing.cublas(16, "tf32")
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT
@@ -592,13 +593,13 @@ def test_a_kernel_name_is_validated_once_on_its_way_to_the_gpu(nvrtc, monkeypatc
     """bench, verify and gemm make one catalog.Instance of a name; check, the launcher and compiler.load trust it."""
     made, instance = [], catalog.instance
     monkeypatch.setattr(catalog, "instance", lambda *args, **kw: made.append(args[1:3]) or instance(*args, **kw))
-    monkeypatch.setattr(timing, "_input_sets",
+    monkeypatch.setattr(timing, "input_sets",
                         lambda m, n, k: [(*run.random_inputs(m, n, k), np.empty((m, n), np.float32))])
     params = {"BM": 16, "BN": 16, "BK": 8}
     x = timing.bench("smem_tiled", (40, 24, 16), params)
     assert made == [(params, (40, 24, 16))] and x.max_rel_err < 1e-6
     untimed = timing.MIN_RUNS // ROUNDS  # every launch of the verification and the timing:
-    assert len(nvrtc[1]) == 1 + 2 * timing.WARMUP + untimed + timing.MIN_RUNS
+    assert len(nvrtc[1]) == 1 + 2 * turns.WARMUP + untimed + timing.MIN_RUNS
     made.clear()
     assert run.verify("smem_tiled", 40, 24, 16, params).ok and len(made) == 1
     made.clear()

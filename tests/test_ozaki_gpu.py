@@ -58,7 +58,7 @@ def reference(a, b):
     import cupy
 
     ref = cupy.asnumpy(a).astype(np.float64) @ cupy.asnumpy(b).astype(np.float64)
-    with yardstick.math("fp32"):
+    with yardstick.cublas_math("fp32"):
         sgemm = cupy.asnumpy(cupy.matmul(a, b))
     return ref, sgemm
 

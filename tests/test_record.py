@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab import catalog, device, records, timing
+from gemm_lab import catalog, device, records, timing, turns
 from gemm_lab.lab import cli, plan, sweeps
 from gemm_lab.pages import grids
 
@@ -20,9 +20,9 @@ def recorder(monkeypatch):
     monkeypatch.setattr(cli.hardware, "ceilings", lambda: {})
     monkeypatch.setattr(cli.hardware, "save_ceilings", lambda ceilings: None)
     monkeypatch.setattr(records, "save", lambda ms: list(ms))
-    monkeypatch.setattr(timing, "cublas", lambda size, math="fp32", method=timing.SUSTAINED:
+    monkeypatch.setattr(timing, "cublas", lambda size, math="fp32", method=turns.SUSTAINED:
                         asked["cublas"].append((size, math, method.name)))
-    def bench_all(cases, desc="", method=timing.SUSTAINED, **kw):
+    def bench_all(cases, desc="", method=turns.SUSTAINED, **kw):
         cases = list(cases)
         asked["cases"].extend(cases)
         asked["methods"].update({plan.case_key(*c): method for c in cases})
@@ -54,8 +54,8 @@ def test_on_hopper_everything_is_recorded_with_cublas_in_both_maths(recorder, mo
     # the error-vs-K figure plots errors alone, so its races are short, except those a page quotes (K = 1024)
     quoted = plan.quoted_keys()
     methods = recorder["methods"]
-    assert all(methods[plan.case_key(*c)] is timing.SHORT for c in plan.error_vs_k_cases() if c[2][2] != 1024)
-    assert all(m is not timing.SHORT for key, m in methods.items() if key in quoted)
+    assert all(methods[plan.case_key(*c)] is turns.SHORT for c in plan.error_vs_k_cases() if c[2][2] != 1024)
+    assert all(m is not turns.SHORT for key, m in methods.items() if key in quoted)
     assert recorder["sweeps"] == list(grids.SWEEPS) and {"mma_tf32", "wgmma_tf32"} <= set(grids.SWEEPS)
     # cuBLAS alone: sustained at the headline's sizes (which include K = 1024 of error vs K), short at the others
     errors_only = [s for s in plan.ERROR_VS_K if s != (plan.SIZES[0],) * 3]

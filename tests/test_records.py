@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from gemm_lab.lab import autotune, plan, power, sweeps
-from gemm_lab import catalog, device, folders, records, timing
+from gemm_lab import catalog, device, folders, records, timing, turns
 
 
 def test_repository_records_are_well_formed_and_fresh():
@@ -89,7 +89,7 @@ def test_an_interrupted_sweep_resumes_and_keeps_what_it_measured(sandbox, monkey
     measured = []
 
     def bench(kernel, size, params, interrupt_after=None, method=None):
-        assert method is timing.SHORT  # a sweep's races are short ones
+        assert method is turns.SHORT  # a sweep's races are short ones
         if len(measured) == interrupt_after:
             raise KeyboardInterrupt
         measured.append(params)
@@ -293,8 +293,8 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
     side = {"sm_clock_mhz": 1500.0, "timed_ms": 8400.0, "energy_j": 2.3, "mean_power_w": 690.0}
     base = dict(kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
                 params=spec.full_params(), m=8192, n=8192, k=8192, precision="tf32", time_ms=3.3, cublas_time_ms=3.2)
-    settles = timing.SUSTAINED.turn_settle_ms
-    sustained = dict(method="sustained", turn_settle_ms=settles, timed_per=timing.TIMED_PER)
+    settles = turns.SUSTAINED.turn_settle_ms
+    sustained = dict(method="sustained", turn_settle_ms=settles, timed_per=turns.TIMED_PER)
     cases = {"short": dict(method="short", telemetry=side, cublas_telemetry=side),
              "no joules": dict(sustained, telemetry={"timed_ms": 8400.0}, cublas_telemetry=side),
              "too brief": dict(sustained, telemetry={**side, "timed_ms": 400.0}, cublas_telemetry=side),
@@ -305,8 +305,8 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
              "sustained": dict(sustained, telemetry=side, cublas_telemetry=side),
              "sustained, small work": dict(sustained, time_ms=0.05, telemetry={**side, "timed_ms": 400.0},
                                            cublas_telemetry=side)}
-    assert plan.method_for(spec.name, None, 8192) is timing.LONG_TURNS
-    assert plan.method_for(spec.name, {"GROUP": 4}, 8192) is plan.method_for(spec.name, None, 2048) is timing.SUSTAINED
+    assert plan.method_for(spec.name, None, 8192) is turns.LONG_TURNS
+    assert plan.method_for(spec.name, {"GROUP": 4}, 8192) is plan.method_for(spec.name, None, 2048) is turns.SUSTAINED
     for what, over in cases.items():
         records.upsert(sandbox / "g" / f"{spec.name}.json", [_row(**{**base, **over})], records.BENCH_KEY)
         problems = [p for p in plan.unsustained(sandbox) if "not timed in today's sustained race" in p]

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from .. import catalog, device, records, run, timing, yardstick
+from .. import catalog, device, records, run, timing, turns, yardstick
 
 KIND = "cublas_ways"  # records/<gpu>/cublas_ways.json
 KEY = ("way", "m", "n", "k")
@@ -84,14 +84,14 @@ def _in_process(way: str, host: tuple[Any, Any], dev: tuple[Any, Any]) -> float:
         return timing.cublas((m, n, k)).time_ms
     c = cupy.empty((m, n), dtype=cupy.float32)
     if way == "one_warm_call":
-        return timing.median_ms([lambda: cupy.matmul(a, b, out=c)], 1)
+        return turns.median_ms([lambda: cupy.matmul(a, b, out=c)], 1)
     if way == "host_clock":
         return _host_median(lambda: cupy.matmul(a, b, out=c))
     if way == "transposes":
         def through_column_major() -> Any:
             return cupy.ascontiguousarray(cupy.matmul(cupy.asfortranarray(a), cupy.asfortranarray(b)))
         _check(through_column_major(), a, b)
-        return timing.median_ms([through_column_major], timing.MIN_RUNS)
+        return turns.median_ms([through_column_major], timing.MIN_RUNS)
     if way == "host_copies":
         ha, hb = host
         return _host_median(lambda: cupy.matmul(cupy.asarray(ha), cupy.asarray(hb)).get())

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from . import baselines, plan, power, sanitize, sweeps
-from .. import catalog, device, folders, records, timing
+from .. import catalog, device, folders, records, timing, turns, yardstick
 from ..precision import emulation, int8
 from ..models import hardware, memory
 from ..pages import grids, tables
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 def _bench(args: argparse.Namespace) -> int:
     params = dict(_parse_param(x) for x in args.param)
     shape = tuple(args.shape) if args.shape else args.size
-    maths = dict.fromkeys(timing.BASELINE[catalog.get(name).precision] for name in args.kernels)  # cuBLAS beside them
+    maths = dict.fromkeys(yardstick.BASELINE[catalog.get(name).precision] for name in args.kernels)  # cuBLAS beside them
     ms = [timing.cublas(shape, math) for math in maths]
     for name in args.kernels:
         spec = catalog.get(name)
@@ -102,7 +102,7 @@ def _record(args: argparse.Namespace) -> int:
     if "headline" in parts:
         cases = _runnable(_of_chapters(plan.headline_cases() + list(plan.EXTRA), args.chapter))
         todo = [c for c in cases if args.fresh or not _recorded(*c, gpu)]
-        for method, desc in ((timing.SUSTAINED, "headline"), (timing.LONG_TURNS, "key shares, 1 s turns")):
+        for method, desc in ((turns.SUSTAINED, "headline"), (turns.LONG_TURNS, "key shares, 1 s turns")):
             timing.bench_all([c for c in todo if plan.method_for(*c) is method], desc=desc, save=True, method=method)
     if "sweeps" in parts:
         for name, choices in _runnable(list(grids.SWEEPS.items())):
@@ -124,14 +124,14 @@ def _record(args: argparse.Namespace) -> int:
         # chapter 8b's figure plots these races' errors, never their speed: short races, and any race kept; except
         # the cases a page quotes (K = 1024 is the headline's size), which the headline and device parts race, sustained
         sized = {timing.shape_of(size) for size in plan.SIZES}
-        records.save(timing.cublas(shape, math, method=timing.SHORT) for shape in plan.ERROR_VS_K if shape not in sized
+        records.save(timing.cublas(shape, math, method=turns.SHORT) for shape in plan.ERROR_VS_K if shape not in sized
                      for math in plan.CUBLAS_PRECISIONS if args.fresh or records.lookup_or_none(
                          records.CUBLAS_KERNELS[math], {}, *shape, gpu=gpu) is None)
         quoted = plan.quoted_keys()
         cases = _runnable(plan.error_vs_k_cases())
         todo = [c for c in cases
                 if plan.case_key(*c) not in quoted and (args.fresh or not _recorded(*c, gpu, sustained=False))]
-        timing.bench_all(todo, desc="error vs K", save=True, method=timing.SHORT)
+        timing.bench_all(todo, desc="error vs K", save=True, method=turns.SHORT)
         timing.bench_all([c for c in cases if plan.case_key(*c) in quoted and not _recorded(*c, gpu)],
                          desc="error vs K, quoted", save=True)
     if "ozaki" in parts and catalog.unsupported("ozaki", device.gpu().cc) is None:
@@ -187,7 +187,7 @@ def _recorded(name: str, params: dict | None, size: int | tuple[int, int, int], 
 
 def _timed_today(x: records.Measurement | None) -> bool:
     """Is this record of cuBLAS alone from today's sustained race (its turns each under one pair of events)?"""
-    return x is not None and x.method == timing.SUSTAINED.name and x.timed_per == timing.TIMED_PER
+    return x is not None and x.method == turns.SUSTAINED.name and x.timed_per == turns.TIMED_PER
 
 
 def _of_chapters(cases: list[tuple], chapters: list[str] | None) -> list[tuple]:

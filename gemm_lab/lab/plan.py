@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import catalog, folders, records, timing
+from .. import catalog, folders, records, timing, turns
 from ..precision import int8
 from . import published
 from ..pages.grids import SWEEPS
@@ -23,7 +23,7 @@ ODD_SHAPE = (2999, 4001, 3001)  # M, N, K: no tile divides it and rows are not 1
 HEADLINE = ("naive", "coalesced", "smem_tiled", "thread_tile_1d", "thread_tile_2d", "vectorized", "bank_conflicts",
             "prefetch", "multistage", "warp_tiling", "pipelined_warp_tiling")
 # Chapter 8's tensor-core kernels, recorded with the headline; each against cuBLAS in its own precision
-# (timing.BASELINE), so `record` also times cuBLAS with TF32 math at SIZES and ODD_SHAPE (CUBLAS_PRECISIONS).
+# (yardstick.BASELINE), so `record` also times cuBLAS with TF32 math at SIZES and ODD_SHAPE (CUBLAS_PRECISIONS).
 TENSOR_CORES = ("mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32", "wgmma_3xtf32", "wgmma_ws_tf32",
                 "wgmma_ws_3xtf32")
 CUBLAS_PRECISIONS = ("fp32", "tf32")
@@ -185,20 +185,20 @@ def full_params(name: str, params: dict[str, int] | None = None) -> dict[str, in
     return int8.full_params(params) if name == int8.PROBE.name else catalog.get(name).full_params(params)
 
 
-def method_for(name: str, params: dict[str, int] | None, size: int | tuple[int, int, int]) -> timing.Method:
+def method_for(name: str, params: dict[str, int] | None, size: int | tuple[int, int, int]) -> turns.Method:
     """The race a case is recorded in: LONG_TURNS for a key share, else SUSTAINED."""
     key = any(name == k and timing.shape_of(size) == (s,) * 3 for k, s in catalog.KEY_SHARES)
-    return timing.LONG_TURNS if key and full_params(name, params) == full_params(name) else timing.SUSTAINED
+    return turns.LONG_TURNS if key and full_params(name, params) == full_params(name) else turns.SUSTAINED
 
 
 def quotable(x: records.Measurement) -> bool:
-    """May a page quote this tensor-core, INT8 or emulation race? Timed as `timing.SUSTAINED` times today (its turn
+    """May a page quote this tensor-core, INT8 or emulation race? Timed as `turns.SUSTAINED` times today (its turn
     settles included), each side with its method's `side_ms` timed (`method_for`) wherever its turns are not capped
     (small work), and each side's joules per launch from NVML's energy counter."""
     method = method_for(x.kernel, x.params, (x.m, x.n, x.k))
     sides = ((x.telemetry, x.time_ms), (x.cublas_telemetry, x.cublas_time_ms))
     long_enough = all(t.get("timed_ms", 0) >= method.side_ms or method.capped(ms) for t, ms in sides)
-    return timing.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
+    return turns.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
 
 
 def case_key(name: str, params: dict[str, int] | None,
@@ -219,9 +219,9 @@ def is_quoted(x: records.Measurement, keys: set[tuple[str, str, int, int, int]] 
 
 
 def current(x: records.Measurement) -> bool:
-    """Was this race timed as `gemm-lab record` times it today? FP32 races as `timing.SUSTAINED` (they run below the
+    """Was this race timed as `gemm-lab record` times it today? FP32 races as `turns.SUSTAINED` (they run below the
     cap); tensor-core, INT8 and emulation races also as `quotable` asks."""
-    return timing.SUSTAINED.holds(x) and (x.precision == "fp32" or quotable(x))
+    return turns.SUSTAINED.holds(x) and (x.precision == "fp32" or quotable(x))
 
 
 def unsustained(root: Path | None = None) -> list[str]:

@@ -12,7 +12,7 @@ import math
 import time
 from typing import Any, Sequence
 
-from .. import device, records, timing
+from .. import device, records, timing, turns
 from ..records import Measurement
 
 TURNS = "turns"  # records/<gpu>/turns.json
@@ -40,11 +40,11 @@ def switch_offset(within_ms: float = 50.0, gpu: str | None = None) -> tuple[floa
     return off, name
 
 
-def method(turn_ms: float) -> timing.Method:
+def method(turn_ms: float) -> turns.Method:
     """A race of turns of `turn_ms`, with one untimed turn as its lead-in (the book's short races before they were
     sustained): eight rounds, fewer where eight would run past TIMED_MS per side (never fewer than two)."""
     rounds = max(2, min(8, math.ceil(TIMED_MS / turn_ms)))
-    return timing.Method(f"turns of {turn_ms:g} ms", settle_ms=0.0, rounds=rounds, turn_ms=turn_ms)
+    return turns.Method(f"turns of {turn_ms:g} ms", settle_ms=0.0, rounds=rounds, turn_ms=turn_ms)
 
 
 def sweep(cases: Sequence[tuple[str, dict[str, int]]] = CASES, turns_ms: Sequence[float] = TURN_MS,

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 from tqdm.auto import tqdm
 
 from . import autotune
-from .. import catalog, device, records, timing
+from .. import catalog, device, records, timing, turns
 from ..catalog import KernelSpec
 from ..records import Measurement
 
@@ -40,7 +40,7 @@ def sweep(kernel: str | KernelSpec, size: int | Sequence[int],
         if _key(p) in done:
             out.append(done[_key(p)])
             continue
-        result = timing.bench(spec, (m, n, k), p, method=timing.SHORT)
+        result = timing.bench(spec, (m, n, k), p, method=turns.SHORT)
         if save:
             records.save([result])
         out.append(result)

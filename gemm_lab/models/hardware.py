@@ -216,7 +216,7 @@ def _launch_once(argv: list[str]) -> None:
     name, params, m, n, k = argv[0], json.loads(argv[1]), *map(int, argv[2:5])
     a, b = run.random_inputs(m, n, k)
     if name in records.CUBLAS_KERNELS.values():
-        from ..yardstick import math as cublas_math
+        from ..yardstick import cublas_math
 
         with cublas_math(records.precision_of(name)):
             cupy.matmul(a, b)

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import catalog, compiler, device, records, run, timing, yardstick
+from .. import catalog, compiler, device, records, run, timing, turns
 from . import listings
 from ..catalog import KernelSpec, Params, Rule, Shape
 from ..records import Measurement
@@ -44,7 +44,7 @@ FILE = "exercise.cu"  # what compile errors call the reader's source
 SOLUTIONS = "kernels/exercises"  # the variants' solutions, from the repository root
 POISON, CANARY, PADDING = 0x7FC0BEEF, 0x7FC0DEAD, 0x7FC0FACE  # NaN payloads: unwritten C, around C, around A and B
 GUARD = 1024  # words of canary or padding on each side of a matrix (4 KiB: C stays 16-byte aligned)
-METHOD = timing.SHORT  # a reader waits on a submission: short turns, labelled as such in the record
+METHOD = turns.SHORT  # a reader waits on a submission: short turns, labelled as such in the record
 RUNS = 3  # launches of each case on the same inputs: a race rarely gives the same wrong words three times
 CONTRACT = "(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)"
 OPERANDS = ("A", "B", "C")
@@ -243,7 +243,7 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
             fn = compiler.load(inst)
             attempt.registers, attempt.spills, attempt.smem_bytes = fn.num_regs, fn.local_size_bytes, fn.shared_size_bytes
         else:
-            _, ptxas, _ = compiler.offline(sub, (sub.instance(inst.params),), sub.arch or compiler.OFFLINE_ARCH)
+            _, ptxas, _ = compiler.offline(sub, (sub.name_expression(inst.params),), sub.arch or compiler.OFFLINE_ARCH)
             if ptxas:
                 attempt.registers, attempt.spills, attempt.smem_bytes = ptxas.registers, ptxas.spills, ptxas.smem_bytes
     except compiler.CompileError as err:
@@ -256,7 +256,7 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
         return attempt
     attempt.wrong, attempt.checked = check(sub, inst.params, size, column_major_of(like))
     if not attempt.wrong:  # checked at the timing size too: the timing finds nothing new to refuse
-        attempt.timed = [_time(catalog.instance(sub, inst.params, (size,) * 3), attempt.checked[-1][1]),
+        attempt.timed = [timing.raced(catalog.instance(sub, inst.params, (size,) * 3), attempt.checked[-1][1], method=METHOD),
                          _book(like, size, inst.params)]
         _remember(attempt.timed[0], like)
     return attempt
@@ -362,7 +362,7 @@ def judge(launch: Launch, shape: Shape, tile: tuple[int, int], precision: str = 
     c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     ref = alpha * matmul(a64, b64) + beta * c0.astype(np.float64)
-    # Rounding errors scale with the terms |a||b|, not with the sum (as `run.check`)
+    # Rounding errors scale with the terms |a||b|, not with the sum (as `run.measure_error`)
     floor = float(matmul(np.abs(a64), np.abs(b64)).max()) / math.sqrt(k)
     words_a, words_b = (guarded(stored(x, name in column_major), PADDING) for x, name in ((a, "A"), (b, "B")))
     words_c = guarded(stored(c0, "C" in column_major), CANARY) if beta else \
@@ -432,17 +432,6 @@ def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tupl
             + (f", and the store ({layout('C')} C: {INDEX['C', True]})" if "C" in column_major else ""))
 
 
-def _time(inst: catalog.Instance, err: float) -> Measurement:
-    """Time an instance that `check` passed at its shape beside cuBLAS, as `timing.bench` does after its own check
-    (which knows only the book's row-major layouts): the same input sets, turns and record."""
-    spec, (m, n, k) = inst.spec, inst.shape
-    sets = timing._input_sets(m, n, k)
-    with run.faults(spec, inst.params, inst.shape), yardstick.math(yardstick.BASELINE[spec.precision]):
-        mine, theirs = timing.race([[run.launcher(inst, a, b, out=c) for a, b, c in sets],
-                                    timing._cublas_launches(sets)], timing.MIN_RUNS, METHOD)
-    return timing.measurement(spec, spec.precision, inst.params, inst.shape, mine, theirs, err, METHOD)
-
-
 def _book(like: str, size: int, params: dict[str, int]) -> Measurement:
     """The book's kernel `like` at M = N = K = `size` beside cuBLAS, or a variant's solution (checked first)."""
     if like not in VARIANTS:
@@ -451,7 +440,7 @@ def _book(like: str, size: int, params: dict[str, int]) -> Measurement:
     why, err = _run_and_judge(book, params, (size,) * 3, column_major=column_major_of(like))
     if why:
         raise RuntimeError(f"the book's solution of {like} failed its own check ({why}): a bug in gemm_lab")
-    return _time(catalog.instance(book, params, (size,) * 3), err)
+    return timing.raced(catalog.instance(book, params, (size,) * 3), err, method=METHOD)
 
 
 def report(attempt: Attempt) -> Markdown:

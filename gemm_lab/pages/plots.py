@@ -142,7 +142,7 @@ def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size", *,
 def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str] | None = None) -> Figure:
     """The book's map: each kernel's share of cuBLAS at one shape, in chapter order, with its TFLOP/s.
 
-    Each bar is against cuBLAS timed in the same run in the math the kernel promises (timing.BASELINE), so the
+    Each bar is against cuBLAS timed in the same run in the math the kernel promises (yardstick.BASELINE), so the
     TF32 kernels (hatched) race cuBLAS on TF32 tensor cores and the FP32 and 3xTF32 ones race SGEMM. `labels`
     names the bars instead of "chapter kernel", in the order of `ms` (which then keeps its order).
     """

@@ -51,7 +51,7 @@ def tensor_pipe(cases: Sequence[tuple[str, dict[str, int]]], size: int) -> Table
 
 
 def baseline_name(precision: str) -> str:
-    """The cuBLAS a kernel of this precision is timed beside (timing.BASELINE): TF32 races TF32, the rest SGEMM."""
+    """The cuBLAS a kernel of this precision is timed beside (yardstick.BASELINE): TF32 races TF32, the rest SGEMM."""
     from ..timing import BASELINE
 
     return "cuBLAS TF32" if BASELINE[precision] == "tf32" else "cuBLAS SGEMM"

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from .. import catalog, compiler, device, records, timing, warmup
+from .. import catalog, compiler, device, records, timing, turns, warmup
 from . import grids, diagrams, explorers, plots, style
 from ..records import Measurement
 from ..report import params_text, provenance, replay_reason
@@ -64,7 +64,7 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = grids.EXPLORER_SIZE,
             if not background.is_ready(params):
                 status.value = f"compiling {spec.describe(params)} (the background has not reached it yet)..."
         try:
-            result = timing.bench(spec, shape, params, method=timing.SHORT)
+            result = timing.bench(spec, shape, params, method=turns.SHORT)
         except (ValueError, LookupError) as err:  # a broken rule or a point outside the recorded grid
             status.value = f"<span style='color:#b00'>&#10007; {err}</span>"
             return

@@ -16,7 +16,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .. import catalog, device, records, run, timing, yardstick
+from .. import catalog, device, records, run, timing, turns, yardstick
 from . import int8, ozaki
 from ..report import Table, provenance
 
@@ -84,7 +84,7 @@ def product(method: str, params: dict[str, int], a: Any, b: Any) -> Any:
     import cupy
 
     if method in records.CUBLAS_KERNELS.values():
-        with yardstick.math(records.precision_of(method)):
+        with yardstick.cublas_math(records.precision_of(method)):
             return cupy.matmul(a, b)
     return run.gemm(method, a, b, params)
 
@@ -166,7 +166,7 @@ def stage_ms(size: int, params: dict[str, int] | None = None, runs: int = 20) ->
     a, b = run.random_inputs(size, size, size, run.CHECK_SEED)
     c = cupy.empty((size, size), cupy.float32)
     parts = ozaki.Pipeline(inst, a, b, alpha=1.0, beta=0.0, out=c, slots=run.slots(inst.spec, inst.params)).stages()
-    for _ in range(timing.WARMUP):  # the estimate's choice, kept by the later stages
+    for _ in range(turns.WARMUP):  # the estimate's choice, kept by the later stages
         for _, part in parts:
             part()
     out = {}
@@ -312,7 +312,7 @@ def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | N
                  "the default (MODULI = 0) on each recorded set of inputs: its report (ozaki.Estimate); estimated: the "
                  "median relative error on its 64 × 32 sample over SGEMM's modelled one; measured: its median relative "
                  "error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell back: it ran "
-                 f"SGEMM); columns shifted: by the equilibration; " + _dates(seen))
+                 "SGEMM); columns shifted: by the equilibration; " + _dates(seen))
 
 
 def _dates(rows: Sequence[Errors]) -> str:
@@ -345,12 +345,12 @@ def race_table(ms: Sequence[Any]) -> Table:
                  tuple((shape_text(x.m, x.n, x.k), moduli(x), f"{x.pct_cublas:.0f}%", clock_and_power(x.telemetry),
                         gflop_per_joule(x), clock_and_power(x.cublas_telemetry), gflop_per_joule(x, cublas=True))
                        for x in ms),
-                 f"sustained races (each side settles {timing.SUSTAINED.settle_ms / 1e3:g} s, then "
-                 f"{timing.SUSTAINED.rounds} mirrored rounds of turns of {timing.SUSTAINED.turn_ms:g} ms, or "
-                 f"{timing.MAX_TURN_LAUNCHES:,} launches where those take less; the defaults at "
+                 f"sustained races (each side settles {turns.SUSTAINED.settle_ms / 1e3:g} s, then "
+                 f"{turns.SUSTAINED.rounds} mirrored rounds of turns of {turns.SUSTAINED.turn_ms:g} ms, or "
+                 f"{turns.MAX_TURN_LAUNCHES:,} launches where those take less; the defaults at "
                  f"{' and '.join(str(s) for k, s in catalog.KEY_SHARES if k == 'ozaki')} take turns of "
-                 f"{timing.LONG_TURNS.turn_ms / 1e3:g} s; the incoming side first runs "
-                 f"{timing.SUSTAINED.turn_settle_ms:g} ms untimed); % of cuBLAS SGEMM "
+                 f"{turns.LONG_TURNS.turn_ms / 1e3:g} s; the incoming side first runs "
+                 f"{turns.SUSTAINED.turn_settle_ms:g} ms untimed); % of cuBLAS SGEMM "
                  "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "
                  "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms), wrap=(3, 5))
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import catalog, device, records, timing, tma
+from .. import catalog, device, records, timing, tma, turns
 from ..records import Measurement
 from ..report import Table, clock_and_power, provenance
 
@@ -113,7 +113,7 @@ def exact(launch: Callable[[], Any], a: Any, bt: Any, c: Any) -> bool:
 
 
 def bench(size: int | Sequence[int], params: dict[str, int] | None = None, *, runs: int = timing.MIN_RUNS,
-          method: timing.Method | None = None) -> Measurement:
+          method: turns.Method | None = None) -> Measurement:
     """Kernel 15 beside cuBLAS's INT8 GEMM on one shape, both checked exactly first, in a race of `method`; `gflops`
     counts 2 M N K integer operations (replay: the recorded result)."""
     m, n, k = timing.shape_of(size)
@@ -129,8 +129,8 @@ def bench(size: int | Sequence[int], params: dict[str, int] | None = None, *, ru
     if not (exact(ours, a, bt, c) and exact(theirs, a, bt, c)):
         raise timing.VerificationError(f"kernel 15 {p} or cuBLAS at M={m}, N={n}, K={k}: not the exact int32 product")
     sets = [(a, bt, c)] + [(*operands(m, n, k), cupy.empty((m, n), cupy.int32)) for _ in range(_extra_sets(m, n, k))]
-    method = method or timing.SUSTAINED
-    mine, cublas_side = timing.race([[launcher(p, *s) for s in sets], [cublas_launcher(*s) for s in sets]], runs,
+    method = method or turns.SUSTAINED
+    mine, cublas_side = turns.race([[launcher(p, *s) for s in sets], [cublas_launcher(*s) for s in sets]], runs,
                                      method)
     return timing.measurement(PROBE, PROBE.precision, p, (m, n, k), mine, cublas_side, 0.0, method)
 

@@ -512,7 +512,7 @@ class Pipeline:
                       "cuBLAS SGEMM computed C instead", Fallback, stacklevel=4)
         self.report = Estimate(**{**self.report.__dict__, "fallback": "cublas"})
         a, b = (cupy.where(cupy.isfinite(x), x, 0) if self.report.nonfinite else x for x in (self.a, self.b))
-        with yardstick.math("fp32"):
+        with yardstick.cublas_math("fp32"):
             product = cupy.matmul(a, b)
         self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
 
