@@ -9,6 +9,7 @@ from typing import Callable
 
 from .spec import (DYNAMIC_SMEM_LIMIT, MAX_THREADS_PER_BLOCK, REGISTER_FILE, REGISTERS_PER_SM, STATIC_SMEM_LIMIT, KernelSpec,
                    Params, Probe, Rule, register_budget)
+from .spec import ceil_div, round_up
 
 
 INT8_PRODUCT = "int8_wgmma_ws"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
@@ -181,7 +182,7 @@ def _warp_tiling() -> KernelSpec:
     """Block tile -> warp tile -> thread tile; the 32 lanes of a warp form an 8 x 4 or 4 x 8 grid."""
     threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
     smem = lambda p: 4 * 2 * p["BK"] * (p["BM"] + 4 + p["BN"])  # noqa: E731 - two buffers, A padded by 4
-    staged = lambda p: 4 * -(-(p["BM"] + p["BN"]) * p["BK"] // (4 * threads(p)))  # noqa: E731 - the next tiles' float4s
+    staged = lambda p: 4 * ceil_div((p["BM"] + p["BN"]) * p["BK"], 4 * threads(p))  # noqa: E731 - the next tiles' float4s
     # accumulators, one and a half sets of fragments (the next k's arrive while the FFMAs use the current ones), the
     # staged tiles and about 28 for addresses; 8 x 16 thread tiles 16 more: below this, ptxas spills (calibrated on
     # ptxas, NVRTC 13, over the offered grid and instances beyond it, where 64-thread blocks of 8 x 16 tiles with
@@ -360,7 +361,7 @@ def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str
     """wgmma kernels (12_tf32_wgmma.cu): one warpgroup per 64 columns of C, each computing C^T = B^T A^T."""
     threads = lambda p: p["BN"] // 64 * 128  # noqa: E731
     copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
-    stage = lambda p: copies * p["BM"] * 4 * WGMMA_BK + -(-WGMMA_BK * (p["BN"] + 8) * 4 // 1024) * 1024  # noqa: E731
+    stage = lambda p: copies * p["BM"] * 4 * WGMMA_BK + round_up(WGMMA_BK * (p["BN"] + 8) * 4, 1024)  # noqa: E731
     smem = lambda p: p["STAGES"] * stage(p) + 1024  # noqa: E731 - 1024 more to align the base for the swizzle
     # BM/2 accumulators (and as many per-step sums), two sets of 16 B fragments (and 16 small ones), about 32 others
     need = lambda p: copies * p["BM"] // 2 + (copies + 1) * 16 + 32  # noqa: E731

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from . import catalog, compiler, device
 from .catalog import KernelSpec, Params
+from .spec import ceil_div, round_up
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,8 @@ def occupancy(threads: int, registers: int, smem_bytes: int, sm: SMLimits | None
     """Resident blocks per SM, the warps they hold and what limits them: registers, shared memory, threads or the
     block cap (`limits`: the blocks each would allow). `sm`: default, the GPU's own (`sm_limits`)."""
     sm = sm or sm_limits()
-    regs = -(-registers // sm.register_unit) * sm.register_unit
-    warps = -(-threads // 32)
+    regs = round_up(registers, sm.register_unit)
+    warps = ceil_div(threads, 32)
     limits = {
         "registers": sm.registers // (regs * 32 * warps),
         "shared memory": sm.smem_bytes // (smem_bytes + sm.smem_reserved_per_block),

@@ -32,6 +32,16 @@ MAX_GRID_Y = 65535
 INT32_MAX = 2**31 - 1
 
 
+def ceil_div(a: int, b: int) -> int:
+    """Whole `b`s needed to hold `a`: tiles of a dimension, blocks of a grid."""
+    return -(-a // b)
+
+
+def round_up(a: int, b: int) -> int:
+    """`a` rounded up to a multiple of `b`: a padded dimension, an aligned size."""
+    return ceil_div(a, b) * b
+
+
 @dataclass(frozen=True)
 class Rule:
     """A constraint on template parameters; `why` is what the user reads when it breaks."""

@@ -222,7 +222,7 @@ def test_tables_fit_the_page():
     """What keeps a table inside the content column: numbers with their unit never wrap, a bracket after a number
     may go under it (never inside it), longer cells may wrap; a table too wide splits into two keyed by its first
     column, a long one folds."""
-    from gemm_lab.report import Table
+    from gemm_lab.pages.tables import Table
 
     t = Table(("tile", "GFLOP/s", "note", "registers"),
               (("BM=128, BN=128, BK=8", "48,657 (94%)", "a long remark that may wrap", "0.82 ms"),), "caption")

@@ -10,6 +10,7 @@ import pytest  # noqa: E402
 import re  # noqa: E402
 
 from gemm_lab.models import banks, issue_rate, sass, schedule
+from gemm_lab.pages import hardware_tables
 from gemm_lab import catalog
 from gemm_lab.pages import diagrams, style  # noqa: E402
 
@@ -206,7 +207,7 @@ def test_issue_rate_rows_account_for_the_measured_speed(replay):
 def test_issue_rate_table_says_what_is_not_recorded(replay):
     (row,) = issue_rate.rows([("default", "warp_tiling", None)])
     bare = issue_rate.Row("bare", row.kernel, row.params, row.sass_share, row.peak_tflops, None, None)
-    first, second = issue_rate.table([row, bare]).parts
+    first, second = hardware_tables.issue_rate_table([row, bare]).parts
     assert first.rows[1][1:3] == first.rows[0][1:3] and set(first.rows[1][3:]) == {"not recorded"}
     assert set(second.rows[1][1:]) == {"not recorded"} and second.rows[1][0] == "bare"
     assert issue_rate.missing([row, bare]) == ["gemm-lab record --only headline", "gemm-lab record --only counters"]

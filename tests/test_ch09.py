@@ -13,6 +13,7 @@ from gemm_lab.pages import diagrams, plots, style
 from gemm_lab.models import model
 from gemm_lab.lab import plan  # noqa: E402
 from gemm_lab.pages.prose import fold, share  # noqa: E402
+from gemm_lab.spec import ceil_div
 
 SPEC = catalog.get("wgmma_ws_tf32")
 RINGS = [SPEC.full_params(), SPEC.full_params({"STAGES": 3, "CONSUMERS": 1, "CLUSTER": 1}),
@@ -123,7 +124,7 @@ def test_littles_law_for_the_ring():
     p = SPEC.full_params()
     assert ring.step_ns == pytest.approx(p["BM"] * 128 * 32 / 1024 / 1.8)  # a stage's MACs at 1,024 per clock
     assert ring.fill_ns == pytest.approx((p["BM"] + 128 / p["CLUSTER"]) * 32 * 4 / 40.96)  # bytes at 40.96 GB/s
-    assert ring.in_flight == -(-(140 + ring.fill_ns) // ring.step_ns) and ring.stages == ring.in_flight + 2
+    assert ring.in_flight == ceil_div(140 + ring.fill_ns, ring.step_ns) and ring.stages == ring.in_flight + 2
     assert model.Ring(500, 100, 0).stages == 3 and model.Ring(500, 100, 400).stages == 3  # W <= T: one in flight
     assert model.Ring(500, 100, 401).stages == 4
     lone = model.ring("wgmma_ws_tf32", {"CLUSTER": 1}, ceilings, 140, 132 * 40.96)

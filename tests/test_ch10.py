@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog, report
-from gemm_lab.pages import diagrams, plots, style
+from gemm_lab import catalog
+from gemm_lab.pages import diagrams, plots, precision_tables, style, tables
 from gemm_lab.precision import emulation, int8, ozaki  # noqa: E402
 
 
@@ -77,23 +77,23 @@ def test_speed_of_light_is_the_int8_rate_over_the_moduli(replay):
     assert sol.tflops == pytest.approx(sol.int8_tops / 8)
     assert sol.times_sgemm == pytest.approx(sol.tflops / (gl.cublas(8192).gflops / 1e3))
     assert sol.products_ms == pytest.approx(8 * 2 * 8192**3 / (sol.int8_tops * 1e12) * 1e3)
-    table = emulation.speed_of_light_table((4096, 8192), (6, 9))
+    table = precision_tables.speed_of_light_table((4096, 8192), (6, 9))
     assert [r[0] for r in table.rows] == ["6", "9"] and len(table.columns) == 7
 
 
 def test_stage_table_and_speed_tables_read_the_records(replay):
     import gemm_lab as gl
 
-    t = emulation.stage_table(8192)
+    t = precision_tables.stage_table(8192)
     assert [r[0] for r in t.rows] == list(ozaki.STAGES) and "TOP/s" in t.rows[ozaki.STAGES.index("products")][4]
     assert "recorded on" in emulation.stage_source()
     x = gl.bench("ozaki", 8192)
     assert x.method == "sustained" and x.details["moduli"] in ozaki.CANDIDATES
-    row = emulation.race_table([x]).rows[0]
+    row = precision_tables.race_table([x]).rows[0]
     assert row[1] == f"auto ({x.details['moduli']})" and row[2] == f"{x.pct_cublas:.0f}%"
-    assert row[3] == report.clock_and_power(x.telemetry) and "W" in row[3] and "power_w" not in x.telemetry
+    assert row[3] == tables.clock_and_power(x.telemetry) and "W" in row[3] and "power_w" not in x.telemetry
     assert row[4] == f"{x.gflop_per_joule():,.0f}" and row[6] == f"{x.gflop_per_joule(cublas=True):,.0f}"
-    assert int8.table((4096,)).rows[0][3].startswith(f"{int8.bench(4096).pct_cublas:.1f}%")
+    assert precision_tables.int8_table((4096,)).rows[0][3].startswith(f"{int8.bench(4096).pct_cublas:.1f}%")
 
 
 def test_speed_of_light_at_the_measured_clock(replay):
@@ -108,7 +108,7 @@ def test_speed_of_light_at_the_measured_clock(replay):
 
 
 def test_the_choices_table_reads_each_reports_verdict(replay):
-    table = emulation.choices()
+    table = precision_tables.choices()
     assert len(table.rows) == len(emulation.cases())
     by_inputs = {r[1]: r for r in table.rows if r[0] == "4096×4096×4096"}
     assert by_inputs["outlier channel"][5] != "0"  # the outlier column was shifted

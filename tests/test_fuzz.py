@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from gemm_lab.lab import autotune
 from gemm_lab import catalog, compiler, device, run
+from gemm_lab.spec import round_up
 
 CASES = 500  # per kernel, each a launch checked against float64
 GRID_SAMPLE = 96  # instances compiled for a kernel's draws at most
@@ -67,7 +68,7 @@ def test_random_shapes_and_legal_parameters_are_right(kernel):
     @given(params=st.sampled_from(compiled_grid(kernel)), shape=shapes())
     def case(params, shape):
         if spec.tma:  # rows of 16-byte multiples (the refusal of other shapes is tested in test_catalog)
-            shape = (shape[0], -(-shape[1] // 4) * 4, -(-shape[2] // 4) * 4)
+            shape = (shape[0], round_up(shape[1], 4), round_up(shape[2], 4))
         err = run.measure_error(catalog.instance(spec, params, shape))
         assert err <= run.tolerance(shape[2], spec.precision), f"{spec.describe(params)} at {shape}: max rel err {err}"
 
@@ -110,7 +111,7 @@ def test_kernel_15_int8_products_are_exact_on_random_shapes():
     @settings(FUZZ, max_examples=CASES)
     @given(params=st.sampled_from(grid), shape=shapes())
     def case(params, shape):
-        m, n, k = shape[0], -(-shape[1] // 4) * 4, min(-(-shape[2] // 16) * 16, catalog.INT8_MAX_K)
+        m, n, k = shape[0], round_up(shape[1], 4), min(round_up(shape[2], 16), catalog.INT8_MAX_K)
         a, bt = int8.operands(m, n, k, seed=m + n + k)
         c = cupy.empty((m, n), cupy.int32)
         assert int8.exact(int8.launcher(dict(params), a, bt, c), a, bt, c), f"kernel 15 {dict(params)} at {m, n, k}"

@@ -5,6 +5,7 @@ import pytest
 from gemm_lab import catalog, device, records, run, timing
 from gemm_lab.lab import plan
 from gemm_lab.pages import grids
+from gemm_lab.spec import round_up
 
 pytestmark = pytest.mark.gpu
 
@@ -23,7 +24,7 @@ def shapes_for(spec: catalog.KernelSpec) -> list[tuple[int, int, int]]:
     tested in test_catalog): still tails in M, N and K against every tile."""
     if not spec.tma:
         return SHAPES
-    return sorted({(m, -(-n // 4) * 4, -(-k // 4) * 4) for m, n, k in SHAPES})
+    return sorted({(m, round_up(n, 4), round_up(k, 4)) for m, n, k in SHAPES})
 
 
 def _instances():

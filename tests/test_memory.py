@@ -11,7 +11,7 @@ import pytest
 
 from gemm_lab import catalog, compiler, device, folders, records
 from gemm_lab.lab import cli, sanitize
-from gemm_lab.pages import diagrams, plots
+from gemm_lab.pages import diagrams, hardware_tables, plots
 from gemm_lab.models import gpus, hardware, memory, model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,9 +96,9 @@ def test_without_a_record_replay_says_how_to_record_one(sandbox):
                                           r"memory`"):
         memory.hierarchy()
     assert memory.find() is None and memory.recorded() is None
-    note = str(memory.missing_note(memory.gpus_to_show()))
+    note = str(hardware_tables.missing_note(memory.gpus_to_show()))
     assert "gemm-lab record --only memory" in note and "NVIDIA H200" in note
-    assert all(cell == memory.MISSING for row in memory.table(memory.gpus_to_show()).rows for cell in row[1:])
+    assert all(cell == memory.MISSING for row in hardware_tables.memory_table(memory.gpus_to_show()).rows for cell in row[1:])
 
 
 def test_a_recorded_hierarchy_replays_and_passes_the_check(sandbox):
@@ -107,10 +107,10 @@ def test_a_recorded_hierarchy_replays_and_passes_the_check(sandbox):
     assert rec.replayed and rec.gpu == device.DEFAULT_REPLAY_GPU and rec.latency_of("DRAM")["cycles"] == 960.0
     assert records.check(sandbox) == []
     assert records.MemoryRecord.from_row(rec.to_row()) == rec
-    table = memory.table(memory.gpus_to_show())
+    table = hardware_tables.memory_table(memory.gpus_to_show())
     assert table.rows[1][1].startswith("34 clocks, 17 ns (16 KiB)") and table.rows[1][2] == memory.MISSING
     assert "recorded on NVIDIA H100 80GB HBM3, 2026-12-01" in table.caption
-    assert memory.missing_note([device.DEFAULT_REPLAY_GPU]) is None
+    assert hardware_tables.missing_note([device.DEFAULT_REPLAY_GPU]) is None
 
 
 def test_an_edited_probe_makes_its_record_stale(sandbox):
@@ -215,7 +215,7 @@ def test_occupancy_names_the_blocks_each_limit_allows():
 
 
 def test_the_chapters_table_follows_the_catalog():
-    table = gpus.chapters_table()
+    table = hardware_tables.chapters_table()
     chapters = [r[0] for r in table.rows]
     assert chapters[0] == "0" and len(chapters) == len({s.chapter for s in catalog.KERNELS.values()}) + 1
     by = {column: dict(zip(chapters, (r[i] for r in table.rows))) for i, column in enumerate(table.columns)}
@@ -226,7 +226,7 @@ def test_the_chapters_table_follows_the_catalog():
 
 
 def test_the_facts_table_computes_each_cards_peak():
-    rows = {r[0]: r[1:] for r in gpus.facts_table().rows}
+    rows = {r[0]: r[1:] for r in hardware_tables.facts_table().rows}
     assert rows["FP32 peak (TFLOP/s)"][gpus.CARDS.index(next(c for c in gpus.CARDS if c.short == "H100"))] == "66.9"
     assert rows["TMA, wgmma, clusters (8, 9)"] == tuple("yes" if c.cc == (9, 0) else "no" for c in gpus.CARDS)
 

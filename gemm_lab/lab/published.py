@@ -9,7 +9,7 @@ from ..models import banks, model
 from . import baselines, sweeps
 from .. import catalog, device, timing
 from ..records import Measurement
-from ..report import Table, params_text, provenance
+from ..pages.tables import Table, params_text, provenance
 
 SEED000 = "a Zhihu article on GEMM optimisation (part 2) measured on a V100 at M = N = K = 4096"
 

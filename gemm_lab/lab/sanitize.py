@@ -29,7 +29,7 @@ from ..precision import int8
 from . import plan
 from ..catalog import KernelSpec, Probe
 from ..records import SanitizerRun
-from ..report import Table
+from ..pages.tables import Table
 
 TOOLS = records.SANITIZER_TOOLS
 ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found errors

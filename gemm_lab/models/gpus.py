@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from .. import catalog, device
 from ..catalog import MEASURING_CHAPTER
-from ..report import Table
 
 KIB = 1024
 
@@ -95,71 +94,3 @@ def how_it_runs(kernel: str, card: Card) -> str:
     return "live"
 
 
-def chapters_table(cards: tuple[Card, ...] = CARDS) -> Table:
-    """Per chapter and GPU: live (every kernel of the chapter runs there at its defaults), replay (none does) or how
-    many of its kernels run live, the caption naming the others. GPUs with the same outcome share a column."""
-    outcome = {c: {ch: {k: how_it_runs(k, c) for k in ks} for ch, ks in chapters().items()} for c in cards}
-    columns: list[list[Card]] = []
-    for card in cards:
-        same = next((col for col in columns if outcome[col[0]] == outcome[card]), None)
-        if same:
-            same.append(card)
-        else:
-            columns.append([card])
-
-    def number(chapter: str) -> str:
-        return chapter.split("_")[0].removeprefix("ch").lstrip("0") or "0"
-
-    def cell(how: dict[str, str]) -> str:
-        live = sum(h == "live" for h in how.values())
-        return "live" if live == len(how) else "replay" if live == 0 else f"{live} of {len(how)} live"
-
-    notes = []
-    for col in columns:
-        for chapter, how in outcome[col[0]].items():
-            if cell(how) not in ("live", "replay"):
-                out = []
-                for kind, one, many in (("replay", "replays", "replay"), ("too big", "needs", "need")):
-                    names = [k for k, h in how.items() if h == kind]
-                    verb = (one if len(names) == 1 else many) + (" smaller tiles" if kind == "too big" else "")
-                    out += [f"{', '.join(names)} {verb}"] if names else []
-                notes.append(f"{', '.join(c.short for c in col)}, chapter {number(chapter)}: {'; '.join(out)}")
-    return Table(("chapter", *(", ".join(c.short for c in col) for col in columns)),
-                 tuple((number(ch), *(cell(outcome[col[0]][ch]) for col in columns)) for ch in chapters()),
-                 "live: the chapter's kernels run on that GPU at their default parameters (chapter 0: cuBLAS alone); "
-                 "replay: the GPU lacks their instructions, so their results are read back from the H100's records, "
-                 "with a warning. " + ". ".join(notes) + ". Smaller tiles: the defaults ask for more shared memory "
-                 "per block than the GPU has, which an error says; smaller tiles run live. Hardware counters also "
-                 "need Nsight Compute's permission, which cloud GPUs often withhold: without it they are read back "
-                 "too.")
-
-
-def facts_table(cards: tuple[Card, ...] = CARDS) -> Table:
-    """The book's H100 facts beside other GPUs': SMs, clocks, peak, per-SM limits, caches, DRAM and instructions."""
-    def yes(ok: bool) -> str:
-        return "yes" if ok else "no"
-
-    hopper = catalog.ARCH_SPECIFIC["sm_90a"][0]
-    cp_async, mma = catalog.get("multistage").min_cc, catalog.get("mma_tf32").min_cc  # the first kernels using them
-    rows = (
-        ("architecture", *(c.arch.family for c in cards)),
-        ("compute capability", *(f"{c.cc[0]}.{c.cc[1]}" for c in cards)),
-        ("SMs", *(str(c.sms) for c in cards)),
-        ("boost clock (MHz)", *(f"{c.boost_mhz:,}" for c in cards)),
-        ("FP32 lanes per SM", *(str(device.FP32_LANES_PER_SM[c.cc]) for c in cards)),
-        ("FP32 peak (TFLOP/s)", *(f"{c.peak_tflops:.1f}" for c in cards)),
-        ("threads per SM", *(f"{c.arch.max_threads_per_sm:,}" for c in cards)),
-        ("blocks per SM", *(str(c.arch.max_blocks_per_sm) for c in cards)),
-        ("shared memory per SM (KiB)", *(str(c.arch.smem_per_sm // KIB) for c in cards)),
-        ("shared memory + L1 (KiB)", *(str(c.arch.l1_smem_bytes // KIB) for c in cards)),
-        ("L2 (MiB)", *(str(c.l2_mib) for c in cards)),
-        ("DRAM (GB)", *(str(c.dram_gb) for c in cards)),
-        ("DRAM bandwidth, datasheet (GB/s)", *(f"{c.dram_gbs:,}" for c in cards)),
-        ("cp.async (chapters 6, 7b)", *(yes(c.cc >= cp_async) for c in cards)),
-        ("TF32 tensor cores, mma.sync (8)", *(yes(c.cc >= mma) for c in cards)),
-        ("TMA, wgmma, clusters (8, 9)", *(yes(c.cc == hopper) for c in cards)),
-    )
-    return Table(("", *(c.short for c in cards)), rows,
-                 f"{'; '.join(c.name for c in cards)}: from NVIDIA's datasheets (SMs, boost clock, L2, DRAM and its "
-                 "bandwidth) and the CUDA C++ Programming Guide (per compute capability); FP32 peak computed as in "
-                 "chapter 0", wrap=(0,))

@@ -14,7 +14,6 @@ from typing import Sequence
 from .. import catalog, timing
 from . import hardware, sass
 from ..records import Measurement
-from ..report import Table, Tables, counters_provenance, provenance
 
 FMA_BUSY = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
 ISSUE_BUSY = "smsp__issue_active.avg.pct_of_peak_sustained_active"
@@ -81,30 +80,6 @@ def _or_none(read):
         return read()
     except (LookupError, RuntimeError):  # not recorded (replay), or ncu could not run and nothing was recorded
         return None
-
-
-def table(rs: Sequence[Row]) -> Tables:
-    """The rows side by side: the FFMA share and the ceiling it sets; the two counted factors of the issue-bound
-    speed; then (a second table, for the page's width) what their product accounts for, the measured speed and its
-    share of cuBLAS's. Every cell of an unrecorded instance says so."""
-    none = "not recorded"
-
-    def cells(r: Row) -> tuple[str, ...]:
-        counted = (f"{r.counted_share:.2f}", f"{r.issue_busy:.0%}", f"{r.warps_per_scheduler:.1f}",
-                   f"{r.from_counters_tflops:.1f}") if r.counters else (none,) * 4
-        timed = (f"{r.measured.gflops / 1e3:.1f}", f"{r.measured.pct_cublas:.1f}%") if r.measured else (none,) * 2
-        return (r.label, f"{r.sass_share:.2f}", f"{r.ceiling_tflops:.1f}", *counted, *timed)
-
-    counted = [r.counters for r in rs if r.counters]
-    timed = [r.measured for r in rs if r.measured]
-    size = rs[0].measured.m if timed else ""
-    return Table(("instance", "FFMA share, SASS", "issue ceiling (TFLOP/s)", "FFMA share, counted",
-                  "issue slots used", "warps per scheduler", "peak x share x slots (TFLOP/s)", "measured (TFLOP/s)",
-                  "% of cuBLAS"),
-                 tuple(cells(r) for r in rs),
-                 "; ".join(filter(None, (
-                     f"at {size}³" if size else "", "SASS: the main loop of the offline sm_90 code",
-                     counters_provenance(counted) if counted else "", provenance(timed)))), wrap=(0,)).split(6)
 
 
 def missing(rs: Sequence[Row]) -> list[str]:

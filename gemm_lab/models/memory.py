@@ -10,13 +10,13 @@ law and an occupancy worked through included.
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
+from typing import Any
 
 from .. import catalog, device, records
 from . import gpus, model
 from ..compiler import NVRTC_OPTIONS
 from ..records import MemoryRecord
-from ..report import Banner, Table
+from ..spec import round_up
 
 PROBE = catalog.PROBES["memory_probes"]
 LINE = 128  # bytes: each link of the chase sits on a cache line of its own
@@ -211,48 +211,11 @@ def gpus_to_show() -> list[str]:
     return list(dict.fromkeys([device.gpu().name if device.live() else device.replay_gpu(), *records.recorded_gpus()]))
 
 
-def missing_note(gpus: Sequence[str]) -> Banner | None:
-    """What the page says where a GPU's memory probes are not recorded yet and how to record them (None: all are)."""
-    missing = [g for g in gpus if find(g) is None]
-    if not missing:
-        return None
-    return Banner(f"The memory probes are not yet recorded on {' or '.join(missing)}, so the numbers that need them "
-                  f"read {MISSING}. On that GPU, the command gemm-lab record --only memory records them (under a "
-                  "minute), and this page then shows them.")
-
-
 def provenance(rec: MemoryRecord) -> str:
     return f"recorded on {rec.gpu}, {rec.date}" if rec.replayed else f"measured live on {rec.gpu}"
 
 
-def table(gpus: Sequence[str]) -> Table:
-    """One load's latency at each level and a copy's bandwidth from L2 and from DRAM, a column per GPU."""
-    found = {g: find(g) for g in gpus}
-
-    def latency(rec: MemoryRecord | None, level: str) -> str:
-        if rec is None:
-            return MISSING
-        x = rec.latency_of(level)
-        return f"{x['cycles']:.0f} clocks, {x['ns']:.0f} ns ({_size(x['bytes'])})"
-
-    def bandwidth(rec: MemoryRecord | None, level: str) -> str:
-        if rec is None:
-            return MISSING
-        x = rec.bandwidth_of(level)
-        return f"{x['gbs'] / 1e3:.1f} TB/s ({_size(x['bytes'])})"
-
-    rows = [(f"latency: {LEVEL_NAMES[level]}", *(latency(found[g], level) for g in gpus))
-            for level in records.MEMORY_LEVELS]
-    rows += [(f"copy: {level}", *(bandwidth(found[g], level) for g in gpus))
-             for level in records.MEMORY_BANDWIDTH_LEVELS]
-    origin = "; ".join(provenance(rec) for rec in found.values() if rec)
-    caption = ("latency: one thread's chain of dependent loads over the working set in brackets; copy: every SM "
-               "copying the working set in brackets, bytes read + written per second")
-    return Table(("(working set in brackets)", *gpus), tuple(rows), caption + (f"; {origin}" if origin else ""),
-                 wrap=(0,))
-
-
-def _size(nbytes: float) -> str:
+def size_text(nbytes: float) -> str:
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if nbytes >= scale:
             return f"{nbytes / scale:.0f} {unit}"
@@ -291,7 +254,7 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
         "issue_rate": f"{ceilings['sms'] * catalog.SCHEDULERS_PER_SM * ceilings['clock_mhz'] / 1e6:.2f} trillion",
         "warp_ffma_rate": f"{ceilings['sms'] * ceilings['fp32_lanes_per_sm'] / 32 * ceilings['clock_mhz'] / 1e6:.2f} "
                           "trillion",
-        "l2": _size(ceilings["l2_bytes"]),
+        "l2": size_text(ceilings["l2_bytes"]),
         "dram_copy_1gib": f"{ceilings['dram_gbs'] / 1e3:.1f} TB/s",
     }
     card = gpus.card_of(ceilings["gpu"])
@@ -302,18 +265,18 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
     out.update({k: MISSING for k in ("smem_per_sm", "registers_per_sm", "dram", "dram_vs_l1", "tile_vs_dram")})
     if rec is not None:
         p = rec.properties
-        out.update(smem_per_sm=_size(p["smem_per_sm"]), registers_per_sm=f"{p['registers_per_sm']:,}",
-                   dram=_size(p["dram_bytes"]))
+        out.update(smem_per_sm=size_text(p["smem_per_sm"]), registers_per_sm=f"{p['registers_per_sm']:,}",
+                   dram=size_text(p["dram_bytes"]))
         for x in rec.latency:
             out[f"lat_{x['level']}"] = f"{x['cycles']:.0f} clock cycles ({x['ns']:.0f} ns)"
             out[f"lat_ns_{x['level']}"] = f"{x['ns']:.0f} ns"
-            out[f"ws_{x['level']}"] = _size(x["bytes"])
+            out[f"ws_{x['level']}"] = size_text(x["bytes"])
         out["dram_vs_l1"] = f"{rec.latency_of('DRAM')['ns'] / rec.latency_of('L1')['ns']:.0f}"
         for level in records.MEMORY_BANDWIDTH_LEVELS:
             bytes_ = in_flight(rec, level)
             per_sm = bytes_ / p["sms"]
             out.update({f"bw_{level}": f"{rec.bandwidth_of(level)['gbs'] / 1e3:.1f} TB/s",
-                        f"inflight_{level}": f"{bytes_ / 1e6:.1f} MB", f"inflight_sm_{level}": _size(per_sm),
+                        f"inflight_{level}": f"{bytes_ / 1e6:.1f} MB", f"inflight_sm_{level}": size_text(per_sm),
                         f"loads_sm_{level}": f"{per_sm / WARP_FLOAT4:.0f}"})
     out.update(_occupancy(kernel, rec))
     return {k: v if isinstance(v, str) else f"{v:,}" for k, v in out.items()}
@@ -337,16 +300,16 @@ def _occupancy(kernel: str, rec: MemoryRecord | None) -> dict[str, Any]:
     out = {
         "occ_kernel": kernel, "occ_threads": threads, "occ_warps_per_block": threads // 32,
         "occ_registers": occ["registers"],
-        "occ_registers_alloc": -(-occ["registers"] // sm.register_unit) * sm.register_unit,
-        "occ_smem": _size(smem), "occ_smem_reserved": _size(sm.smem_reserved_per_block or 0),
-        "occ_sm_registers": f"{sm.registers:,}", "occ_sm_smem": _size(sm.smem_bytes), "occ_sm_threads": sm.threads,
+        "occ_registers_alloc": round_up(occ["registers"], sm.register_unit),
+        "occ_smem": size_text(smem), "occ_smem_reserved": size_text(sm.smem_reserved_per_block or 0),
+        "occ_sm_registers": f"{sm.registers:,}", "occ_sm_smem": size_text(sm.smem_bytes), "occ_sm_threads": sm.threads,
         "occ_sm_blocks": sm.blocks, "occ_sm_warps": sm.threads // 32,
         **{f"occ_by_{k.replace(' ', '_')}": v for k, v in occ["limits"].items()},
         "occ_blocks": occ["blocks"], "occ_warps": occ["warps"], "occ_limited_by": occ["limited_by"],
         "occ_pct": f"{100 * occ['warps'] / (sm.threads // 32):.0f}%",
         "occ_warps_per_scheduler": f"{occ['warps'] / catalog.SCHEDULERS_PER_SM:g}",
-        "tile": _size(tile), "tile_loads_thread": f"{tile / threads / 16:g}",
-        "tile_sm": _size(tile * occ["blocks"]),
+        "tile": size_text(tile), "tile_loads_thread": f"{tile / threads / 16:g}",
+        "tile_sm": size_text(tile * occ["blocks"]),
     }
     if rec is not None:
         needed = in_flight(rec, "DRAM") / rec.properties["sms"]

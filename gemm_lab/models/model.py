@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from .. import catalog
 from ..occupancy import SM_90, SMLimits, occupancy, resident  # noqa: F401 - the paper model of occupancy, for the pages
 from ..catalog import KernelSpec, Params
+from ..spec import ceil_div
 
 WORD = 4  # bytes per float32
 SHARED_BYTES_PER_CLOCK = 32 * WORD  # an SM's shared memory: 32 banks of 4 bytes
@@ -127,7 +128,7 @@ class Ring:
 
     @property
     def in_flight(self) -> int:
-        return int(-(-self.copy_ns // self.step_ns))
+        return int(ceil_div(self.copy_ns, self.step_ns))
 
     @property
     def stages(self) -> int:

@@ -38,7 +38,8 @@ from .. import catalog, compiler, device, records, run, timing, turns
 from . import listings
 from ..catalog import KernelSpec, Params, Rule, Shape
 from ..records import Measurement
-from ..report import Markdown
+from .tables import Markdown
+from ..spec import round_up
 
 FILE = "exercise.cu"  # what compile errors call the reader's source
 SOLUTIONS = "kernels/exercises"  # the variants' solutions, from the repository root
@@ -279,7 +280,7 @@ def check(sub: Submission, params: dict[str, int], size: int = 0, column_major: 
         for shape in shapes:
             why, err = trial(sub, params, shape, column_major=column_major)
             if why and shape[2] % bk:  # right once K is a whole number of tiles deep? then the partial step is wrong
-                whole = (shape[0], shape[1], -(-shape[2] // bk) * bk)
+                whole = (shape[0], shape[1], round_up(shape[2], bk))
                 if not trial(sub, params, whole, column_major=column_major)[0]:
                     why = trial(sub, params, shape, k_tail=True, column_major=column_major)[0]
             if why:

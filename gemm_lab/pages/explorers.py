@@ -11,7 +11,7 @@ import altair as alt
 
 from .. import catalog, records
 from . import grids, style
-from ..report import params_text, provenance
+from .tables import params_text, provenance
 
 
 def sweep_explorer(kernel: str, size: int = grids.EXPLORER_SIZE, x: str = "BN", y: str = "BM") -> alt.Chart:

@@ -17,7 +17,8 @@ from ..models import model
 from ..records import CUBLAS, CUBLAS_KERNELS, Measurement
 from .style import TEXT, TITLE, WIDTH, stamp, wrap
 from .tables import baseline_name, ozaki_label
-from ..report import counters_provenance, params_text, provenance, shape_text
+from .tables import counters_provenance, params_text, provenance, shape_text
+from ..spec import ceil_div
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -282,7 +283,7 @@ def tile_heatmaps(ms: Sequence[Measurement], x: str, y: str, facet: str, title: 
     xs, ys = sorted({m.params[x] for m in ms}), sorted({m.params[y] for m in ms})
     cell, label = 0.45, 0.7  # inches: one cell's width (a number like 31.2), a panel's axis labels
     per_row = max(1, min(len(facets), int((WIDTH - 1.0) // (len(xs) * cell + label))))
-    rows = -(-len(facets) // per_row)
+    rows = ceil_div(len(facets), per_row)
     fig, axes = plt.subplots(rows, per_row, squeeze=False, layout="constrained",
                              figsize=(WIDTH, rows * (len(ys) * 0.42 + 1.3) + 0.6))
     top = max(m.gflops for m in ms) / 1e3

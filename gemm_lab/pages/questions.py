@@ -15,7 +15,8 @@ from ..models import banks, hardware, memory, model
 from .. import catalog
 from ..precision import ozaki
 from . import prose
-from ..report import Markdown
+from .tables import Markdown
+from ..spec import ceil_div
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ def _stream_k_givens() -> tuple[dict[str, int], int, int, int]:
     """Kernel 10b's default at 4096: its parameters, tiles, k-steps per tile and resident slots."""
     spec, p = _spec("pipelined_warp_tiling")
     slots = hardware.ceilings()["sms"] * model.resident(spec, p)["blocks"]
-    return p, math.prod(spec.grid(p, 4096, 4096)), -(-4096 // p["BK"]), slots
+    return p, math.prod(spec.grid(p, 4096, 4096)), ceil_div(4096, p["BK"]), slots
 
 
 def _stream_k_steps() -> tuple[float, str]:

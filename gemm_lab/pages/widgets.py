@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from .. import catalog, compiler, device, records, timing, turns, warmup
 from . import grids, diagrams, explorers, plots, style
 from ..records import Measurement
-from ..report import params_text, provenance, replay_reason
+from .tables import params_text, provenance, replay_reason
 
 
 def tile_explorer(kernel: str = "smem_tiled", size: int = grids.EXPLORER_SIZE,

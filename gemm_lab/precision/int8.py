@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import catalog, device, records, timing, tma, turns
 from ..records import Measurement
-from ..report import Table, clock_and_power, provenance
+from ..spec import ceil_div
 
 PROBE = catalog.PROBES[catalog.INT8_PRODUCT]
 PARAMS = ("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP")  # the ozaki spec's, in template order, less MODULI
@@ -137,20 +137,6 @@ def bench(size: int | Sequence[int], params: dict[str, int] | None = None, *, ru
 
 def _extra_sets(m: int, n: int, k: int) -> int:
     """More operand sets beyond the first, so that cycling through them moves more than twice the L2."""
-    return max(0, -(-2 * device.gpu().l2_bytes // (m * k + n * k + 4 * m * n)) - 1)
+    return max(0, ceil_div(2 * device.gpu().l2_bytes, m * k + n * k + 4 * m * n) - 1)
 
 
-def table(sizes: Sequence[int]) -> Table:
-    """Kernel 15 beside cuBLAS's INT8 GEMM at each M = N = K (`bench`): TOP/s, the share (median of the rounds, their
-    range) and each side's clock and power."""
-    ms = [bench(s) for s in sizes]
-
-    def share(x: Measurement) -> str:
-        return f"{x.pct_cublas:.1f}%" + (f" ({x.pct_range[0]:.0f}–{x.pct_range[1]:.0f})" if x.pct_range else "")
-
-    return Table(("M = N = K", "kernel 15 TOP/s", "cuBLAS INT8 TOP/s", "% of cuBLAS (rounds)", "kernel: clock, power",
-                  "cuBLAS: clock, power"),
-                 tuple((f"{x.m}³", f"{x.gflops / 1e3:,.0f}", f"{x.cublas_gflops / 1e3:,.0f}", share(x),
-                        clock_and_power(x.telemetry), clock_and_power(x.cublas_telemetry)) for x in ms),
-                 "int8 operands, int32 sums, both checked exact; cuBLAS through cublasGemmEx in the same process, in "
-                 "turns; TOP/s: 2MNK integer operations per second; " + provenance(ms))

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import catalog, compiler, run, tma, yardstick
 from ..catalog import Instance
+from ..spec import ceil_div, round_up
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
 # per INT8 product (the kernel takes the first MODULI).
@@ -51,8 +52,8 @@ def split_k(m: int, n: int, k: int) -> int:
     """How many terms SGEMM's partial sums are modelled over before they restart: SPLIT_K, less where C has fewer
     128 x 128 tiles than twice the SMs (cuBLAS then splits K so that every SM has work, which makes it more accurate),
     a multiple of 32 from 32 up."""
-    tiles = -(-m // 128) * -(-n // 128)
-    return max(32, min(SPLIT_K, -(-k * tiles // (2 * SMS) // 32) * 32))
+    tiles = ceil_div(m, 128) * ceil_div(n, 128)
+    return max(32, min(SPLIT_K, round_up(ceil_div(k * tiles, 2 * SMS), 32)))
 K_ALIGN = 16  # residue rows are padded to whole 16 bytes: TMA's row stride
 N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32-bit load per 4 columns
 # An int32 sum of int8 residue products (|r| <= 128) is exact for up to 2^17 - 1 terms: longer K is cut into chunks of
@@ -122,7 +123,7 @@ def traffic(moduli: int, m: int, n: int, k: int) -> dict[str, tuple[int, int]]:
     float32, when no column needs equilibrating: (read, written). Residue rows are padded to Kp and Np bytes as the
     kernels pad them; C is written once (beta = 0); the products read each residue plane once, as if L2 served every
     re-read; the estimate reads its sample's rows of A and columns of B."""
-    kp, np_ = -(-k // K_ALIGN) * K_ALIGN, -(-n // N_ALIGN) * N_ALIGN
+    kp, np_ = round_up(k, K_ALIGN), round_up(n, N_ALIGN)
     operands, norms, stats = 4 * (m * k + k * n), 8 * (m + n), 8 * k
     planes = moduli * (m + n) * kp
     products = moduli * m * np_
@@ -324,7 +325,7 @@ class Pipeline:
         m, n, k = inst.shape
         self.pinned = inst.params["MODULI"]
         most = self.pinned or CANDIDATES[-1]
-        self.kp, self.np = -(-k // K_ALIGN) * K_ALIGN, -(-n // N_ALIGN) * N_ALIGN
+        self.kp, self.np = round_up(k, K_ALIGN), round_up(n, N_ALIGN)
         self.chunks = [(k0, min(self.kp, k0 + K_CHUNK)) for k0 in range(0, self.kp, K_CHUNK)]
         self.kernels = compiler.companions(inst)  # the analysis kernels are in every instance's cubin
         # one buffer for everything a call zeroes first: a single memset
@@ -334,7 +335,7 @@ class Pipeline:
         offsets, at = {}, 0
         for name, (count, dtype) in sizes.items():
             offsets[name] = at
-            at += -(-count * np.dtype(dtype).itemsize // 8) * 8
+            at += round_up(count * np.dtype(dtype).itemsize, 8)
         self.zeroed = cupy.empty(at, cupy.uint8)
         self.z = {name: self.zeroed[offsets[name]:offsets[name] + count * np.dtype(dtype).itemsize].view(dtype)
                   for name, (count, dtype) in sizes.items()}
@@ -360,21 +361,21 @@ class Pipeline:
         m, n, k = self.inst.shape
         z, i32, threads = self.z, np.int32, (256,)
         self.zeroed.fill(0)
-        self.kernels["ozaki_stats_a"]((-(-k // 1024), -(-m // STATS_ROWS)), threads,
+        self.kernels["ozaki_stats_a"]((ceil_div(k, 1024), ceil_div(m, STATS_ROWS)), threads,
                                       (i32(m), i32(k), self.a, z["rn2"], z["col_exp"], z["col_count"], z["row_bad"],
                                        z["flags"]))
-        self.kernels["ozaki_stats_b"]((-(-n // 256), -(-k // STATS_ROWS)), threads,
+        self.kernels["ozaki_stats_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
                                       (i32(k), i32(n), self.b, z["cn2"], z["row_exp"], z["row_count"], z["col_bad"],
                                        z["flags"]))
 
     def equilibrate(self) -> None:
         m, n, k = self.inst.shape
         z, i32, threads = self.z, np.int32, (256,)
-        self.kernels["ozaki_equilibrate"]((-(-k // 256),), threads,
+        self.kernels["ozaki_equilibrate"]((ceil_div(k, 256),), threads,
                                           (i32(k), z["col_exp"], z["col_count"], z["row_exp"], z["row_count"],
                                            self.shift, z["flags"]))
-        self.kernels["ozaki_rescale_a"]((-(-m // 8),), threads, (i32(m), i32(k), self.a, self.shift, z["flags"], z["rn2"]))
-        self.kernels["ozaki_rescale_b"]((-(-n // 256), -(-k // STATS_ROWS)), threads,
+        self.kernels["ozaki_rescale_a"]((ceil_div(m, 8),), threads, (i32(m), i32(k), self.a, self.shift, z["flags"], z["rn2"]))
+        self.kernels["ozaki_rescale_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
                                         (i32(k), i32(n), self.b, self.shift, z["flags"], z["cn2_eq"]))
 
     def estimate(self) -> None:
@@ -383,9 +384,9 @@ class Pipeline:
 
         m, n, k = self.inst.shape
         z, i32 = self.z, np.int32
-        self.kernels["ozaki_extremes"]((min(1024, -(-(m + n) // 256)),), (256,),
+        self.kernels["ozaki_extremes"]((min(1024, ceil_div(m + n, 256)),), (256,),
                                        (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"], z["best"]))
-        self.kernels["ozaki_gather_b"]((-(-k // 256), SAMPLE_COLS), (256,),
+        self.kernels["ozaki_gather_b"]((ceil_div(k, 256), SAMPLE_COLS), (256,),
                                        (i32(k), i32(n), self.b, self.cols, z["best"], self.bt))
         self.kernels["ozaki_sample"]((SAMPLE_ROWS * SAMPLE_COLS // 4,), (128,),
                                      (i32(m), i32(n), i32(k), i32(split_k(m, n, k)), self.a, self.bt, self.rows,
@@ -411,13 +412,13 @@ class Pipeline:
         m, n, k = self.inst.shape
         _, kernels, _, consts = self._instance(moduli)
         i32, threads, z = np.int32, (256,), self.z
-        kernels[f"ozaki_exponents<{moduli}>"]((-(-(m + n) // 256),), threads,
+        kernels[f"ozaki_exponents<{moduli}>"]((ceil_div(m + n, 256),), threads,
                                               (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"],
                                                np.float64(norm_bound(moduli, k)), self.verdict, self.e_a, self.f_b))
-        kernels[f"ozaki_residues_a<{moduli}>"]((-(-m * self.kp // 1024),), threads,
+        kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 1024),), threads,
                                                (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
                                                 self.verdict, consts, self.planes_a))
-        kernels[f"ozaki_residues_b<{moduli}>"]((-(-n // 64), -(-self.kp // 64)), threads,
+        kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(n, 64), ceil_div(self.kp, 64)), threads,
                                                (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
                                                 self.verdict, consts, self.planes_b))
 
@@ -433,7 +434,7 @@ class Pipeline:
     def rebuild(self, moduli: int) -> None:
         m, n, _ = self.inst.shape
         _, kernels, _, consts = self._instance(moduli)
-        kernels[f"ozaki_reconstruct<{moduli}>"]((-(-m * -(-n // 4) // 256),), (256,),
+        kernels[f"ozaki_reconstruct<{moduli}>"]((ceil_div(m * ceil_div(n, 4), 256),), (256,),
                                                 (np.int32(m), np.int32(n), np.int32(self.np),
                                                  np.int32(len(self.chunks)), np.int64(self.r[0].nbytes),
                                                  np.float32(self.alpha), np.float32(self.beta), self.out, self.r,
@@ -452,7 +453,7 @@ class Pipeline:
         elif not moduli:
             self._fallen_back()
         if self.report.nonfinite:
-            self.kernels["ozaki_nonfinite"]((-(-n // 256), m), (256,),
+            self.kernels["ozaki_nonfinite"]((ceil_div(n, 256), m), (256,),
                                             (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), self.a,
                                              self.b, self.z["row_bad"], self.z["col_bad"], self.out))
 

@@ -1,0 +1,116 @@
+"""Tables of the precision wing's numbers, as chapter 10 and the scoreboard show them: kernel 15 beside cuBLAS INT8,
+the Ozaki scheme's speed of light, its stage times, its choices of moduli and its sustained races. The precision wing
+measures; this module presents.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .. import catalog, records, timing, turns
+from ..precision import emulation, int8, ozaki
+from .tables import Table, clock_and_power, provenance
+
+
+def speed_of_light_table(sizes: Sequence[int], moduli: Sequence[int]) -> Table:
+    """The speed of light of each number of moduli at each size, as a table."""
+    cells = {(s, m): emulation.speed_of_light(s, m) for s in sizes for m in moduli}
+    return Table(("moduli", *(f"{s}³: {what}" for s in sizes for what in ("INT8 ms", "TFLOP/s", "× SGEMM"))),
+                 tuple((str(m), *(v for s in sizes for v in (f"{cells[s, m].products_ms:.2f}",
+                                                              f"{cells[s, m].tflops:,.0f}",
+                                                              f"{cells[s, m].times_sgemm:.1f}")))
+                       for m in moduli),
+                 "INT8 ms: that many INT8 products at the rate of cuBLAS's INT8 GEMM; TFLOP/s: FP32 work (2MNK) per "
+                 "second if nothing else took time; × SGEMM: that against cuBLAS SGEMM; "
+                 + provenance([*(int8.bench(s) for s in sizes), *(timing.cublas(s) for s in sizes)]))
+
+
+def stage_table(size: int, params: dict[str, int] | None = None) -> Table:
+    """Each stage of the pipeline at M = N = K = `size`: its time (`emulation.stage_ms`) and the rate that explains it, the
+    least bytes it must move (`ozaki.traffic`) per second against the DRAM copy bandwidth of the device record for
+    the memory-bound stages, and INT8 operations per second for the products."""
+    from ..models.hardware import ceilings
+
+    inst = catalog.instance("ozaki", params, (size,) * 3)
+    moduli, ms = emulation.chosen_moduli(inst), emulation.stage_ms(size, inst.params)
+    traffic, ceil = ozaki.traffic(moduli, size, size, size), ceilings()
+    total = sum(ms.values())
+
+    def rate(stage: str) -> str:
+        seconds = ms[stage] / 1e3
+        if stage == "products":
+            return f"{moduli * 2 * size**3 / seconds / 1e12:,.0f} TOP/s of INT8 products"
+        gbs = sum(traffic[stage]) / seconds / 1e9
+        return f"{gbs / 1e3:.2f} TB/s, {gbs / ceil['dram_gbs']:.0%} of DRAM's"
+
+    return Table(("stage", "ms", "share", "least bytes", "rate"),
+                 tuple((stage, f"{ms[stage]:.3f}", f"{ms[stage] / total:.0%}", f"{sum(traffic[stage]) / 1e9:.2f} GB",
+                        rate(stage)) for stage in ozaki.STAGES),
+                 f"M = N = K = {size}, {moduli} moduli: each stage timed alone (median of its launches); least bytes: "
+                 f"read + written (ozaki.traffic); DRAM's: the device record's copy bandwidth, "
+                 f"{ceil['dram_gbs'] / 1e3:.2f} TB/s; stages {emulation.stage_source(inst.params)}", wrap=(4,))
+
+
+def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | None = None) -> Table:
+    """What the default (MODULI = 0) decided on each recorded set of inputs, from its report (`Errors.details`): the
+    moduli it ran (or its fallback), its estimate of its own median error over SGEMM's on the 64 x 32 sample, and the
+    measured ratio over all of C (its median relative error over cuBLAS SGEMM's, the same inputs, against float64).
+    An estimate near the measurement is what makes the choice trustworthy: it is all the pipeline sees."""
+    rows, seen = [], []
+    for shape, phi, family in cases_ or emulation.cases():
+        found = emulation.errors(shape, phi, family=family)
+        seen += found
+        auto = next(e for e in found if e.method == "ozaki" and e.params.get("MODULI") == 0)
+        sgemm = next(e for e in found if e.method == "cublas")
+        d = auto.details
+        ran = d["moduli"]
+        estimated = d["median"][str(ran or ozaki.CANDIDATES[-1])] / d["sgemm_median"] if d["sgemm_median"] else 0.0
+        rows.append((f"{shape[0]}×{shape[1]}×{shape[2]}", emulation.case_name(phi, family),
+                     str(ran) if ran else "–", f"{estimated:.2f}" + ("" if ran else f" (with {ozaki.CANDIDATES[-1]})"),
+                     f"{auto.median_rel_err / sgemm.median_rel_err:.2f}", str(d["equilibrated"]),
+                     f"yes ({d['fallback']})" if d["fallback"] else "no"))
+    return Table(("M×N×K", "inputs", "moduli chosen", "estimated / SGEMM", "measured / SGEMM", "columns shifted",
+                  "fell back"), tuple(rows),
+                 "the default (MODULI = 0) on each recorded set of inputs: its report (ozaki.Estimate); estimated: the "
+                 "median relative error on its 64 × 32 sample over SGEMM's modelled one; measured: its median relative "
+                 "error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell back: it ran "
+                 "SGEMM); columns shifted: by the equilibration; " + emulation.dates(seen))
+
+
+def race_table(ms: Sequence[Any]) -> Table:
+    """Each sustained race beside cuBLAS SGEMM: the share, and for both sides the median SM clock and mean power
+    (NVML's energy counter over the timed turns' seconds) and GFLOP per joule, which decide who wins under the power
+    cap."""
+    from .tables import clock_and_power, gflop_per_joule, shape_text
+
+    def moduli(x: Any) -> str:
+        pinned, ran = x.params["MODULI"], x.details.get("moduli")
+        return str(pinned) if pinned else f"auto ({ran})" if ran else "auto (fell back)"
+
+    return Table(("size", "moduli", "% of SGEMM", "clock, power", "GFLOP/J", "SGEMM clock, power", "SGEMM GFLOP/J"),
+                 tuple((shape_text(x.m, x.n, x.k), moduli(x), f"{x.pct_cublas:.0f}%", clock_and_power(x.telemetry),
+                        gflop_per_joule(x), clock_and_power(x.cublas_telemetry), gflop_per_joule(x, cublas=True))
+                       for x in ms),
+                 f"sustained races (each side settles {turns.SUSTAINED.settle_ms / 1e3:g} s, then "
+                 f"{turns.SUSTAINED.rounds} mirrored rounds of turns of {turns.SUSTAINED.turn_ms:g} ms, or "
+                 f"{turns.MAX_TURN_LAUNCHES:,} launches where those take less; the defaults at "
+                 f"{' and '.join(str(s) for k, s in catalog.KEY_SHARES if k == 'ozaki')} take turns of "
+                 f"{turns.LONG_TURNS.turn_ms / 1e3:g} s; the incoming side first runs "
+                 f"{turns.SUSTAINED.turn_settle_ms:g} ms untimed); % of cuBLAS SGEMM "
+                 "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "
+                 "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms), wrap=(3, 5))
+
+
+def int8_table(sizes: Sequence[int]) -> Table:
+    """Kernel 15 beside cuBLAS's INT8 GEMM at each M = N = K (`int8.bench`): TOP/s, the share (median of the rounds, their
+    range) and each side's clock and power."""
+    ms = [int8.bench(s) for s in sizes]
+
+    def share(x: records.Measurement) -> str:
+        return f"{x.pct_cublas:.1f}%" + (f" ({x.pct_range[0]:.0f}–{x.pct_range[1]:.0f})" if x.pct_range else "")
+
+    return Table(("M = N = K", "kernel 15 TOP/s", "cuBLAS INT8 TOP/s", "% of cuBLAS (rounds)", "kernel: clock, power",
+                  "cuBLAS: clock, power"),
+                 tuple((f"{x.m}³", f"{x.gflops / 1e3:,.0f}", f"{x.cublas_gflops / 1e3:,.0f}", share(x),
+                        clock_and_power(x.telemetry), clock_and_power(x.cublas_telemetry)) for x in ms),
+                 "int8 operands, int32 sums, both checked exact; cuBLAS through cublasGemmEx in the same process, in "
+                 "turns; TOP/s: 2MNK integer operations per second; " + provenance(ms))
