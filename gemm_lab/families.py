@@ -25,8 +25,9 @@ PROBES = {p.name: p for p in (
 
 
 
-def _common_rules(spec_threads: Callable[[Params], int], smem: Callable[[Params], int],
-                  dynamic: bool = False) -> tuple[Rule, ...]:
+def block_limits(spec_threads: Callable[[Params], int], smem: Callable[[Params], int],
+                 dynamic: bool = False) -> tuple[Rule, ...]:
+    """The threads a block may have, and the shared memory: static (48 KiB) or, for `dynamic`, sm_90's opt-in."""
     limit = Rule(
         f"dynamic shared memory must fit in {DYNAMIC_SMEM_LIMIT} bytes ({DYNAMIC_SMEM_LIMIT // 1024} KiB) per block, "
         "the H100's maximum with the opt-in", lambda p: smem(p) <= DYNAMIC_SMEM_LIMIT,
@@ -44,10 +45,13 @@ def _common_rules(spec_threads: Callable[[Params], int], smem: Callable[[Params]
     )
 
 
-def _positive(*names: str) -> Rule:
-    return Rule(
-        f"{', '.join(names)} must be positive integers", lambda p: all(p[n] >= 1 for n in names)
-    )
+def positive(*names: str) -> Rule:
+    return Rule(f"{', '.join(names)} must be positive integers", lambda p: all(p[n] >= 1 for n in names))
+
+
+def at_least_two_stages(what: str = "buffers in the pipeline") -> Rule:
+    """STAGES of a ring of copies: one stage is read while the next arrives."""
+    return Rule(f"STAGES must be at least 2 ({what}: one is read while the next arrives)", lambda p: p["STAGES"] >= 2)
 
 
 def _square_block(name: str, function: str, source: str, title: str, notes: str) -> KernelSpec:
@@ -63,7 +67,7 @@ def _square_block(name: str, function: str, source: str, title: str, notes: str)
         tile=lambda p: (p["BLOCK"], p["BLOCK"]),
         threads=threads,
         smem_bytes=smem,
-        rules=(_positive("BLOCK"), *_common_rules(threads, smem)),
+        rules=(positive("BLOCK"), *block_limits(threads, smem)),
         chapter="ch01_naive_coalesced",
         notes=notes,
     )
@@ -82,7 +86,7 @@ def _smem_tiled() -> KernelSpec:
         tile=lambda p: (p["BM"], p["BN"]),
         threads=threads,
         smem_bytes=smem,
-        rules=(_positive("BM", "BN", "BK"), *_common_rules(threads, smem)),
+        rules=(positive("BM", "BN", "BK"), *block_limits(threads, smem)),
         chapter="ch02_smem_tiling",
         notes="one output per thread, so the block has BM*BN threads",
     )
@@ -119,7 +123,7 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     choices = {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8, 16)}
     defaults = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
     rules = [
-        _positive(*(d for d in dims.split() if d in ("BM", "BN", "BK", "TM", "TN"))),
+        positive(*(d for d in dims.split() if d in ("BM", "BN", "BK", "TM", "TN"))),
         _divides("TM", "BM", "each thread owns TM whole rows of the tile"),
         Rule("at most 512 threads per block: at 1024 the register file leaves 64 registers per thread, "
              "too few for the accumulators and fragments without spilling", lambda p: threads(p) <= 512),
@@ -158,7 +162,7 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     return KernelSpec(
         name=name, source=source, function=function, title=title, choices=choices, defaults=defaults,
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem,
-        rules=(*rules, *extra, *_common_rules(threads, smem)), chapter=chapter, notes=notes, min_cc=min_cc,
+        rules=(*rules, *extra, *block_limits(threads, smem)), chapter=chapter, notes=notes, min_cc=min_cc,
     )
 
 
@@ -190,7 +194,7 @@ def _warp_tiling() -> KernelSpec:
     need = lambda p: (p["TM"] * p["TN"] + 3 * (p["TM"] + p["TN"]) // 2 + staged(p) + 28  # noqa: E731
                       + 16 * (p["TN"] > p["TM"] >= 8))
     rules = (
-        _positive("BM", "BN", "BK", "WM", "WN", "TM", "TN"),
+        positive("BM", "BN", "BK", "WM", "WN", "TM", "TN"),
         _multiple_of_4("BK", "TM", "TN"),
         _divides("TM", "WM", "each lane owns TM rows of the warp tile"),
         _divides("TN", "WN", "each lane owns TN columns of the warp tile"),
@@ -198,7 +202,7 @@ def _warp_tiling() -> KernelSpec:
         Rule("the TM x TN accumulators, two sets of fragments and the staged tiles must fit in the registers "
              f"each thread can have with this many threads ({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
-        *_common_rules(threads, smem),
+        *block_limits(threads, smem),
     )
     return KernelSpec(
         name="warp_tiling", source="kernels/10_warp_tiling.cu", function="sgemm_warp_tiling", title="Warp tiling",
@@ -226,7 +230,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
     need = lambda p: (p["TM"] * p["TN"] + (4 if p["ALONG_K"] else 2) * p["TM"] + 2 * p["TN"]  # noqa: E731
                       + (28 if p["ALONG_K"] else 36))
     rules = (
-        _positive("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES"),
+        positive("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES"),
         Rule("ALONG_K must be 0 (A transposed on the way into shared memory) or 1 (A row-major, read along k)",
              lambda p: p["ALONG_K"] in (0, 1)),
         Rule("BK must be even (two sets of fragments alternate, across the steps too) and, with ALONG_K = 1, a multiple "
@@ -242,14 +246,13 @@ def _pipelined_warp_tiling() -> KernelSpec:
              lambda p: threads(p) % (p["BN"] // 4) == 0 and (
                  threads(p) % (p["BK"] // 4) == 0 if p["ALONG_K"]
                  else threads(p) % p["BK"] == 0 and p["BM"] % (threads(p) // p["BK"]) == 0)),
-        Rule("STAGES must be at least 2 (buffers in the cp.async pipeline: one is read while the next arrives)",
-             lambda p: p["STAGES"] >= 2),
+        at_least_two_stages("buffers in the cp.async pipeline"),
         Rule("STREAM must be 0 (one block per tile) or 1 (stream-K: one block per resident slot, the tiles left "
              "over after whole waves shared out along K)", lambda p: p["STREAM"] in (0, 1)),
         Rule("the TM x TN accumulators and the fragments of A and B must fit in the registers each thread can have "
              f"with this many threads ({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
-        *_common_rules(threads, lambda p: smem(p) + static_smem(p), dynamic=True),
+        *block_limits(threads, lambda p: smem(p) + static_smem(p), dynamic=True),
     )
     return KernelSpec(
         name="pipelined_warp_tiling", source="kernels/10b_pipelined_warp_tiling.cu",
@@ -289,7 +292,7 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
     need = lambda p: (copies * p["WM"] * p["WN"] // 32 + (copies + 1) * (p["WM"] + p["WN"]) // 4 + 32  # noqa: E731
                       + (split and p["BK"] > 16) * (p["WM"] + p["WN"]) // 4)
     rules = (
-        _positive("BM", "BN", "BK", "WM", "WN", "STAGES"),
+        positive("BM", "BN", "BK", "WM", "WN", "STAGES"),
         Rule("WM must be a multiple of 16 and WN of 8 (a warp tile is made of whole 16 x 8 mma tiles)",
              lambda p: p["WM"] % 16 == 0 and p["WN"] % 8 == 0),
         Rule("BK must be a multiple of 16 (each mma.sync multiplies 8 deep, and the fragments of two such k8 slices "
@@ -299,13 +302,12 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
         Rule("the threads must split evenly over the float4 columns of the A tile (BK / 4) and of the B tile (BN / 4): "
              "each thread copies the same column of every row it takes (TileStream in kernels/cp_async.cuh)",
              lambda p: threads(p) % (p["BK"] // 4) == 0 and threads(p) % (p["BN"] // 4) == 0),
-        Rule("STAGES must be at least 2 (buffers in the cp.async pipeline: one is read while the next arrives)",
-             lambda p: p["STAGES"] >= 2),
+        at_least_two_stages("buffers in the cp.async pipeline"),
         Rule("the accumulators" + (", the per-step sums" if split else "") + " and the fragments of a warp tile must "
              "fit in the registers each thread can have with this many threads "
              f"({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
-        *_common_rules(threads, smem, dynamic=True),
+        *block_limits(threads, smem, dynamic=True),
     )
     return KernelSpec(
         name=name, source="kernels/11_tf32_mma.cu", function=function, title=title,
@@ -325,19 +327,19 @@ def _mma_tma() -> KernelSpec:
     # accumulators (4 per 8 x 16 tile), two sets of fragments (WM/4 from A and WN/4 from B each), about 24 others
     need = lambda p: p["WM"] * p["WN"] // 32 + 2 * (p["WM"] + p["WN"]) // 4 + 24  # noqa: E731
     rules = (
-        _positive("BM", "BN", "WM", "WN", "STAGES", "CLUSTER"),
+        positive("BM", "BN", "WM", "WN", "STAGES", "CLUSTER"),
         Rule("WM must be a multiple of 16 (one ldmatrix.x4 reads two 8-row tiles of A) and WN of 32 (a warp reads "
              "whole 32-column boxes of B)", lambda p: p["WM"] % 16 == 0 and p["WN"] % 32 == 0),
         _divides("WM", "BM", "the warps tile the block's rows"),
         _divides("WN", "BN", "the warps tile the block's columns"),
         Rule("BM must be at most 256 (a TMA box has at most 256 rows)", lambda p: p["BM"] <= 256),
-        Rule("STAGES must be at least 2 (one stage is read while the next arrives)", lambda p: p["STAGES"] >= 2),
+        at_least_two_stages("stages of the TMA ring"),
         Rule("CLUSTER must be 1 or 2 and divide the BN / 32 boxes of B (the blocks of a cluster share them out)",
              lambda p: p["CLUSTER"] in (1, 2) and p["BN"] // 32 % p["CLUSTER"] == 0),
         Rule("the accumulators and the fragments of a warp tile must fit in the registers each thread can have "
              f"with this many threads ({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
-        *_common_rules(threads, smem, dynamic=True),
+        *block_limits(threads, smem, dynamic=True),
     )
     return KernelSpec(
         name="mma_tf32_tma", source="kernels/13_tf32_mma_tma.cu", function="sgemm_tf32_mma_tma",
@@ -376,7 +378,7 @@ def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str
              "registers each thread can have with this many threads "
              f"({REGISTER_FILE}), or ptxas spills them and serializes the wgmmas",
              lambda p: need(p) <= register_budget(threads(p))),
-        *_common_rules(threads, smem, dynamic=True),
+        *block_limits(threads, smem, dynamic=True),
     )
     return KernelSpec(
         name=name, source="kernels/12_tf32_wgmma.cu", function=function, title=title,
@@ -415,18 +417,18 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
         p["BM"] // 2 + (0 if p["BSMEM"] else 2 * 16) + 32  # noqa: E731
     flag = lambda n, what: Rule(f"{n} must be 0 or 1 ({what})", lambda p: p[n] in (0, 1))  # noqa: E731
     rules = (
-        _positive("BM", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
+        positive("BM", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
         Rule(f"BM must be one of {', '.join(map(str, WGMMA_N))} (it is the wgmma's N, and kernels/wgmma.cuh "
              "instantiates these; a TMA box has at most 256 rows)", lambda p: p["BM"] in WGMMA_N),
         Rule("CONSUMERS must be 1 to 3 (warpgroups of 64 columns; with the producer at most 512 threads, so that "
              "each consumer keeps at least 152 registers)", lambda p: 1 <= p["CONSUMERS"] <= 3),
-        Rule("STAGES must be at least 2 (one stage is read while the next arrives)", lambda p: p["STAGES"] >= 2),
+        at_least_two_stages("stages of the TMA ring"),
         Rule("CLUSTER must be 1 or 2 (blocks stacked along M that share B's boxes by multicast)",
              lambda p: p["CLUSTER"] in (1, 2)),
         Rule("PERSIST must be 0 (one block per tile) or 1 (one block per SM, looping over tiles)",
              lambda p: p["PERSIST"] in (0, 1)),
         flag("STORE", "each thread stores its own outputs, or TMA stores 32-row chunks of C"),
-        *((_positive("SUM"), flag("SPLITTER", "the producer's idle warps split A's tiles, or the consumers"))
+        *((positive("SUM"), flag("SPLITTER", "the producer's idle warps split A's tiles, or the consumers"))
           if split else
           (flag("BSMEM", "B^T read into registers, or transposed K-major into shared memory by the producer's idle "
                 "warps"),
@@ -436,7 +438,7 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
              "registers a consumer thread gets after setmaxnreg (the SM's 65536 less the producer warpgroup's "
              f"{PRODUCER_REGISTERS} per thread, shared by the consumers, at most 240): else ptxas spills them",
              lambda p: need(p) <= consumer_registers(p["CONSUMERS"])),
-        *_common_rules(threads, smem, dynamic=True),
+        *block_limits(threads, smem, dynamic=True),
     )
     # GROUP = 1 (row by row) and the other choices of BSMEM, STORE and SPLITTER validate too: chapter 9's ladder
     # measures them; the explorers offer the bands and the faster choice
@@ -469,7 +471,7 @@ def _ozaki() -> KernelSpec:
     threads = lambda p: 128 * (p["CONSUMERS"] + 1)  # noqa: E731
     smem = lambda p: p["STAGES"] * ((64 * p["CONSUMERS"] + p["BN"]) * 128 + 16) + 1024  # noqa: E731 - +align
     rules = (
-        _positive("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
+        positive("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
         Rule("MODULI must be 0 (auto: the fewest moduli that a per-call estimate finds as accurate as SGEMM) or 6 to 9: "
              "fewer leave the integers too few bits for FP32's accuracy, and with more the scaled integers outgrow the "
              "35 bits the residue kernels split exactly in FP32",
@@ -478,14 +480,14 @@ def _ozaki() -> KernelSpec:
              lambda p: p["BN"] in (128, 256)),
         Rule("CONSUMERS must be 1 or 2 (warpgroups of 64 rows: tiles of 64 or 128 rows)",
              lambda p: p["CONSUMERS"] in (1, 2)),
-        Rule("STAGES must be at least 2 (one stage is read while the next arrives)", lambda p: p["STAGES"] >= 2),
+        at_least_two_stages("stages of the TMA ring"),
         Rule("CLUSTER must be 1 or 2 (blocks stacked along M that share B's box by multicast)",
              lambda p: p["CLUSTER"] in (1, 2)),
         Rule("the BN / 2 int32 accumulators and about 40 other registers must fit in what a consumer thread gets "
              f"after setmaxnreg (the SM's 65536 less the producer warpgroup's {PRODUCER_REGISTERS} per thread, shared "
              "by the consumers, at most 240)",
              lambda p: p["BN"] // 2 + 40 <= consumer_registers(p["CONSUMERS"])),
-        *_common_rules(threads, smem, dynamic=True),
+        *block_limits(threads, smem, dynamic=True),
     )
     return KernelSpec(
         name="ozaki", source="kernels/16_ozaki.cu", function="ozaki_products",

@@ -10,7 +10,8 @@
 // 2. Estimate. On a sample of 64 x 32 elements of C, the rounding of a' and b' is applied exactly and its error's
 //    variance summed for each number of moduli, beside the exact sum and the variance of SGEMM's rounding errors in
 //    its order along K (each addition off by at most half an ulp of the partial sum, and never by more than the term
-//    added). The host reads the sample back and takes the fewest moduli whose error is no larger than SGEMM's.
+//    added). `ozaki_decide` then takes, on the GPU, the fewest moduli whose error is no larger than SGEMM's; the host
+//    reads that verdict back after queueing the work it expects (see below).
 // 3. Residues. a' and b' modulo each modulus p_l (pairwise coprime, at most 256) are int8 in [-p/2, p/2): A's planes
 //    (l, i, k) as A is laid out, B's transposed (l, j, k), so both are K-major, rows padded to Kp bytes with zeros.
 //    With at most 9 moduli, G < 35 and every a' and b' is an integer below 2^35 that a float holds exactly.
@@ -19,7 +20,7 @@
 //    2^17 - 1 terms: longer K is cut into chunks whose residues add up modulo p_l.
 // 5. Reconstruction. c' = sum_l r_l W_l modulo P (W_l the CRT weights), the nearest multiple of P taken off, in
 //    double: c' is then right to far better than FP32's rounding. C = alpha c' 2^-(e_i + f_j) + beta C.
-// consts, doubles written by gemm_lab/ozaki.py: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
+// consts, doubles written by gemm_lab/precision/ozaki.py: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
 // modulus's 1 / p as a float and 2^20 mod p (for Prime).
 #include "int8_wgmma.cuh"
 

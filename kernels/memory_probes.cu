@@ -1,4 +1,4 @@
-// The GPU primer's microbenchmarks (gemm_lab/memory.py runs them): how long one load waits at each level of the
+// The GPU primer's microbenchmarks (gemm_lab/models/memory.py runs them): how long one load waits at each level of the
 // memory hierarchy, and how many bytes per second a copy moves when its data sit in L2 or in DRAM.
 
 // The SM's cycle counter and the GPU's nanosecond timer, read together.

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prune", action="store_true",
                    help="skip instances the offline ptxas report shows spilling or holding too few warps")
 
-    p = sub.add_parser("record", help="re-record the book's data on this GPU (see gemm_lab/plan.py)")
+    p = sub.add_parser("record", help="re-record the book's data on this GPU (see gemm_lab/lab/plan.py)")
     p.add_argument("--only", choices=PARTS, action="append",
                    help="record only these parts (repeatable)")
     p.add_argument("--fresh", action="store_true",

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import catalog, compiler, device, records, run, timing, turns
+from .. import catalog, compiler, device, families, records, run, timing, turns
 from . import listings
 from ..catalog import KernelSpec, Params, Rule, Shape
 from ..records import Measurement
@@ -90,29 +90,18 @@ def _variant(base: str, name: str, file: str, title: str, notes: str, column_maj
     return Variant(spec, column_major)
 
 
-def _common(threads: Callable[[Params], int], smem: Callable[[Params], int], names: tuple[str, ...]) -> tuple[Rule, ...]:
-    """Positive parameters, and the threads and static shared memory a block may have (the catalog's limits)."""
-    return (
-        Rule(f"{', '.join(names)} must be positive integers", lambda p: all(p[n] >= 1 for n in names)),
-        Rule(f"threads per block must be between 1 and {catalog.MAX_THREADS_PER_BLOCK} (the hardware's limit per "
-             "block)", lambda p: 1 <= threads(p) <= catalog.MAX_THREADS_PER_BLOCK),
-        Rule(f"static shared memory must fit in {catalog.STATIC_SMEM_LIMIT // 1024} KiB per block (more needs dynamic "
-             "shared memory and an opt-in)", lambda p: smem(p) <= catalog.STATIC_SMEM_LIMIT),
-    )
-
-
 def _thread_tile_1d_n() -> Variant:
     """Chapter 3's 1-D thread tile turned along N: each thread computes TN consecutive outputs of one row."""
     threads = lambda p: p["BM"] * (p["BN"] // p["TN"])  # noqa: E731
     smem = lambda p: 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
-    positive, *limits = _common(threads, smem, ("BM", "BN", "BK", "TN"))
+    limits = families.block_limits(threads, smem)
     return _variant(
         "thread_tile_1d", "thread_tile_1d_n", "03_thread_tile_1d_n.cu", "1-D thread tile along N",
         "each thread computes TN consecutive outputs of a row from registers",
         choices={"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TN": (4, 8, 16)},
         defaults={"BM": 64, "BN": 64, "BK": 8, "TN": 8}, threads=threads, smem_bytes=smem,
-        rules=(positive, Rule("TN must divide BN (each thread owns TN whole columns of the tile)",
-                              lambda p: p["BN"] % p["TN"] == 0),
+        rules=(families.positive("BM", "BN", "BK", "TN"),
+               Rule("TN must divide BN (each thread owns TN whole columns of the tile)", lambda p: p["BN"] % p["TN"] == 0),
                Rule("at most 512 threads per block, as for chapter 3's kernels", lambda p: threads(p) <= 512), *limits))
 
 

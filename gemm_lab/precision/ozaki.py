@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import catalog, compiler, run, tma, yardstick
+from .. import catalog, compiler, device, run, tma, yardstick
 from ..catalog import Instance
 from ..spec import ceil_div, round_up
 
@@ -45,15 +45,16 @@ CANDIDATES = (6, 7, 8, 9)  # what the estimate weighs (kernels/16_ozaki.cu's CAN
 SAMPLE_ROWS, SAMPLE_COLS = 64, 32  # the estimate's sample of C: rows x columns (the kernel's)
 SAMPLE_FIELDS = 8  # doubles per sampled element: |c|, SGEMM's variance, the scheme's error per candidate, row, column
 SPLIT_K = 2048  # the longest stretch of K SGEMM's partial sums are modelled over (`split_k`)
-SMS = 132  # an H100's or H200's multiprocessors, for `split_k`'s guess at how far cuBLAS splits K
 
 
-def split_k(m: int, n: int, k: int) -> int:
-    """How many terms SGEMM's partial sums are modelled over before they restart: SPLIT_K, less where C has fewer
-    128 x 128 tiles than twice the SMs (cuBLAS then splits K so that every SM has work, which makes it more accurate),
-    a multiple of 32 from 32 up."""
+def split_k(m: int, n: int, k: int, sms: int) -> int:
+    """How many terms SGEMM's partial sums are modelled over before they restart on a GPU of `sms` multiprocessors:
+    SPLIT_K, less where C has fewer 128 x 128 tiles than twice the SMs (cuBLAS then splits K so that every SM has work,
+    which makes it more accurate), a multiple of 32 from 32 up."""
     tiles = ceil_div(m, 128) * ceil_div(n, 128)
-    return max(32, min(SPLIT_K, round_up(ceil_div(k * tiles, 2 * SMS), 32)))
+    return max(32, min(SPLIT_K, round_up(ceil_div(k * tiles, 2 * sms), 32)))
+
+
 K_ALIGN = 16  # residue rows are padded to whole 16 bytes: TMA's row stride
 N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32-bit load per 4 columns
 # An int32 sum of int8 residue products (|r| <= 128) is exact for up to 2^17 - 1 terms: longer K is cut into chunks of
@@ -315,7 +316,8 @@ class Pipeline:
     moduli are as accurate as SGEMM (`ozaki_decide` writes the verdict on the GPU), splits, multiplies and reconstructs
     with the number it expects (the last call's choice, or the pinned number: those kernels run only if the verdict
     agrees, so the GPU never waits for the host), then reads the verdict back and, if the choice was another, queues
-    that number's kernels; it falls back to 3xTF32 if no number qualifies, and puts SGEMM's infinities and NaNs back.
+    that number's kernels; where no number qualifies, cuBLAS SGEMM computes C with a `Fallback` warning; it puts
+    SGEMM's infinities and NaNs back.
     `report` is the last call's `Estimate`; `stages()` the same work as separately launched parts, for timing each."""
 
     def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int):
@@ -389,7 +391,7 @@ class Pipeline:
         self.kernels["ozaki_gather_b"]((ceil_div(k, 256), SAMPLE_COLS), (256,),
                                        (i32(k), i32(n), self.b, self.cols, z["best"], self.bt))
         self.kernels["ozaki_sample"]((SAMPLE_ROWS * SAMPLE_COLS // 4,), (128,),
-                                     (i32(m), i32(n), i32(k), i32(split_k(m, n, k)), self.a, self.bt, self.rows,
+                                     (i32(m), i32(n), i32(k), i32(split_k(m, n, k, device.gpu().sms)), self.a, self.bt, self.rows,
                                       self.cols, z["best"],
                                       self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample))
         self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict))
