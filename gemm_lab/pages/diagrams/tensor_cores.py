@@ -16,11 +16,11 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from ..models import banks, model
-from .. import catalog
-from . import style
-from ..models.banks import lane_position  # the lane grids' numbering, which the bank model reads too
-from .style import TEXT, WIDTH, stamp, wrap
+from ...models import banks, model
+from ... import catalog
+from .. import style
+from ...models.banks import lane_position  # the lane grids' numbering, which the bank model reads too
+from ..style import TEXT, WIDTH, stamp, wrap
 
 
 def tiling(bm: int, bn: int, bk: int, m: int = 256, n: int = 256, k: int = 256) -> Figure:
@@ -335,7 +335,7 @@ def _timeline(ax, bars: list[tuple], rows: tuple[str, ...], right: float = 0) ->
 def load_latency() -> tuple[float, str]:
     """Clocks for one global load to come back, as the pipeline timelines draw it: the GPU primer's measured DRAM
     latency (a pointer chase, `memory`), the worst case of a tile load; 600 clocks, assumed, before it was recorded."""
-    from ..models import memory
+    from ...models import memory
 
     measured = memory.parameters().get("latency", {}).get("DRAM")
     return (measured["cycles"], "measured DRAM latency, GPU primer") if measured else (600.0, "assumed")
@@ -739,7 +739,7 @@ def stream_k(params: dict[str, int] | None = None, size: int = 4096, slots: int 
     x the blocks of this instance that fit on one), at M = N = K = `size`: the tiles in grouped order, those of whole
     waves and those stream-K cuts along K; and the work of a few blocks over time, one block per tile against stream-K
     (`schedule.stream_k`), a tile's k-steps taking one unit. Patches carry a gid ("tile <t>", "piece <b>")."""
-    from ..models import hardware, schedule
+    from ...models import hardware, schedule
 
     p = catalog.get("pipelined_warp_tiling").full_params(params)
     if slots is None:
@@ -1148,7 +1148,7 @@ def tma_boxes(params: dict[str, int] | None = None) -> Figure:
     that issued it. Patches carry a gid ("A box r", "B box j", "stage A", "stage B j")."""
     p = catalog.get("mma_tf32_tma").full_params(params)
     bm, bn, cluster = p["BM"], p["BN"], p["CLUSTER"]
-    from .. import tma
+    from ... import tma
 
     depth, cols = tma.STEP, tma.BOX_COLS
     boxes = bn // cols
@@ -1288,7 +1288,7 @@ def crt(moduli: tuple[int, ...], x: int) -> Figure:
     """The Chinese remainder theorem as strips: one row per modulus p over the integers of [-P/2, P/2] (P the product
     of the moduli), the integers with x's residue modulo p filled in; the last row keeps those every modulus allows,
     which is x alone. Patches carry a gid ("p=<modulus>" or "all") so tests can count what is drawn."""
-    from ..precision import ozaki
+    from ...precision import ozaki
 
     mods = ozaki.chosen(moduli)
     big = ozaki.product(mods)
@@ -1326,7 +1326,7 @@ def ozaki_pipeline(params: dict[str, int], size: int | tuple[int, int, int]) -> 
     must read and write at M = N = K = `size` (or (M, N, K)) with the instance's MODULI (the default's usual choice on
     standard normal inputs, 7, where it chooses per call) (`ozaki.traffic`: compulsory bytes, L2 serving every
     re-read, no column equilibrated). Stage boxes carry their stage's name as gid."""
-    from ..precision import ozaki
+    from ...precision import ozaki
 
     pinned = catalog.validate("ozaki", params)["MODULI"]
     moduli = pinned or ozaki.CANDIDATES[1]
@@ -1382,7 +1382,7 @@ def outlier_channel(k: int = 48, rows: int = 64, column: int | None = None, fact
     is unchanged). Through the NumPy model (`ozaki.residues`, without and with `ozaki.shifts`, the integers rebuilt from
     their residues by `ozaki.reconstruct`), each bar is the median number of significant bits the elements of one column
     of A keep as integers (at most FP32's 24). Bars carry gid "outlier" (the outlier column) or "column"."""
-    from ..precision import ozaki
+    from ...precision import ozaki
 
     column = k // 3 if column is None else column
     if not 0 <= column < k:
