@@ -1,0 +1,164 @@
+"""Which words and banks of shared memory a warp's lanes touch in one access: the bank grid of any `banks.Access`
+(`bank_grid`), the float4s each lane of the vectorized kernel reads (`float4_lanes`), and the quarter-warps of
+kernels 10 and 10b placed on the 32 banks (`quarter_warps`).
+
+Its own module because these are the pictures of the bank model (`models.banks`), from which chapters 4, 5, 7b, 8,
+8c and 9 read bank conflicts.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from ... import catalog
+from ...models import banks
+from ...models.banks import lane_position  # the lane grids' numbering, which the bank model reads too
+from .. import style
+from ..style import TEXT, WIDTH, wrap
+
+
+def bank_grid(access: banks.Access, title: str = "") -> Figure:
+    """The 32 banks (columns) and the 128-byte rows of shared memory a warp's access touches, each touched word
+    labelled with the first lane that touches it (a white corner: more lanes share it, a broadcast); red columns
+    need more than one wavefront."""
+    words: dict[int, list[int]] = {}
+    for lane, addr in enumerate(access.addresses):
+        for w in range(access.width // banks.WORD):
+            words.setdefault(addr // banks.WORD + w, []).append(lane)
+    rows = sorted({w // banks.BANKS for w in words})
+    load = np.zeros(banks.BANKS, dtype=int)
+    for w in words:
+        load[w % banks.BANKS] += 1
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.42 * len(rows) + 1.9))
+    for w, lanes in words.items():
+        r, b = rows.index(w // banks.BANKS), w % banks.BANKS
+        ax.add_patch(Rectangle((b, r), 1, 1, facecolor="C3" if load[b] > access.ideal else "C0", alpha=0.8,
+                               edgecolor="white", linewidth=0.5))
+        if len(lanes) > 1:
+            ax.add_patch(Rectangle((b + 0.65, r), 0.35, 0.25, facecolor="white", edgecolor="none"))
+        # a column is as narrow as two digits, so the lane reads upwards, as the row's height allows
+        ax.text(b + 0.5, r + 0.55, str(lanes[0]), ha="center", va="center", color="white", rotation=90)
+    ax.set_xlim(0, banks.BANKS)
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([b + 0.5 for b in range(0, banks.BANKS, 4)], range(0, banks.BANKS, 4))
+    step = max(1, len(rows) // 8)
+    ax.set_yticks([r + 0.5 for r in range(0, len(rows), step)], [f"{128 * rows[r]:,}" for r in
+                                                                  range(0, len(rows), step)])
+    ax.set_xlabel("bank (cells: the first lane that reads or writes the word;\n"
+                  "a white corner: more lanes share it)")
+    ax.set_ylabel("byte offset\nof the row")
+    ax.grid(False)
+    ax.set_title(wrap(title or f"{access.name}: {access.width * 8}-bit, {access.wavefronts} wavefront(s), "
+                      f"{access.conflicts} conflict(s)", style.TITLE), fontsize=style.TITLE)
+    fig.tight_layout()
+    return fig
+
+
+def float4_lanes(params: dict[str, int] | None = None) -> Figure:
+    """Which float4s of one row of the B tile (Bs[kk][·]) and of the transposed A tile (As[kk][·]) each lane of warp 0
+    reads in the vectorized kernel (06_vectorized.cu), one colour per load instruction. A thread's TN columns are
+    TN/4 groups of four spaced BN/(TN/4) apart, so the eight lanes of a quarter-warp read eight neighbouring float4s
+    (128 contiguous bytes) of Bs; the lanes that share a row of C read the same float4 of As (a broadcast). Patches
+    carry gids ("B lane float4", "A lane float4") so tests can check them against `banks.sites`."""
+    p = catalog.get("vectorized").full_params(params)
+    bm, bn, tm, tn = (p[x] for x in ("BM", "BN", "TM", "TN"))
+    cols = bn // tn  # threads along a row of the C tile
+    stride = bn // (tn // 4)  # GROUP_STRIDE: columns between a thread's float4 groups
+    reads = {
+        "Bs": (bn // 4, [[(t % cols * 4 + g * stride) // 4 for g in range(tn // 4)] for t in range(32)]),
+        "As": (bm // 4, [[(t // cols * tm + 4 * h) // 4 for h in range(tm // 4)] for t in range(32)]),
+    }
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 4.4))
+    for ax, (name, (float4s, lanes)) in zip(axes, reads.items()):
+        for lane, got in enumerate(lanes):
+            for load, f in enumerate(got):
+                ax.add_patch(Rectangle((f, lane), 1, 1, facecolor=f"C{load}", edgecolor="none",
+                                       gid=f"{name[0]} {lane} {f}"))
+        for q in range(1, 4):
+            ax.axhline(8 * q, color="gray", linewidth=0.8, linestyle="--")
+        ax.set_xlim(0, float4s)
+        ax.set_ylim(32, 0)
+        ax.set_xticks(range(0, float4s + 1, max(4, float4s // 4)))
+        ax.set_yticks(range(0, 33, 8))
+        ax.set_xlabel(f"float4 of {name}[kk][·]")
+        ax.set_title(f"{name}: {(tn if name == 'Bs' else tm) // 4} loads per lane", fontsize=TEXT)
+    axes[0].set_ylabel("lane (dashed: quarter-warps)")
+    handles = [Rectangle((0, 0), 1, 1, facecolor=f"C{i}") for i in range(max(tm, tn) // 4)]
+    fig.legend(handles, [f"load {i + 1}" for i in range(len(handles))], loc="lower center", ncol=len(handles),
+               frameon=False)
+    fig.suptitle(wrap("Warp 0 at one kk: each quarter-warp reads eight neighbouring float4s of Bs (128 bytes) and "
+                      "one float4 of As that all its lanes share"), fontsize=TEXT)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+QUARTER_SHADES = ("#f4a582", "#92c5de", "#b8e186", "#fdd49e")  # lanes 0-7, 8-15, 16-23, 24-31
+
+
+def quarter_warps(params: dict[str, int] | None = None) -> Figure:
+    """Kernel 10's lanes beside kernel 10b's, drawn from each kernel's lane code (`lane_position`): on top the warp's
+    lane grid, each lane coloured by its quarter-warp; below, for one 128-bit fragment load of A and one of B, the
+    float4s each quarter-warp reads, placed on the 32 banks (a float4 covers four), labelled with the grid row (A)
+    or column (B) it holds. A thick line parts the half-warps. No wavefronts are counted here: chapter 7b derives
+    them from this picture and Nsight Compute's counts (`banks.lds128_wavefronts`). `params`: either kernel's tiles
+    (10b's other options are ignored). Patches carry gids ("<kernel> lane <l>", "<kernel> <A|B> q<q> float4 <f>")."""
+    spec = catalog.get("warp_tiling")
+    p = spec.full_params({k: v for k, v in (params or {}).items() if k in spec.choices})
+    rows, cols = p["WM"] // p["TM"], p["WN"] // p["TN"]
+    kernels = (("warp_tiling", "kernel 10 (chapter 7)"), ("pipelined_warp_tiling", "kernel 10b"))
+    grid_h = min(3.4, 2.4 * rows / cols)  # inches of the lane grids
+    head, gap, reads = 1.05, 0.75, 1.25  # inches: the figure's title, the space for a row's labels, a reads panel
+    height = head + grid_h + 3 * gap + 2 * reads + 0.35
+    fig = plt.figure(figsize=(WIDTH, height))
+    grid = fig.add_gridspec(3, 2, height_ratios=[grid_h, reads, reads], hspace=gap / ((grid_h + 2 * reads) / 3),
+                            wspace=0.12, top=1 - head / height, bottom=0.65 / height, left=0.14, right=0.98)
+    per_bank_group = banks.BANKS * banks.WORD // 16  # float4s side by side on the 32 banks: 8
+    for c, (kernel, name) in enumerate(kernels):
+        lanes = fig.add_subplot(grid[0, c])
+        where = [lane_position(lane, p, kernel) for lane in range(32)]
+        for lane, (m, n) in enumerate(where):
+            lanes.add_patch(Rectangle((n, m), 1, 1, facecolor=QUARTER_SHADES[lane // 8], edgecolor="white",
+                                      linewidth=1.5, gid=f"{kernel} lane {lane}"))
+            lanes.text(n + 0.5, m + 0.5, str(lane), ha="center", va="center")
+        lanes.set(xlim=(0, cols), ylim=(rows, 0), aspect="equal")
+        lanes.set_xticks([x + 0.5 for x in range(cols)], range(cols))
+        lanes.set_yticks([y + 0.5 for y in range(rows)], range(rows))
+        lanes.tick_params(length=0)
+        lanes.set_title(name, fontsize=TEXT)
+        lanes.set_xlabel("its column: float4 of B")
+        if c == 0:
+            lanes.set_ylabel("its row:\nfloat4 of A")
+        for r, (operand, float4s, per_k) in enumerate(banks.fragment_loads(kernel, p), start=1):
+            ax = fig.add_subplot(grid[r, c])
+            quarters = [float4s[i:i + 8] for i in range(0, 32, 8)]
+            for q, quarter in enumerate(quarters):
+                stacked: dict[int, int] = {}
+                distinct = sorted(set(quarter))
+                for f in distinct:
+                    group = f % per_bank_group
+                    depth = sum(g % per_bank_group == group for g in distinct)  # float4s on the same banks
+                    level = stacked.get(group, 0)
+                    stacked[group] = level + 1
+                    ax.add_patch(Rectangle((4 * group, q + 0.08 + 0.84 * level / depth), 4, 0.84 / depth,
+                                           facecolor=QUARTER_SHADES[q], edgecolor="black", linewidth=0.8,
+                                           gid=f"{kernel} {operand} q{q} float4 {f}"))
+                    ax.text(4 * group + 2, q + 0.5, ("r" if operand == "A" else "c") + str(f), ha="center",
+                            va="center")
+            ax.axhline(2, color="black", linewidth=2.5)
+            ax.set(xlim=(0, banks.BANKS), ylim=(4, 0))
+            ax.set_xticks(range(0, banks.BANKS + 1, 8))
+            ax.set_yticks([q + 0.5 for q in range(4)], [f"{8 * q}-{8 * q + 7}" for q in range(4)] if c == 0 else [])
+            ax.tick_params(axis="y", length=0)
+            counts = sorted({len(set(q)) for q in quarters})
+            ax.set_title(wrap(f"{operand}: {' or '.join(map(str, counts))} float4s per quarter-warp", TEXT,
+                              0.45 * WIDTH), fontsize=TEXT)
+            if c == 0:
+                ax.set_ylabel("lanes")
+            if r == 2:
+                ax.set_xlabel("bank")
+    fig.suptitle(wrap(f"A warp's {rows} x {cols} lanes, coloured by quarter-warp, and the float4s each quarter-warp "
+                      "reads in one load of A and one of B (thick line: between half-warps)", style.TITLE),
+                 fontsize=style.TITLE, y=1 - 0.08 / height, va="top")
+    return fig
