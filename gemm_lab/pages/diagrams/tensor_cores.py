@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ... import catalog, tma
+from ...spec import ceil_div
 from .. import style
 from ..style import TEXT, WIDTH, stamp, wrap
 
@@ -149,7 +150,7 @@ def tma_swizzle(rows: int = 32, cols: int = 32, span: int = 128, shown: int = 16
     if span and row_bytes > span:
         raise ValueError(f"a box row of {row_bytes} bytes is wider than the {span}-byte swizzle (TMA refuses it)")
     chunks = row_bytes // CHUNK
-    lines = min(-(-rows * row_bytes // LINE), shown)
+    lines = min(ceil_div(rows * row_bytes, LINE), shown)
     fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 0.34 * lines + 2.4), sharey=True)
     for ax, (name, s) in zip(axes, (("no swizzle", 0), (f"{span}-byte swizzle", span))):
         for r in range(rows):
@@ -172,7 +173,7 @@ def tma_swizzle(rows: int = 32, cols: int = 32, span: int = 128, shown: int = 16
     axes[0].set_yticks([i + 0.5 for i in range(lines)],
                        [str(i) if per_line == 1 else f"{per_line * i}-{per_line * i + per_line - 1}" for i in range(lines)])
     axes[0].set_ylabel("box row" + ("" if per_line == 1 else "s") + " (one 128-byte line)")
-    total = -(-rows * row_bytes // LINE)
+    total = ceil_div(rows * row_bytes, LINE)
     part = f" (the first {lines} of its {total} lines: the pattern repeats every 1,024 bytes)" if lines < total else ""
     fig.suptitle(wrap(f"A {rows} x {cols} box of {element_bytes}-byte values ({row_bytes}-byte rows) in shared "
                       f"memory{part}. In each cell: which chunk of its box row lands there; chunk 0 outlined"),

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ... import catalog
+from ...spec import ceil_div
 from ...models import hardware, model, schedule
 from ...models.banks import lane_position  # the lane grids' numbering, which the bank model reads too
 from ..style import TEXT, WIDTH, wrap
@@ -190,12 +191,12 @@ def loop_nest(params: dict[str, int] | None = None, size: int = 4096, kernel: st
     spec = catalog.get(kernel)
     p = spec.full_params(params)
     bm, bn, bk, wm, wn, tm, tn = (p[x] for x in ("BM", "BN", "BK", "WM", "WN", "TM", "TN"))
-    tiles_m, tiles_n = -(-size // bm), -(-size // bn)
+    tiles_m, tiles_n = ceil_div(size, bm), ceil_div(size, bn)
     where = {"global": "#e6e6e6", "shared": "#d5ecd0", "registers": "#d6e4f5"}
     levels = (
         ("global", "for each block tile of C:", f"{tiles_m} x {tiles_n} = {tiles_m * tiles_n:,} blocks of {bm} x {bn},"
                                                 " one thread block each"),
-        ("shared", f"for k0 in 0, {bk}, ..., K - {bk}:", f"{-(-size // bk):,} steps: A {bm} x {bk} and B {bk} x {bn} into "
+        ("shared", f"for k0 in 0, {bk}, ..., K - {bk}:", f"{ceil_div(size, bk):,} steps: A {bm} x {bk} and B {bk} x {bn} into "
                                                           "shared memory"),
         ("shared", "for each warp tile of the block:", f"{(bm // wm) * (bn // wn)} warps of {wm} x {wn}, at once "
                                                        f"({bm // wm} x {bn // wn})"),
@@ -289,8 +290,8 @@ def stream_k(params: dict[str, int] | None = None, size: int = 4096, slots: int 
     p = catalog.get("pipelined_warp_tiling").full_params(params)
     if slots is None:
         slots = hardware.ceilings()["sms"] * model.resident("pipelined_warp_tiling", p)["blocks"]
-    tiles_m, tiles_n = -(-size // p["BM"]), -(-size // p["BN"])
-    tiles, steps = tiles_m * tiles_n, -(-size // p["BK"])
+    tiles_m, tiles_n = ceil_div(size, p["BM"]), ceil_div(size, p["BN"])
+    tiles, steps = tiles_m * tiles_n, ceil_div(size, p["BK"])
     shared = tiles % slots
     pieces = schedule.stream_k(tiles, steps, slots)
     fig = plt.figure(figsize=(WIDTH, 8.6))
