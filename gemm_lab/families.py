@@ -208,7 +208,7 @@ def _warp_tiling() -> KernelSpec:
         name="warp_tiling", source="kernels/10_warp_tiling.cu", function="sgemm_warp_tiling", title="Warp tiling",
         choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (4, 8, 16), "WM": (32, 64, 128),
                  "WN": (16, 32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16)},
-        defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16},  # within 0.5 % of the fastest at 2048-8192
+        defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16},  # the sweep's fastest (records/*/warp_tiling.json)
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
         chapter="ch07_warp_tiling",
         notes="warps own WM x WN sub-tiles, lanes TM x TN thread tiles read as broadcast float4s; "
@@ -260,7 +260,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
         choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128),
                  "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "STAGES": (2, 3, 4),
                  "ALONG_K": (0, 1), "STREAM": (0, 1)},
-        # fastest measured at 4096 and 8192 (H100): 95.1 % and 96.2 % of cuBLAS SGEMM in the same run
+        # the fastest at 4096 and 8192 of chapter 7b's autotuning (records/*/pipelined_warp_tiling.json)
         defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 2, "ALONG_K": 0,
                   "STREAM": 0},
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
@@ -346,7 +346,7 @@ def _mma_tma() -> KernelSpec:
         title="Tensor cores, mma.sync TF32 fed by TMA",
         choices={"BM": (64, 128, 256), "BN": (128, 256), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4),
                  "CLUSTER": (1, 2)},
-        defaults={"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "CLUSTER": 2},  # fastest measured (H100)
+        defaults={"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "CLUSTER": 2},  # the sweep's fastest (records/*/mma_tf32_tma.json)
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
         chapter=DATA_MOVERS_CHAPTER, precision="tf32", min_cc=(9, 0), dynamic_smem=True, arch="sm_90a",
         tma=True, cluster=lambda p: p["CLUSTER"],
@@ -552,26 +552,26 @@ KERNELS: dict[str, KernelSpec] = {
         _pipelined_warp_tiling(),
         _mma(
             "mma_tf32", "sgemm_tf32_mma", "Tensor cores, mma.sync TF32", False,
-            {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},  # fastest measured at 8192 (H100)
+            {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},  # the sweep's fastest at 8192 (its records)
             "mma.sync m16n8k8 (Ampere and newer) on TF32 operands: the tensor cores read the FP32 bits and drop 13 "
             "mantissa bits; cp.async pipeline into dynamic shared memory",
         ),
         _mma(
             "mma_3xtf32", "sgemm_3xtf32_mma", "Tensor cores, mma.sync 3xTF32", True,
-            {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 4},  # fastest measured at 8192 (H100)
+            {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 4},  # the sweep's fastest at 8192 (its records)
             "mma.sync m16n8k8 (Ampere and newer), each operand split into big + small TF32 parts and three "
             "products summed: FP32-level accuracy from the tensor cores",
         ),
         _mma_tma(),
         _wgmma(
             "wgmma_tf32", "sgemm_tf32_wgmma", "Tensor cores, Hopper wgmma TF32", False,
-            {"BM": 128, "BN": 256, "STAGES": 4},  # fastest measured at 4096 and 8192 (H100)
+            {"BM": 128, "BN": 256, "STAGES": 4},  # the sweep's fastest at 4096 and 8192 (its records)
             "wgmma, Hopper's warpgroup MMA: asynchronous 64 x BM x 8 TF32 products of A in swizzled shared memory "
             "and B in registers, one warpgroup per 64 columns",
         ),
         _wgmma(
             "wgmma_3xtf32", "sgemm_3xtf32_wgmma", "Tensor cores, Hopper wgmma 3xTF32", True,
-            {"BM": 128, "BN": 128, "STAGES": 4},  # fastest measured at 4096 and 8192 (H100)
+            {"BM": 128, "BN": 128, "STAGES": 4},  # the sweep's fastest at 4096 and 8192 (its records)
             "wgmma, Hopper's warpgroup MMA, with 3xTF32: big and small TF32 parts of each operand, three products "
             "per step, FP32-level accuracy",
         ),

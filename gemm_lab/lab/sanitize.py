@@ -214,7 +214,7 @@ def _launch_cases(kernel: str, kernel_cases: list[dict[str, Any]]) -> None:
 
     The inputs are made on the host and copied over: initcheck sees memory as written only by copies and by
     the kernels it instruments, which `--kernel-name` limits to ours, so inputs that CuPy's random kernels
-    wrote would all read as uninitialised (measured on the H100: 258,826 false reports for one kernel).
+    wrote would all read as uninitialised (one kernel drew a quarter of a million false reports on the H100).
     """
     import cupy
     import numpy

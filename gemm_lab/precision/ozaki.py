@@ -506,7 +506,7 @@ class Pipeline:
 
     def _fallen_back(self) -> None:
         """No number of moduli qualified: cuBLAS SGEMM computes C, FP32's accuracy by definition (3xTF32, the other
-        candidate, measured up to 7 times SGEMM's normwise error on such inputs at short K), infinities and NaNs as
+        candidate, was measured less accurate than SGEMM on such inputs at short K), infinities and NaNs as
         zeros (`ozaki_nonfinite` puts them back as for every call)."""
         import cupy
 
