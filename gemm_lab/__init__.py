@@ -7,6 +7,7 @@ The core (the modules at this level) does that and imports no wing; the wings bu
 below its own: `models/` (the paper models), `precision/` (beyond FP32), `pages/` (what the book's pages show) and
 `lab/` (recording the book's data). This file is the one public face: `import gemm_lab as gl`.
 """
+from .liverun import lab_notes, measure
 from .catalog import KERNELS, validate
 from .compiler import ptxas_report, resources
 from .device import live, mode
@@ -26,6 +27,6 @@ from .timing import bench, bench_all, cublas
 
 __all__ = [
     "KERNELS", "answer", "ask", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas",
-    "excerpt", "exercises", "gemm", "gpus", "live", "measurements", "measurements_table", "mode", "ozaki",
+    "excerpt", "exercises", "gemm", "gpus", "lab_notes", "live", "measure", "measurements", "measurements_table", "mode", "ozaki",
     "ptxas_report", "publish", "questions", "resources", "skeleton", "submit", "sweep", "tables", "validate", "verify",
 ]

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ def explain_log(log: str, spec: SourceFile) -> str:
 
 
 _live_cache: dict[tuple[str, str, str], Any] = {}
+nvrtc_seconds = 0.0  # what this process has spent in NVRTC (a live page's ledger reports it: `liverun`)
 
 
 def load(kernel: str | KernelSpec | Instance, params: Params | None = None) -> Any:
@@ -274,6 +276,7 @@ def _nvrtc(spec: SourceFile, names: tuple[str, ...], arch: str) -> tuple[bytes, 
     the PTX."""
     from cuda.bindings import nvrtc
 
+    started = time.perf_counter()
     _, prog = _check(nvrtc.nvrtcCreateProgram(spec.source_text().encode(), spec.path.name.encode(), 0, [], []))
     try:
         for name in names:
@@ -296,6 +299,8 @@ def _nvrtc(spec: SourceFile, names: tuple[str, ...], arch: str) -> tuple[bytes, 
         _check(nvrtc.nvrtcGetPTX(prog, ptx))
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+        global nvrtc_seconds
+        nvrtc_seconds += time.perf_counter() - started
     return binary, log_text, lowered, ptx
 
 

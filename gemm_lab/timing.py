@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from tqdm.auto import tqdm
 
-from . import device, records, run, turns
+from . import device, liverun, records, run, turns
 from .catalog import Instance, KernelSpec, Params, Probe, Shape
 from .records import Measurement
 from .turns import Method, Timed
@@ -24,6 +24,7 @@ from .yardstick import BASELINE, cublas_math
 from .yardstick import kernel_name as cublas_kernel
 
 MIN_RUNS = 20  # launches a side times at least, whatever its turns
+RACE_S = 10.0  # what a race never recorded is counted as, in a page's plan
 
 
 class VerificationError(RuntimeError):
@@ -32,11 +33,23 @@ class VerificationError(RuntimeError):
 
 def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | None = None,
           *, runs: int = MIN_RUNS, method: Method | None = None) -> Measurement:
-    """Verify, then time one kernel instance and cuBLAS on one shape, in a race of `method` (default
-    `turns.SUSTAINED`; replay: the recorded result)."""
+    """Verify, then time one kernel instance and cuBLAS on one shape, in a race of `method` (default: `turns.SUSTAINED`,
+    or on a book page `turns.reader_method`; replay: the recorded result, as in a live page's work that it reads back,
+    `liverun`)."""
     inst, here = run.resolve(kernel, params, shape_of(size))
-    if not here:
-        return records.lookup(inst.spec.name, inst.params, *inst.shape)
+    method = method or default_method(inst.spec.name, inst.params, inst.shape)
+    label = f"{inst.describe()} at {'x'.join(map(str, inst.shape))}, {method.name}"
+    with liverun.work("races", label, race_seconds(inst.spec.name, inst.params, inst.shape, method),
+                      instances=compiled_for(inst)) as task:
+        if not (here and task.live):
+            return records.lookup(inst.spec.name, inst.params, *inst.shape)
+        if task.result is None:
+            task.result = verified_race(inst, runs, method)
+        return task.result
+
+
+def verified_race(inst: Instance, runs: int, method: Method) -> Measurement:
+    """`bench` live: check against float64 (no time for a kernel that fails), then race."""
     if runs < MIN_RUNS:
         raise ValueError(f"runs={runs}: a race times at least {MIN_RUNS} launches a side")
     spec, (m, n, k) = inst.spec, inst.shape
@@ -46,6 +59,29 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
         raise VerificationError(f"{inst.describe()} at M={m}, N={n}, K={k}: max relative error {err:.3g} exceeds "
                                 f"{run.tolerance(k, spec.precision):.3g}, so no time is reported")
     return raced(inst, err, runs=runs, method=method)
+
+
+def default_method(kernel: str, params: dict[str, int], shape: Shape) -> Method:
+    """The race a call without a method runs: SUSTAINED, but on a book page (`liverun.page`) the reader's (`turns.
+    reader_method`: sustained for the key shares, short for the rest), so that a page runs live in its budget."""
+    return turns.reader_method(kernel, params, shape) if liverun.SESSION.page else turns.SUSTAINED
+
+
+def compiled_for(inst: Instance) -> list[tuple[str, dict[str, int]]]:
+    """The instances a race of `inst` compiles: its own, and for the Ozaki scheme's default the products of the number
+    of moduli it chose where it was recorded (each call runs the instance of the number it chose)."""
+    out = [(inst.spec.name, inst.params)]
+    x = records.lookup_or_none(inst.spec.name, inst.params, *inst.shape) if inst.spec.name == "ozaki" else None
+    if x and x.details.get("moduli") and not inst.params["MODULI"]:
+        out.append((inst.spec.name, {**inst.params, "MODULI": x.details["moduli"]}))
+    return out
+
+
+def race_seconds(kernel: str, params: dict[str, int], shape: Shape, method: Method) -> float:
+    """About how long a race of `method` takes, from the record of the same race on the replay GPU (its launch times);
+    a race never recorded counts as RACE_S."""
+    x = records.lookup_or_none(kernel, params, *shape)
+    return method.for_precision(x.precision).seconds(x.time_ms, x.cublas_time_ms) if x else RACE_S
 
 
 def raced(inst: Instance, err: float, *, runs: int = MIN_RUNS, method: Method | None = None) -> Measurement:
@@ -75,18 +111,24 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MI
     pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded)."""
     m, n, k = shape_of(size)
     kernel = cublas_kernel(precision)
-    if not device.live():
-        return records.lookup(kernel, {}, m, n, k)
-    import cupy
+    method = method or default_method(kernel, {}, (m, n, k))
+    with liverun.work("races", f"{kernel} at {m}x{n}x{k}, {method.name}",
+                      race_seconds(kernel, {}, (m, n, k), method) / 2) as task:
+        if not task.live:
+            return records.lookup(kernel, {}, m, n, k)
+        if task.result is not None:
+            return task.result
+        import cupy
 
-    a, b = run.random_inputs(m, n, k, run.CHECK_SEED)  # the inputs `run.measure_error` gives every kernel
-    out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
-    with cublas_math(precision):
-        cupy.matmul(a, b, out=out)
-        err = run.max_rel_err(out, run.reference(a, b)[0])
-        method = (method or turns.SUSTAINED).for_precision(precision)
-        (alone,) = turns.race([cublas_launches(input_sets(m, n, k))], runs, method)
-    return measurement(None, precision, {}, (m, n, k), alone, alone, err, method)
+        a, b = run.random_inputs(m, n, k, run.CHECK_SEED)  # the inputs `run.measure_error` gives every kernel
+        out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
+        with cublas_math(precision):
+            cupy.matmul(a, b, out=out)
+            err = run.max_rel_err(out, run.reference(a, b)[0])
+            method = method.for_precision(precision)
+            (alone,) = turns.race([cublas_launches(input_sets(m, n, k))], runs, method)
+        task.result = measurement(None, precision, {}, (m, n, k), alone, alone, err, method)
+        return task.result
 
 
 def measurement(spec: KernelSpec | Probe | None, precision: str, params: dict[str, int], shape: Shape, mine: Timed,

@@ -27,7 +27,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from . import telemetry
+from . import catalog, telemetry
 from .records import Measurement
 
 Launches = Sequence[Callable[[], Any]]  # one side's prepared launches, cycled through (each on its own inputs)
@@ -86,6 +86,17 @@ class Method:
             return self
         return replace(self, settle_ms=min(self.settle_ms, FFMA_SETTLE_MS), turn_settle_ms=0.0)
 
+    def seconds(self, mine_ms: float, theirs_ms: float, runs: int = 20) -> float:
+        """About how long a race of two sides whose launches take `mine_ms` and `theirs_ms` lasts: warm-ups, lead-ins,
+        the rounds and the settles before each turn that follows the other side's (the extra rounds not counted)."""
+        total = 0.0
+        for ms in (mine_ms, theirs_ms):
+            per_turn = self.per_turn(ms, runs)
+            launches = 2 * WARMUP + self.lead_in(ms, per_turn) + self.rounds * per_turn \
+                + (self.rounds - 1) * self.turn_lead(ms)
+            total += launches * ms
+        return total / 1e3
+
     def holds(self, x: Measurement) -> bool:
         """Was `x` timed by this method as it times today: with at least its settles, and each turn under one pair of
         events (older records of the same name may lack either)?"""
@@ -97,6 +108,14 @@ SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0, turn_
 # None of the key shares is small work, so every side fills its 8 s (kernel 15 at 4096 takes about 10,000 a turn).
 LONG_TURNS = replace(SUSTAINED, turn_ms=1000.0, max_turn_launches=20 * MAX_TURN_LAUNCHES)
 SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
+
+
+def reader_method(kernel: str, params: dict[str, int], shape: tuple[int, int, int]) -> Method:
+    """The race a book page runs live: SUSTAINED for a key share at its defaults (the numbers the book leads with,
+    whose clock the power cap sets), SHORT for the rest, so that a page runs in its budget (`budget`)."""
+    key = any(kernel == k and tuple(shape) == (s,) * 3 for k, s in catalog.KEY_SHARES)
+    at_defaults = kernel not in catalog.KERNELS or params == catalog.get(kernel).full_params()
+    return SUSTAINED if key and at_defaults else SHORT
 
 
 @dataclass(frozen=True)
@@ -253,16 +272,7 @@ def _warm_up_ms(launches: Launches) -> float:
     return cupy.cuda.get_elapsed_time(start, end) / WARMUP
 
 
-def median_ms(launches: Launches, runs: int) -> float:
-    """Median milliseconds of `runs` launches (cycling through `launches`), each between its own pair of CUDA events,
-    after a warm-up."""
-    import cupy
-
-    _warm_up_ms(launches)
-    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
-    for i, (start, end) in enumerate(events):
-        start.record()
-        launches[i % len(launches)]()
-        end.record()
-    events[-1][1].synchronize()
-    return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
+def time_ms(launches: Launches, runs: int) -> float:
+    """Milliseconds per launch of one side alone, in a short race (turns under one pair of events each, the median of
+    the turns): how the core times a probe, a copy or a peak kernel."""
+    return race([launches], runs, SHORT)[0].ms

@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Mapping, Sequence
@@ -103,6 +104,27 @@ class Warmup:
                     self._on_progress(len(self.ready) + len(self.failed), self.total)
         except BrokenProcessPool:  # workers could not start (a notebook without spawn support): compile on demand
             return
+
+
+def compile_all(cases: Sequence[tuple[str, Mapping[str, int], str]], workers: int | None = None,
+                on_done: Callable[[float], None] = lambda seconds: None) -> threading.Thread:
+    """Compile (kernel, parameters, arch) instances of any kernels in background processes, in the order given: a
+    page's kernels, when it opens (`liverun.page`), so that its first races find them compiled; `on_done(seconds)`
+    once all are. Returns the thread that feeds the pool (it ends at once where worker processes cannot start)."""
+    def run() -> None:
+        started = time.perf_counter()
+        try:
+            with ProcessPoolExecutor(workers or max(1, min(len(cases), (os.cpu_count() or 2) - 1)),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                for future in [pool.submit(_compile, name, tuple(params.items()), arch) for name, params, arch in cases]:
+                    future.exception()  # an instance that fails compiles again, with its error, when a race loads it
+        except BrokenProcessPool:
+            return
+        on_done(time.perf_counter() - started)
+
+    thread = threading.Thread(target=run, name="gemm_lab page compiles", daemon=True)
+    thread.start()
+    return thread
 
 
 def _compile(kernel: str, key: Key, arch: str) -> None:

@@ -35,3 +35,11 @@ def pytest_xdist_auto_num_workers(config):
     """Workers for `-n auto` (pyproject's addopts): one per core, at most four, so that GPU tests on a large host
     do not crowd one GPU."""
     return min(os.cpu_count() or 1, 4)
+
+
+@pytest.fixture(autouse=True)
+def fresh_live_session(monkeypatch):
+    """Each test starts outside any book page, with nothing measured yet (`liverun.SESSION`)."""
+    from gemm_lab import liverun
+
+    monkeypatch.setattr(liverun, "SESSION", liverun.Session())

@@ -33,5 +33,5 @@ def test_chapter_executes(path, mode, monkeypatch):
     errors = [f"{o['ename']}: {o['evalue']}" for o in outputs if o.get("output_type") == "error"]
     assert not errors, errors
     text = " ".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
-    if "gl.banner()" in path.read_text():  # the first cell's banner: the page's "recorded on <GPU>, <date>" badge
+    if f'gl.banner("{path.stem}")' in path.read_text():  # the first cell's banner: the page's "recorded on <GPU>, <date>" badge
         assert re.search(r"recorded on [^,]+, \d{4}-\d{2}-\d{2}" if mode == "replay" else "Live: measuring on", text)

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 from tqdm.auto import tqdm
 
 from . import autotune
-from .. import catalog, device, records, timing, turns
+from .. import catalog, device, liverun, records, timing, turns
 from ..catalog import KernelSpec
 from ..records import Measurement
 
@@ -26,9 +26,19 @@ def sweep(kernel: str | KernelSpec, size: int | Sequence[int],
     spec = catalog.get(kernel)
     m, n, k = timing.shape_of(size)
     grid = autotune.prune(spec.name, choices)[0] if prune else catalog.legal_grid(spec, choices)
-    if not device.runs_here(spec):
-        recorded = {_key(x.params): x for x in records.measurements(spec.name) if (x.m, x.n, x.k) == (m, n, k)}
-        return [recorded[_key(p)] for p in grid if _key(p) in recorded]
+    seconds = sum(timing.race_seconds(spec.name, p, (m, n, k), turns.SHORT) for p in grid)
+    with liverun.work("sweeps", f"sweep {spec.name} {m}x{n}x{k} {choices}", seconds) as task:
+        if task.live and device.runs_here(spec):
+            task.result = task.result or _swept(spec, (m, n, k), grid, resume, save, progress)
+            return task.result
+    recorded = {_key(x.params): x for x in records.measurements(spec.name) if (x.m, x.n, x.k) == (m, n, k)}
+    return [recorded[_key(p)] for p in grid if _key(p) in recorded]
+
+
+def _swept(spec: KernelSpec, shape: tuple[int, int, int], grid: list[dict[str, int]], resume: bool, save: bool,
+           progress: bool) -> list[Measurement]:
+    """`sweep` live: what was not recorded today compiled in parallel first, then each instance in a short race."""
+    m, n, k = shape
     done = {}
     if resume:
         sha = spec.build_sha256()  # the .cu file and its headers

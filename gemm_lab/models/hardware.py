@@ -17,7 +17,7 @@ import sys
 import warnings
 from typing import Callable
 
-from .. import catalog, device, records
+from .. import catalog, device, liverun, records, turns
 from ..compiler import NVRTC_OPTIONS
 from ..catalog import KernelSpec, Params
 
@@ -62,6 +62,8 @@ def stalls(row: dict) -> dict[str, float]:
     """Warps stalled per issued instruction, by reason, from a recorded counter row."""
     return {r: row["metrics"][f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"] for r in STALL_REASONS}
 NCU_KEY = ("kernel", "params", "m", "n", "k")
+COUNTERS_S = 20.0  # about what one ncu run takes: a child process starts CUDA, compiles or loads, replays the launch
+CEILINGS_S = 3.0  # the copy and the tensor-core peaks of `ceilings`
 
 
 def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Params | None = None,
@@ -86,8 +88,17 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
         identity = {"kernel": name, "source": spec.source, "source_sha256": spec.source_sha256(),
                     "build_sha256": spec.build_sha256()}
         here = device.runs_here(spec)
-    if not here:
-        return _recorded_or_raise(name, p, (m, n, k))
+    with liverun.work("counters", f"ncu {name} {p} {m}x{n}x{k} {metrics}", COUNTERS_S) as task:
+        if not (here and task.live):
+            return _recorded_or_raise(name, p, (m, n, k))
+        task.result = task.result or _counted(name, p, (m, n, k), metrics, kernel_regex, identity, fallback)
+        return task.result
+
+
+def _counted(name: str, p: dict[str, int], size: tuple[int, int, int], metrics: tuple[str, ...], kernel_regex: str,
+             identity: dict[str, str], fallback: bool) -> dict:
+    """`counters` live: one launch under ncu, in a child process."""
+    m, n, k = size
     ncu = shutil.which("ncu")
     if ncu is None:
         return _recorded_or_raise(name, p, (m, n, k), "Nsight Compute's `ncu` is not on PATH", fallback)
@@ -143,18 +154,22 @@ def save_counters(rows: list[dict]) -> None:
 
 def ceilings() -> dict:
     """FP32 peak (from the device) and DRAM bandwidth (measured, read + write bytes of a copy)."""
-    if not device.live():
-        rows = records.read_kind("device")
-        if not rows:
-            raise LookupError(f"no recorded device ceilings for {device.replay_gpu()}")
-        return rows[0]
-    import cupy
+    with liverun.work("probes", "ceilings", CEILINGS_S) as task:
+        if task.live:
+            task.result = task.result or _measured_ceilings()
+            return task.result
+    rows = records.read_kind("device")
+    if not rows:
+        raise LookupError(f"no recorded device ceilings for {device.replay_gpu()}")
+    return rows[0]
 
-    from ..timing import median_ms
+
+def _measured_ceilings() -> dict:
+    import cupy
 
     src = cupy.ones(256 * 2**20, dtype=cupy.float32)  # 1 GiB, far beyond L2
     dst = cupy.empty_like(src)
-    ms = median_ms([functools.partial(cupy.copyto, dst, src)], 20)
+    ms = turns.time_ms([functools.partial(cupy.copyto, dst, src)], 20)
     gpu = device.gpu()
     return {
         "gpu": gpu.name, "recorded_at": records.utc_now(), "peak_gflops": gpu.peak_gflops, "sms": gpu.sms,
@@ -170,11 +185,9 @@ PEAK_ITERS = 2048
 def tensor_core_ceilings() -> dict[str, float]:
     """TF32 GFLOP/s of the tensor-core instructions alone (kernels/tensor_core_peak.cu, no memory traffic):
     `mma_sync_tf32_gflops` on compute capability 8.0 and newer, `wgmma_tf32_gflops` on 9.0 (sm_90a) only."""
-    from ..timing import median_ms
-
     out = {}
     for key, launch, flop in peak_launches(PEAK_ITERS):
-        out[key] = flop / (median_ms([launch], 10) * 1e-3) / 1e9
+        out[key] = flop / (turns.time_ms([launch], 10) * 1e-3) / 1e9
     return out
 
 

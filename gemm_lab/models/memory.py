@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .. import catalog, device, records
+from .. import catalog, device, liverun, records, turns
 from . import gpus, model
 from ..compiler import NVRTC_OPTIONS
 from ..records import MemoryRecord
@@ -30,6 +30,7 @@ COPY_RUNS = 10  # timed copy launches, after a warm-up
 COPY_THREADS = 256  # per block; enough blocks to fill every SM
 LEVEL_NAMES = {"shared": "shared memory", "L1": "L1", "L2": "L2", "DRAM": "DRAM"}
 MISSING = "(not yet recorded)"
+PROBES_S = 10.0  # about what `measure` takes on an H100 or H200
 
 
 def working_sets(l2_bytes: int) -> dict[str, int]:
@@ -48,8 +49,10 @@ def sweep_sizes(l2_bytes: int) -> list[int]:
 def hierarchy(gpu: str | None = None) -> MemoryRecord:
     """The memory hierarchy of `gpu` (default: the reader's): measured now when that is the live GPU, else the
     record, or a LookupError that says how to record one."""
-    if device.live() and gpu in (None, device.gpu().name):
-        return _measured()
+    with liverun.work("probes", "memory probes", PROBES_S) as task:
+        if task.live and gpu in (None, device.gpu().name):
+            task.result = task.result or _measured()
+            return task.result
     found = recorded(gpu)
     if found is None:
         name = gpu or device.replay_gpu()
@@ -169,14 +172,12 @@ def _copy_gbs(kernel: Any, nbytes: int, sms: int, threads_per_sm: int) -> float:
     import cupy
     import numpy as np
 
-    from ..timing import median_ms
-
     a = cupy.ones(nbytes // 2 // 4, dtype=cupy.float32)
     b = cupy.zeros_like(a)
     reps = max(1, COPY_BYTES // nbytes)
     blocks = sms * max(1, threads_per_sm // COPY_THREADS)
     launch = functools.partial(kernel, (blocks,), (COPY_THREADS,), (a, b, np.int64(a.size // 4), np.int32(reps)))
-    return reps * nbytes / (median_ms([launch], COPY_RUNS) * 1e-3) / 1e9
+    return reps * nbytes / (turns.time_ms([launch], COPY_RUNS) * 1e-3) / 1e9
 
 
 def launches(iters: int, blocks_per_sm: int) -> list[tuple[str, Any]]:

@@ -446,14 +446,16 @@ def gpus_table(gpus: Sequence[str]) -> Table:
                  tuple(rows), "DRAM copy: bandwidth measured by a device-to-device copy", wrap=(0,))
 
 
-def banner() -> Banner:
-    """Live: the GPU measuring now. Replay: why, whose records and their dates, and how to measure instead."""
-    from .. import records
+def banner(page: str = "") -> Banner:
+    """Live: the GPU measuring now and, for a book page, what it measures now, what it reads back from the records and
+    about how long it takes (`liverun.page`). Replay: why, whose records and their dates, and how to measure instead."""
+    from .. import liverun, records
 
+    plan = liverun.page(page) if page else ""
     if device.live():
         gpu = device.gpu()
         return Banner(f"Live: measuring on {gpu.name} ({gpu.sms} SMs, FP32 peak {gpu.peak_gflops / 1e3:.1f} "
-                      f"TFLOP/s at {gpu.clock_mhz:.0f} MHz). Every number below is measured now.")
+                      f"TFLOP/s at {gpu.clock_mhz:.0f} MHz). " + (plan or "Every number below is measured now."))
     mine, shown = device.reader_gpu(), device.replay_gpu()
     dates = sorted({x.date for x in records.measurements()})
     when = f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""

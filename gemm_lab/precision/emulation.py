@@ -11,12 +11,11 @@ the matching row of B a million times smaller: the shape of LLM activations). Ro
 from __future__ import annotations
 
 import json
-import statistics
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .. import catalog, device, records, run, timing, turns, yardstick
+from .. import catalog, device, liverun, records, run, timing, turns, yardstick
 from . import int8, ozaki
 
 ACCURACY = "accuracy"  # records/<gpu>/accuracy.json
@@ -31,6 +30,7 @@ ERROR_VS_K = tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))
 PHIS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0)
 PHI_SHAPE = (4096, 4096, 4096)
 HEADLINE_SHAPE = (8192, 8192, 8192)  # standard normal inputs, where the scheme must be at least as accurate as SGEMM
+STAGES_S = 5.0  # about how long `stage_ms` takes live
 STAGE_SIZES = (2048, 4096, 8192)
 SEED = 5
 
@@ -152,15 +152,23 @@ def errors(shape: tuple[int, int, int], phi: float | None, gpu: str | None = Non
 
 
 def stage_ms(size: int, params: dict[str, int] | None = None, runs: int = 20) -> dict[str, float]:
-    """Milliseconds of each stage of the Ozaki pipeline (`ozaki.STAGES`) at M = N = K = size, each the median of
-    `runs` launches timed alone with CUDA events (live), or as recorded."""
+    """Milliseconds of each stage of the Ozaki pipeline (`ozaki.STAGES`) at M = N = K = size, each timed alone in a
+    short race (live, where the reader asked for sweeps: `liverun`), or as recorded."""
     inst = catalog.instance("ozaki", params, (size, size, size))
-    if not device.runs_here(inst.spec):
-        rows = [r for r in records.read_kind(STAGES) if r["params"] == inst.params and r["m"] == size]
-        if not rows:
-            raise LookupError(f"no recorded stage times of {inst.describe()} at {size} on {device.replay_gpu()}")
-        return rows[0]["stages_ms"]
+    with liverun.work("sweeps", f"Ozaki stages of {inst.describe()} at {size}", STAGES_S) as task:
+        if task.live and device.runs_here(inst.spec):
+            task.result = task.result or _stage_ms(inst, runs)
+            return task.result
+    rows = [r for r in records.read_kind(STAGES) if r["params"] == inst.params and r["m"] == size]
+    if not rows:
+        raise LookupError(f"no recorded stage times of {inst.describe()} at {size} on {device.replay_gpu()}")
+    return rows[0]["stages_ms"]
+
+
+def _stage_ms(inst: catalog.Instance, runs: int) -> dict[str, float]:
     import cupy
+
+    size = inst.shape[0]
 
     a, b = run.random_inputs(size, size, size, run.CHECK_SEED)
     c = cupy.empty((size, size), cupy.float32)
@@ -168,16 +176,7 @@ def stage_ms(size: int, params: dict[str, int] | None = None, runs: int = 20) ->
     for _ in range(turns.WARMUP):  # the estimate's choice, kept by the later stages
         for _, part in parts:
             part()
-    out = {}
-    for name, part in parts:
-        events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(runs)]
-        for start, end in events:
-            start.record()
-            part()
-            end.record()
-        events[-1][1].synchronize()
-        out[name] = statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in events)
-    return out
+    return {name: turns.time_ms([part], runs) for name, part in parts}
 
 
 def record_stages(params: dict[str, int] | None = None) -> None:
@@ -194,7 +193,7 @@ def record_stages(params: dict[str, int] | None = None) -> None:
 def stage_source(params: dict[str, int] | None = None) -> str:
     """Where `stage_ms`'s numbers come from, for a chart's stamp: measured live, or recorded on which GPU and when."""
     inst = catalog.instance("ozaki", params, (STAGE_SIZES[0],) * 3)
-    if device.runs_here(inst.spec):
+    if liverun.measures("sweeps") and device.runs_here(inst.spec):
         return f"measured live on {device.gpu().name}"
     rows = [r for r in records.read_kind(STAGES) if r["params"] == inst.params]
     if not rows:
