@@ -128,6 +128,10 @@ class Measurement:
 LATENCY = "widget_latency"  # records/<gpu>/widget_latency.json: seconds per live tile-explorer move
 LATENCY_REQUIRED = {"kernel": str, "open_s": float, "cold_s": list, "warm_s": list, "recorded_at": str}
 RETIME = "retime"  # records/<gpu>/retime.json: benchmarks/retime.py's blocks, beside the key shares' races
+LIVE = "live"  # records/<gpu>/live.json: benchmarks/live.py's cold and warm runs of each page of the book
+LIVE_REQUIRED = {"page": str, "source_sha256": str, "gpu": str, "recorded_at": str, "versions": dict, "cold_s": float,
+                 "warm_s": float, "startup_s": float, "cold_slowest": list, "warm_slowest": list, "errors": list}
+LIVE_FROM_LEDGER = {"compile_s": float, "work": list}  # where the package left its ledger of the cold run
 
 SANITIZER = "sanitizer"  # records/<gpu>/sanitizer.json
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -419,13 +423,33 @@ def latencies(gpu: str | None = None) -> list[dict[str, Any]]:
 
 def _latency_problems(path: Path, row: dict[str, Any], raise_: bool = False) -> list[str]:
     """A latency row needs its kernel, the seconds to open and lists of seconds per cold and warm move."""
-    problems = [f"{path}: field {k!r} must be {t.__name__}: {_short(row)}" for k, t in LATENCY_REQUIRED.items()
-                if not isinstance(row.get(k), (int, float) if t is float else t) or isinstance(row.get(k), bool)]
+    problems = _type_problems(path, row, LATENCY_REQUIRED)
     problems += [f"{path}: field {k!r} must list seconds: {_short(row)}" for k in ("cold_s", "warm_s")
                  if isinstance(row.get(k), list) and not all(isinstance(x, (int, float)) for x in row[k])]
     if problems and raise_:
         raise RecordError(problems[0])
     return problems
+
+
+def _live_problems(path: Path, row: dict[str, Any]) -> list[str]:
+    """A live row needs its page, seconds cold, warm and to start, the slowest cells of each run as {cell, source,
+    seconds}, and its errors as text; compile seconds and work, where it has them, are a number and a list."""
+    problems = _type_problems(path, row, LIVE_REQUIRED) + _type_problems(path, row, LIVE_FROM_LEDGER, optional=True)
+    slow = {"cell": int, "source": str, "seconds": float}
+    problems += [f"{path}: field {k!r} must list {{cell, source, seconds}}: {_short(row)}"
+                 for k in ("cold_slowest", "warm_slowest") if isinstance(row.get(k), list)
+                 and not all(isinstance(x, dict) and not _type_problems(path, x, slow) for x in row[k])]
+    if isinstance(row.get("errors"), list) and not all(isinstance(x, str) for x in row["errors"]):
+        problems.append(f"{path}: field 'errors' must list text: {_short(row)}")
+    return problems
+
+
+def _type_problems(path: Path, row: dict[str, Any], types: dict[str, type], optional: bool = False) -> list[str]:
+    """Each field of `types` that the row holds in another JSON type (a float may be an int, never a bool), or lacks
+    unless `optional`."""
+    return [f"{path}: field {k!r} must be {t.__name__}: {_short(row)}" for k, t in types.items()
+            if (k in row or not optional)
+            and (not isinstance(row.get(k), (int, float) if t is float else t) or isinstance(row.get(k), bool))]
 
 
 def save_sanitizer(runs: Iterable[SanitizerRun]) -> None:
@@ -460,6 +484,8 @@ def check(root: Path | None = None) -> list[str]:
             continue
         if path.stem == LATENCY:
             problems += [p for r in rows for p in _latency_problems(path, r)]
+        if path.stem == LIVE:
+            problems += [p for r in rows for p in _live_problems(path, r)]
         problems += _sanitizer_problems(path, runs) if path.stem == SANITIZER else _stale(path, rows)
     return problems
 
