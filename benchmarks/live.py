@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gemm_lab import compiler, device, folders, records
+from gemm_lab import compiler, device, folders, liverun, records
 from gemm_lab.catalog import ROOT
 
 KEY = ("page",)  # one row per page in records/<gpu>/live.json (`records.LIVE`)
-COLD_BUDGET_S, WARM_BUDGET_S = 90.0, 45.0
+COLD_BUDGET_S, WARM_BUDGET_S = liverun.BUDGET_S, liverun.WARM_BUDGET_S
 SLOWEST = 3  # cells named per run
-LEDGER_ENV = "GEMM_LAB_LEDGER"  # where the package keeps a run's summary, when set
+LEDGER_ENV = liverun.LEDGER_ENV
 
 
 @dataclass
