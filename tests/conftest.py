@@ -31,6 +31,15 @@ def replay(monkeypatch):
     device.live.cache_clear()
 
 
+def pytest_addoption(parser, pluginmanager):
+    """Without pytest-xdist (not installed, or `-p no:xdist`), accept pyproject's `-n auto` and run in this process,
+    so that a plain `python -m pytest` still collects and runs everything."""
+    if not pluginmanager.has_plugin("xdist"):  # pytest reserves lowercase short options: `_addoption`, as xdist does
+        parser.getgroup("xdist")._addoption("-n", "--numprocesses", dest="numprocesses", metavar="N",
+                                            help="ignored: pytest-xdist is not active, the tests run serially")
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown, and so not called, without it
 def pytest_xdist_auto_num_workers(config):
     """Workers for `-n auto` (pyproject's addopts): one per core, at most four, so that GPU tests on a large host
     do not crowd one GPU."""

@@ -37,7 +37,9 @@ def test_every_stall_reason_the_book_charts_is_defined():
 
 def test_every_term_link_of_the_book_is_defined():
     terms = {t.lower() for t in entries()}
-    for page in (ROOT / "book").glob("*.md"):
-        for label in re.findall(r"\{term\}`([^`]+)`", page.read_text()):
-            target = re.search(r"<([^>]+)>$", label)
-            assert (target[1] if target else label).lower() in terms, (page.name, label)
+    links = [(page.name, label) for page in (ROOT / "book").glob("*.md")
+             for label in re.findall(r"\{term\}`([^`]+)`", page.read_text())]
+    assert links, "no {term} link found in book/*.md: has the role's spelling changed?"
+    for page, label in links:
+        target = re.search(r"<([^>]+)>$", label)
+        assert (target[1] if target else label).lower() in terms, (page, label)

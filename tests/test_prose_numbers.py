@@ -3,8 +3,7 @@ typed, apart from a short allow-list of published figures and hardware constants
 
 Main-flow prose is what `../shared/tools/prose-stats` counts: front matter, code, tables, folded directives (dropdown,
 toggle, lab notes, margin, solution) and roles such as {glue:text} are not prose. The claims page, which quotes
-published numbers as data, is exempt. Chapters still to be rewritten under issue 32 are in PENDING: a rewrite removes
-its chapter (the test then runs strictly for it, and an XPASS fails until it is removed).
+published numbers as data, is exempt.
 """
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ ALLOWED = {
 }
 MAX_TYPED = 5
 EXEMPT = {"claims"}  # quotes published numbers as data
-PENDING: set[str] = set()  # chapters still being rewritten to the rule (xfail strict); none are left
 MEASURED = re.compile(r"(?<![\w.{`])\d[\d,]*(?:\.\d+)?\s?(?:%|TFLOP/s|GFLOP/s|TFLOPS|GFLOPS|MHz|GB/s|TB/s|W\b|ns\b)")
 ROLE = re.compile(r"\{[a-z:-]+\}`[^`]*`")
 FOLDED = re.compile(r"dropdown|toggle|lab.?notes|margin|solution", re.I)
@@ -74,12 +72,7 @@ def typed_numbers(text: str) -> list[str]:
     return [" ".join(m.split()) for m in MEASURED.findall(flow)]
 
 
-def _pending(pages: list[Path]) -> list:
-    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="rewritten under issue 32"))
-            if p.stem in PENDING else p for p in pages]
-
-
-@pytest.mark.parametrize("md", _pending(PAGES), ids=[p.stem for p in PAGES])
+@pytest.mark.parametrize("md", PAGES, ids=[p.stem for p in PAGES])
 def test_prose_types_no_measured_number(md):
     typed = typed_numbers(md.read_text())
     unknown = [t for t in typed if t not in ALLOWED]
@@ -88,8 +81,9 @@ def test_prose_types_no_measured_number(md):
     assert len(typed) <= MAX_TYPED, f"{md.name} types {len(typed)} numbers (at most {MAX_TYPED}): {typed}"
 
 
-def test_pending_chapters_exist():
-    assert PENDING <= {p.stem for p in PAGES}, "a PENDING chapter left the book: remove it from PENDING"
+def test_exempt_pages_are_in_the_book():
+    """An exempt page that left the book (or was renamed) would exempt nothing, and its successor nobody checks."""
+    assert EXEMPT <= {p.stem for p in toc_pages()}, f"EXEMPT names a page not in _toc.yml: {EXEMPT}"
 
 
 def test_the_measure_sees_what_prose_stats_sees():
