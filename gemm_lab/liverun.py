@@ -77,12 +77,15 @@ SESSION = Session(asked=set(filter(None, os.environ.get(MEASURE_ENV, "").split("
 
 
 def measures(kind: str) -> bool:
-    """Live, and this kind of work is measured now: by default the races of a page's main text and the probes; the
-    rest (and anything in the lab notes) when the reader asked for it (`measure`)."""
+    """Live, and this kind of work is measured now. On a book page (`page`), by default the races of its main text and
+    the probes, the rest (and anything in the lab notes) when the reader asked for it (`measure`); elsewhere (your
+    own notebook, `gemm-lab`) everything."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind of work {kind!r}: one of {', '.join(KINDS)}")
     if not device.live():
         return False
+    if not SESSION.page:
+        return True
     asked = SESSION.asked
     if "all" in asked or kind in asked:
         return True

@@ -23,7 +23,6 @@ from .turns import Method, Timed
 from .yardstick import BASELINE, cublas_math
 from .yardstick import kernel_name as cublas_kernel
 
-MIN_RUNS = 20  # launches a side times at least, whatever its turns
 RACE_S = 10.0  # what a race never recorded is counted as, in a page's plan
 
 
@@ -32,14 +31,14 @@ class VerificationError(RuntimeError):
 
 
 def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | None = None,
-          *, runs: int = MIN_RUNS, method: Method | None = None) -> Measurement:
+          *, runs: int = 0, method: Method | None = None, kind: str = "races") -> Measurement:
     """Verify, then time one kernel instance and cuBLAS on one shape, in a race of `method` (default: `turns.SUSTAINED`,
     or on a book page `turns.reader_method`; replay: the recorded result, as in a live page's work that it reads back,
-    `liverun`)."""
+    `liverun`; `kind`: what kind of a page's work it is, "sweeps" for one case of a grid)."""
     inst, here = run.resolve(kernel, params, shape_of(size))
     method = method or default_method(inst.spec.name, inst.params, inst.shape)
     label = f"{inst.describe()} at {'x'.join(map(str, inst.shape))}, {method.name}"
-    with liverun.work("races", label, race_seconds(inst.spec.name, inst.params, inst.shape, method),
+    with liverun.work(kind, label, race_seconds(inst.spec.name, inst.params, inst.shape, method),
                       instances=compiled_for(inst)) as task:
         if not (here and task.live):
             return records.lookup(inst.spec.name, inst.params, *inst.shape)
@@ -49,9 +48,10 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
 
 
 def verified_race(inst: Instance, runs: int, method: Method) -> Measurement:
-    """`bench` live: check against float64 (no time for a kernel that fails), then race."""
-    if runs < MIN_RUNS:
-        raise ValueError(f"runs={runs}: a race times at least {MIN_RUNS} launches a side")
+    """`bench` live: check against float64 (no time for a kernel that fails), then race (`runs` 0: the method's own
+    least, `Method.min_runs`)."""
+    if runs and runs < method.min_runs:
+        raise ValueError(f"runs={runs}: a {method.name} race times at least {method.min_runs} launches a side")
     spec, (m, n, k) = inst.spec, inst.shape
     with run.faults(spec, inst.params, inst.shape):
         err = run.measure_error(inst)
@@ -84,7 +84,7 @@ def race_seconds(kernel: str, params: dict[str, int], shape: Shape, method: Meth
     return method.for_precision(x.precision).seconds(x.time_ms, x.cublas_time_ms) if x else RACE_S
 
 
-def raced(inst: Instance, err: float, *, runs: int = MIN_RUNS, method: Method | None = None) -> Measurement:
+def raced(inst: Instance, err: float, *, runs: int = 0, method: Method | None = None) -> Measurement:
     """Race an instance that passed its check (max relative error `err`) against cuBLAS on its shape: `bench` after
     its own check, or a reader's kernel after the exercise's (`exercises.submit`, which checks other layouts)."""
     spec = inst.spec
@@ -105,7 +105,7 @@ def sides(inst: Instance) -> tuple[list[run.Launch], list[Callable[[], Any]]]:
     return [run.launcher(inst, a, b, out=c) for a, b, c in sets], cublas_launches(sets)
 
 
-def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = MIN_RUNS,
+def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = 0,
            method: Method | None = None) -> Measurement:
     """cuBLAS alone in `precision`'s math ("fp32": SGEMM; "tf32": TF32 tensor cores), as a measurement of its
     pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded)."""
@@ -181,18 +181,20 @@ def cublas_launches(sets: list[tuple[Any, Any, Any]]) -> list[Callable[[], Any]]
 
 def bench_all(cases: Iterable[tuple[str, Params | None, int | Sequence[int]]], *,
               desc: str = "benchmarks", progress: bool = True, save: bool = False,
-              method: Method | None = None) -> list[Measurement]:
+              method: Method | None = None, kind: str = "races") -> list[Measurement]:
     """Run a declared list of (kernel, params, size) cases with a progress bar.
 
     Live, every case is measured (and saved as soon as it is, with `save`); in replay, every case
-    is looked up in the records.
+    is looked up in the records. On a book page, `kind="sweeps"` marks a grid the page reads back from the records
+    unless the reader asks for sweeps (`liverun`).
     """
     cases = list(cases)
     out = []
-    bar = tqdm(cases, desc=f"{desc} ({device.mode()})", disable=not progress or not device.live(), leave=False)
+    quiet = not progress or not device.live() or liverun.SESSION.bar is not None  # a page shows one bar of its own
+    bar = tqdm(cases, desc=f"{desc} ({device.mode()})", disable=quiet, leave=False)
     for name, params, size in bar:
         bar.set_postfix_str(f"{name} {shape_of(size)}")
-        out.append(bench(name, size, params, method=method))
+        out.append(bench(name, size, params, method=method, kind=kind))
         if save:
             records.save(out[-1:])
     return out

@@ -33,6 +33,8 @@ from .records import Measurement
 Launches = Sequence[Callable[[], Any]]  # one side's prepared launches, cycled through (each on its own inputs)
 
 WARMUP = 3  # launches that compile, load and create handles, then as many timed to size the lead-in
+MIN_RUNS = 20  # launches a side times at least in a race whose numbers a page quotes
+SLOW_MS = 50.0  # a launch this long is warmed up and sized by one launch, not WARMUP
 MAX_TURN_LAUNCHES = 1000  # a turn of small work stops here (1024^3 FFMA: about 60 ms)
 MAX_SETTLE_LAUNCHES = 4000
 # Turns are sized 10 % long: launches can run faster in the rounds than at the end of the lead-in that sized them;
@@ -54,6 +56,7 @@ class Method:
     turn_ms: float
     turn_settle_ms: float = 0.0
     max_turn_launches: int = MAX_TURN_LAUNCHES
+    min_runs: int = MIN_RUNS  # launches a side times at least, over all its rounds
 
     @property
     def side_ms(self) -> float:
@@ -86,14 +89,14 @@ class Method:
             return self
         return replace(self, settle_ms=min(self.settle_ms, FFMA_SETTLE_MS), turn_settle_ms=0.0)
 
-    def seconds(self, mine_ms: float, theirs_ms: float, runs: int = 20) -> float:
+    def seconds(self, mine_ms: float, theirs_ms: float, runs: int = 0) -> float:
         """About how long a race of two sides whose launches take `mine_ms` and `theirs_ms` lasts: warm-ups, lead-ins,
         the rounds and the settles before each turn that follows the other side's (the extra rounds not counted)."""
         total = 0.0
         for ms in (mine_ms, theirs_ms):
-            per_turn = self.per_turn(ms, runs)
-            launches = 2 * WARMUP + self.lead_in(ms, per_turn) + self.rounds * per_turn \
-                + (self.rounds - 1) * self.turn_lead(ms)
+            per_turn = self.per_turn(ms, runs or self.min_runs)
+            warm = 2 if ms >= SLOW_MS else 2 * WARMUP
+            launches = warm + self.lead_in(ms, per_turn) + self.rounds * per_turn + (self.rounds - 1) * self.turn_lead(ms)
             total += launches * ms
         return total / 1e3
 
@@ -107,15 +110,18 @@ class Method:
 SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0, turn_settle_ms=250.0)
 # None of the key shares is small work, so every side fills its 8 s (kernel 15 at 4096 takes about 10,000 a turn).
 LONG_TURNS = replace(SUSTAINED, turn_ms=1000.0, max_turn_launches=20 * MAX_TURN_LAUNCHES)
-SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0)
+SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0, min_runs=4)
+# A book page's live race of a key share (`reader_method`): settled as SUSTAINED, in half its rounds, so that a page
+# that quotes several key shares still runs in its budget; the records hold the full race.
+BRIEF = replace(SUSTAINED, name="sustained, 4 rounds", rounds=4)
 
 
 def reader_method(kernel: str, params: dict[str, int], shape: tuple[int, int, int]) -> Method:
-    """The race a book page runs live: SUSTAINED for a key share at its defaults (the numbers the book leads with,
-    whose clock the power cap sets), SHORT for the rest, so that a page runs in its budget (`budget`)."""
+    """The race a book page runs live: BRIEF (settled, sustained) for a key share at its defaults (the numbers the book
+    leads with, whose clock the power cap sets), SHORT for the rest, so that a page runs in its budget (`liverun`)."""
     key = any(kernel == k and tuple(shape) == (s,) * 3 for k, s in catalog.KEY_SHARES)
     at_defaults = kernel not in catalog.KERNELS or params == catalog.get(kernel).full_params()
-    return SUSTAINED if key and at_defaults else SHORT
+    return BRIEF if key and at_defaults else SHORT
 
 
 @dataclass(frozen=True)
@@ -146,12 +152,13 @@ class Turn:
         return cupy.cuda.get_elapsed_time(self.start, self.end)
 
 
-def race(sides: Sequence[Launches], runs: int, method: Method | None = None) -> list[Timed]:
+def race(sides: Sequence[Launches], runs: int = 0, method: Method | None = None) -> list[Timed]:
     """Time each side's launches (one side, or a kernel and cuBLAS) in `method.rounds` mirrored rounds (A B, B A, ...),
     each turn at least `runs` / rounds launches and method.turn_ms of GPU time (`Method.per_turn`), after an untimed
     lead-in of each (B A) that brings the GPU to its loaded clock and temperature. Where a side whose turns are not
     capped has less than `Method.side_ms` timed after the rounds, mirrored pairs of rounds follow until it has."""
     method = method or SUSTAINED
+    runs = runs or method.min_runs
     each_ms = [_warm_up_ms(launches) for launches in sides]
     seen = telemetry.Telemetry().start()
     leads: list[Turn] = []
@@ -258,18 +265,25 @@ def _lead_in(side: int, launches: Launches, count: int) -> Turn:
 
 
 def _warm_up_ms(launches: Launches) -> float:
-    """Run WARMUP launches (compiling, loading, creating handles), then WARMUP more timed: the milliseconds each of
-    those took (the first ones' compiling would make a turn too short)."""
+    """Warm up (compiling, loading, creating handles) and say how long one launch takes, to size the lead-in: the first
+    launch, timed; where it took SLOW_MS or more, one more launch is enough, else WARMUP - 1 more untimed and WARMUP
+    timed (the first ones' compiling would make a turn too short)."""
     import cupy
 
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    for _ in range(2):
+
+    def timed(first: int, count: int) -> float:
         start.record()
-        for i in range(WARMUP):
+        for i in range(first, first + count):
             launches[i % len(launches)]()
         end.record()
         end.synchronize()
-    return cupy.cuda.get_elapsed_time(start, end) / WARMUP
+        return cupy.cuda.get_elapsed_time(start, end) / count
+
+    if timed(0, 1) >= SLOW_MS:
+        return timed(1, 1)
+    _run(launches[1:] + launches[:1], WARMUP - 1)
+    return timed(WARMUP, WARMUP)
 
 
 def time_ms(launches: Launches, runs: int) -> float:

@@ -141,13 +141,13 @@ def test_a_measurement_carries_the_telemetry_read_while_its_launches_ran(log, mo
     monkeypatch.setattr(run, "launcher", launching(log))
     x = timing.bench("naive", 16)
     phases = 2 * ROUNDS  # the kernel's turns and cuBLAS's, each a phase of the telemetry
-    per_turn = timing.MIN_RUNS // ROUNDS  # each turn's events span 0.5 ms in the stand-in, over its launches
+    per_turn = turns.MIN_RUNS // ROUNDS  # each turn's events span 0.5 ms in the stand-in, over its launches
     assert x.telemetry == x.cublas_telemetry == dict(TELEMETRY, samples=phases, timed_ms=ROUNDS * 0.5)
     assert x.time_ms == 0.5 / per_turn and x.gflops > 0
     last_launch = max(i for i, what in enumerate(log) if what.startswith(("kernel", "cublas")))
     assert last_launch < log.index("telemetry") < log.index("sync", last_launch)  # while the launches are queued
     # the verification, warm-up, untimed turn, then the timed turns:
-    assert log.count("kernel") == 1 + 2 * turns.WARMUP + per_turn + timing.MIN_RUNS and x.runs == timing.MIN_RUNS
+    assert log.count("kernel") == 1 + 2 * turns.WARMUP + per_turn + turns.MIN_RUNS and x.runs == turns.MIN_RUNS
     assert x.rounds_pct == [100.0] * ROUNDS
 
     log.clear()
@@ -164,9 +164,9 @@ def test_kernel_and_cublas_take_turns_in_mirrored_order(log, monkeypatch):
     monkeypatch.setattr(run, "launcher", launching(log))
     timing.bench("naive", 16)
     launches = [what for what in log if what in ("kernel", "cublas")][1 + 4 * turns.WARMUP:]
-    per_turn = timing.MIN_RUNS // ROUNDS
+    per_turn = turns.MIN_RUNS // ROUNDS
     sides = [launches[i] for i in range(0, len(launches), per_turn)]
-    assert len(launches) == 2 * (timing.MIN_RUNS + per_turn) and all(set(launches[i:i + per_turn]) == {sides[i // per_turn]}
+    assert len(launches) == 2 * (turns.MIN_RUNS + per_turn) and all(set(launches[i:i + per_turn]) == {sides[i // per_turn]}
                                                          for i in range(0, len(launches), per_turn))
     assert sides == ["cublas", "kernel"] + ["kernel", "cublas", "cublas", "kernel"] * (ROUNDS // 2)
 
@@ -175,7 +175,7 @@ def test_the_record_keeps_each_rounds_share_of_cublas(log, monkeypatch):
     """Kernel launches of 1.0 ms against cuBLAS's 0.9, 1.1, 1.0, 1.2 ms in its four turns: 90, 110, 100, 120 % per
     round; each side's time is the median of its turns' time per launch."""
     monkeypatch.setattr(run, "launcher", launching(log))
-    before = 2 * turns.WARMUP + timing.MIN_RUNS // ROUNDS  # cuBLAS's warm-up and lead-in, at 1.0 ms
+    before = 2 * turns.WARMUP + turns.MIN_RUNS // ROUNDS  # cuBLAS's warm-up and lead-in, at 1.0 ms
     clocked(log, monkeypatch, {"kernel": lambda n: 1.0,
                                "cublas": lambda n: 1.0 if n < before else (0.9, 1.1, 1.0, 1.2)[(n - before) // 5]})
     x = timing.bench("naive", 16)
@@ -188,7 +188,7 @@ def test_a_turn_is_timed_by_one_pair_of_events_around_its_launches(log, monkeypa
     H100). The lead-in's last quarter runs under one pair too (it sizes the turns)."""
     monkeypatch.setattr(run, "launcher", launching(log))
     timing.bench("naive", 16)
-    per_turn = timing.MIN_RUNS // ROUNDS
+    per_turn = turns.MIN_RUNS // ROUNDS
     order = ["kernel", "cublas", "cublas", "kernel"] * (ROUNDS // 2)
     timed = [w for w in log if w in ("record", "kernel", "cublas")][-len(order) * (per_turn + 2):]
     assert timed == [w for who in order for w in ["record", *[who] * per_turn, "record"]]
@@ -237,14 +237,14 @@ def test_a_sustained_race_settles_then_takes_turns_of_at_least_turn_ms(log, monk
     monkeypatch.setattr(turns, "FFMA_SETTLE_MS", 10.0)
     method = turns.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5)
     x = timing.bench("naive", 16, method=method)
-    assert (method.per_turn(0.25, timing.MIN_RUNS), method.lead_in(0.25, 10)) == (10, 40)
+    assert (method.per_turn(0.25, turns.MIN_RUNS), method.lead_in(0.25, 10)) == (10, 40)
     assert x.runs == 40 and log.count("kernel") == 1 + 2 * turns.WARMUP + 40 + 40  # + the lead-in
     assert log.count("cublas") == 2 * turns.WARMUP + 40 + 40 and x.method == "sustained"
     assert x.telemetry["timed_ms"] == x.cublas_telemetry["timed_ms"] == method.side_ms == 4 * 2.5
     monkeypatch.setattr(turns, "FFMA_SETTLE_MS", 1.0)  # FP32 races settle for FFMA_SETTLE_MS at most
     assert method.for_precision("fp32").lead_in(0.25, 10) == 10 and method.for_precision("tf32") == method
     short = turns.Method("short", settle_ms=0.0, rounds=4, turn_ms=0.1)  # never fewer than MIN_RUNS
-    assert timing.bench("naive", 16, method=short).runs == timing.MIN_RUNS
+    assert timing.bench("naive", 16, method=short).runs == turns.MIN_RUNS
 
 
 def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log, monkeypatch):
@@ -288,7 +288,7 @@ def test_a_turn_that_follows_the_other_sides_first_settles_untimed(log, monkeypa
     monkeypatch.setattr(turns, "TURN_HEADROOM", 1.0)
     method = turns.Method("sustained", settle_ms=10.0, rounds=4, turn_ms=2.5, turn_settle_ms=1.0)
     a, b = [lambda: log.append("a")], [lambda: log.append("b")]
-    mine, theirs = turns.race([a, b], timing.MIN_RUNS, method)
+    mine, theirs = turns.race([a, b], turns.MIN_RUNS, method)
     assert method.turn_lead(0.25) == 4 and mine.runs == theirs.runs == 4 * 10
     assert log.count("a") == log.count("b") == 2 * turns.WARMUP + 40 + 4 * 10 + 2 * 4
     assert method.for_precision("fp32").turn_settle_ms == 0 and method.for_precision("ozaki") == method
@@ -355,9 +355,9 @@ def test_turns_are_sized_from_the_lead_ins_last_quarter(log, monkeypatch):
 
 
 def test_turns_of_small_work_stop_at_max_turn_launches():
-    assert turns.SUSTAINED.per_turn(1e-4, timing.MIN_RUNS) == turns.MAX_TURN_LAUNCHES
+    assert turns.SUSTAINED.per_turn(1e-4, turns.MIN_RUNS) == turns.MAX_TURN_LAUNCHES
     assert turns.SUSTAINED.lead_in(1e-4, 10) == turns.MAX_SETTLE_LAUNCHES
-    assert turns.SUSTAINED.per_turn(25.0, timing.MIN_RUNS) == 11  # 8 rounds of 250 ms sized 10 % long: 2.2 s a side
+    assert turns.SUSTAINED.per_turn(25.0, turns.MIN_RUNS) == 11  # 8 rounds of 250 ms sized 10 % long: 2.2 s a side
     assert turns.SUSTAINED.rounds * turns.SUSTAINED.turn_ms >= 2000
 
 
@@ -517,7 +517,7 @@ def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch,
     x = timing.bench(kernel, 16)
     assert x.precision == catalog.get(kernel).precision and yardstick.BASELINE[x.precision] in ("fp32", "tf32")
     assert {e for e in log if e.startswith("cublas")} == {math}
-    per_turn = timing.MIN_RUNS // ROUNDS  # every precision takes the same rounds
+    per_turn = turns.MIN_RUNS // ROUNDS  # every precision takes the same rounds
     assert log.count(math) == 2 * turns.WARMUP + per_turn + ROUNDS * per_turn and len(x.rounds_pct) == ROUNDS
     linalg = sys.modules["cupy._core._routines_linalg"]
     assert linalg.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_DEFAULT  # restored for everyone else
@@ -526,8 +526,8 @@ def test_each_kernel_races_cublas_in_the_math_of_its_precision(log, monkeypatch,
 def test_cublas_alone_in_either_math_is_its_own_pseudo_kernel(log):
     fp32, tf32 = timing.cublas(16), timing.cublas(16, "tf32")
     assert (fp32.kernel, fp32.precision, tf32.kernel, tf32.precision) == ("cublas", "fp32", "cublas_tf32", "tf32")
-    untimed = timing.MIN_RUNS // ROUNDS
-    assert log.count("cublas") == log.count("cublas tf32") == 1 + 2 * turns.WARMUP + untimed + timing.MIN_RUNS
+    untimed = turns.MIN_RUNS // ROUNDS
+    assert log.count("cublas") == log.count("cublas tf32") == 1 + 2 * turns.WARMUP + untimed + turns.MIN_RUNS
     with pytest.raises(ValueError, match="cuBLAS computes in fp32 or tf32, not '3xtf32'; 3xtf32 kernels race cuBLAS "
                                          "in fp32"):
         timing.cublas(16, "3xtf32")
@@ -598,8 +598,8 @@ def test_a_kernel_name_is_validated_once_on_its_way_to_the_gpu(nvrtc, monkeypatc
     params = {"BM": 16, "BN": 16, "BK": 8}
     x = timing.bench("smem_tiled", (40, 24, 16), params)
     assert made == [(params, (40, 24, 16))] and x.max_rel_err < 1e-6
-    untimed = timing.MIN_RUNS // ROUNDS  # every launch of the verification and the timing:
-    assert len(nvrtc[1]) == 1 + 2 * turns.WARMUP + untimed + timing.MIN_RUNS
+    untimed = turns.MIN_RUNS // ROUNDS  # every launch of the verification and the timing:
+    assert len(nvrtc[1]) == 1 + 2 * turns.WARMUP + untimed + turns.MIN_RUNS
     made.clear()
     assert run.verify("smem_tiled", 40, 24, 16, params).ok and len(made) == 1
     made.clear()

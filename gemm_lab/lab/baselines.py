@@ -21,7 +21,7 @@ from .. import catalog, device, liverun, records, run, timing, turns, yardstick
 
 KIND = "cublas_ways"  # records/<gpu>/cublas_ways.json
 KEY = ("way", "m", "n", "k")
-REPEATS = 7  # medians of host-timed ways, each launch synchronised (slow ways: fewer runs than timing.MIN_RUNS)
+REPEATS = 7  # medians of host-timed ways, each launch synchronised (slow ways: fewer runs than turns.MIN_RUNS)
 
 WAYS: dict[str, str] = {
     "book": "a sustained race (timing.cublas): CUDA events around each turn of back-to-back launches, the median of "
@@ -97,7 +97,7 @@ def _in_process(way: str, host: tuple[Any, Any], dev: tuple[Any, Any]) -> float:
         def through_column_major() -> Any:
             return cupy.ascontiguousarray(cupy.matmul(cupy.asfortranarray(a), cupy.asfortranarray(b)))
         _check(through_column_major(), a, b)
-        return _per_launch_ms([through_column_major], timing.MIN_RUNS)
+        return _per_launch_ms([through_column_major], turns.MIN_RUNS)
     if way == "host_copies":
         ha, hb = host
         return _host_median(lambda: cupy.matmul(cupy.asarray(ha), cupy.asarray(hb)).get())

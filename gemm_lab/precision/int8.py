@@ -112,7 +112,7 @@ def exact(launch: Callable[[], Any], a: Any, bt: Any, c: Any) -> bool:
     return bool((c.astype(cupy.float64) == a.astype(cupy.float64) @ bt.astype(cupy.float64).T).all())
 
 
-def bench(size: int | Sequence[int], params: dict[str, int] | None = None, *, runs: int = timing.MIN_RUNS,
+def bench(size: int | Sequence[int], params: dict[str, int] | None = None, *, runs: int = 0,
           method: turns.Method | None = None) -> Measurement:
     """Kernel 15 beside cuBLAS's INT8 GEMM on one shape, both checked exactly first, in a race of `method`; `gflops`
     counts 2 M N K integer operations (replay: the recorded result)."""
