@@ -85,6 +85,11 @@ class Probe(SourceFile):
     instances: tuple[tuple[str, str], ...]  # (name expression, arch) of each kernel, as the tests compile it offline
     arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for
     precision: str = ""  # the precision of the product it times, if it is one
+    params: tuple[str, ...] = ()  # its first function's template parameters, in order: a record's params name one
+
+    def instance(self, params: Params) -> str:
+        """The name expression of its first function's instance with these template parameters."""
+        return f"{self.functions[0]}<{', '.join(str(params[name]) for name in self.params)}>"
 
 
 INT8_PRODUCT = "int8_wgmma_ws"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
@@ -95,7 +100,8 @@ PROBES = {p.name: p for p in (
     Probe("memory_probes", "kernels/memory_probes.cu", ("chase_global", "chase_shared", "copy_cg"), (7, 5), "memory",
           (("chase_global", "sm_75"), ("chase_shared", "sm_75"), ("copy_cg", "sm_75"))),
     Probe(INT8_PRODUCT, "kernels/15_int8_wgmma_ws.cu", ("igemm_s8_wgmma_ws",), (9, 0), INT8_PRODUCT,
-          (("igemm_s8_wgmma_ws<256, 2, 4, 2, 8>", "sm_90a"),), "sm_90a", "int8"),
+          (("igemm_s8_wgmma_ws<256, 2, 4, 2, 8>", "sm_90a"),), "sm_90a", "int8",
+          ("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP")),  # the ozaki spec's, less MODULI
 )}
 
 
