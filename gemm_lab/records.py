@@ -534,7 +534,7 @@ def pin(root: Path | None = None, workers: int | None = None) -> tuple[int, int]
     Only a build that rows are fresh by today (same hashes) can be compiled, in `workers` processes (cached cubins are
     reused); one pinned under another NVRTC is compiled again. A build that rows name but no longer match keeps what
     was pinned (its source is gone: that is what `check` compares today's code with); one no row names is dropped.
-    Returns how many instances are pinned and how many of them were compiled now.
+    Returns how many instances are pinned and how many of them were pinned now (from the cubin cache where it has them).
     """
     root = root or folders.RECORDS_DIR
     named, ran = recorded_builds(root)

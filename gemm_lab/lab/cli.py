@@ -235,8 +235,8 @@ def _records(args: argparse.Namespace) -> int:
 def _pin(workers: int | None = None) -> None:
     """Pin the code of what was recorded (every command that records does), so that `records --check` still finds
     the records fresh after a refactor of their kernels."""
-    pinned, compiled = records.pin(workers=workers)
-    print(f"pinned the code of {pinned} recorded instance(s) ({compiled} compiled now) in "
+    pinned, new = records.pin(workers=workers)
+    print(f"pinned the code of {pinned} recorded instance(s) ({new} new) in "
           f"{folders.RECORDS_DIR / records.BUILDS}.json")
 
 
