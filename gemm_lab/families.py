@@ -20,7 +20,8 @@ PROBES = {p.name: p for p in (
     Probe("memory_probes", "kernels/memory_probes.cu", ("chase_global", "chase_shared", "copy_cg"), (7, 5), "memory",
           (("chase_global", "sm_75"), ("chase_shared", "sm_75"), ("copy_cg", "sm_75"))),
     Probe(INT8_PRODUCT, "kernels/15_int8_wgmma_ws.cu", ("igemm_s8_wgmma_ws",), (9, 0), INT8_PRODUCT,
-          (("igemm_s8_wgmma_ws<256, 2, 4, 2, 8>", "sm_90a"),), "sm_90a", "int8"),
+          (("igemm_s8_wgmma_ws<256, 2, 4, 2, 8>", "sm_90a"),), "sm_90a", "int8",
+          ("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP")),  # the ozaki spec's, less MODULI
 )}
 
 

@@ -7,22 +7,25 @@ Five kinds of file per GPU, each `{"format": 1, "rows": [...]}` with one row per
   `device.json`    the GPU's measured ceilings (FP32 peak, DRAM bandwidth) for rooflines;
   `memory.json`    the memory hierarchy's latencies and bandwidths, measured by the GPU primer's probes;
   `sanitizer.json` compute-sanitizer's verdict on every kernel, one row per (kernel, tool).
-A row that names a kernel source carries its sha256, so `check()` notices edited kernels and probes.
+A row that names a kernel source carries its sha256, so `check()` notices edited kernels and probes; beside the GPU
+folders, `builds.json` pins the code each recorded build compiled to (`pin`), so that a row whose kernel was only
+refactored since (the same code compiles from it today) stays fresh.
 """
 from __future__ import annotations
 
 import contextlib
 import datetime
 import fcntl
+import functools
 import json
 import os
 import statistics
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
-from . import catalog, device, folders
+from . import catalog, compiler, device, folders
 from .catalog import ROOT
 
 FORMAT = 1
@@ -284,8 +287,8 @@ MEASURED_BY_KERNELS = ("accuracy", "ozaki_stages")  # emulation's records: rows 
 
 
 def drop_stale(gpu_name: str) -> int:
-    """Delete this GPU's measurements (races, accuracy, stage times) of an older kernel source or header; returns how
-    many.
+    """Delete this GPU's measurements (races, accuracy, stage times) that `check` finds stale (an older kernel source
+    or header that compiles to other code than was pinned); returns how many.
 
     A full `gemm-lab record` calls it last: everything the book uses has just been measured again, so a
     stale row left over is one the plan no longer asks for (say, a former top-8 autotuning candidate).
@@ -466,9 +469,13 @@ def sanitizer_runs(gpu: str | None = None) -> list[SanitizerRun]:
 
 def check(root: Path | None = None) -> list[str]:
     """Problems with the recorded data: malformed files, missing fields, a precision that is not the kernel's, stale
-    kernel hashes, and, in a GPU folder that has a sanitizer.json, kernels measured there without a fresh, clean run
-    of every sanitizer tool."""
+    kernel hashes (unless the kernel was only refactored: its code is pinned unchanged, `pin`), and, in a GPU folder
+    that has a sanitizer.json, kernels measured there without a fresh, clean run of every sanitizer tool."""
     problems = []
+    try:
+        pinned_builds(root)
+    except RecordError as err:
+        problems.append(str(err))
     for path in sorted((root or folders.RECORDS_DIR).glob("*/*.json")):
         try:
             rows = read_rows(path)
@@ -492,26 +499,26 @@ def check(root: Path | None = None) -> list[str]:
 
 def _stale(path: Path, rows: list[dict[str, Any]]) -> list[str]:
     problems = []
+    pinned = _pinned_here(path.parent)
     for r in rows:
         if not r.get("source"):
             continue  # no kernel source behind it (cuBLAS, device ceilings)
-        src, name = ROOT / r["source"], r.get("kernel") or r.get("method")  # accuracy rows name a method
-        spec = catalog.KERNELS.get(name) or catalog.PROBES.get(name)
+        src, name, spec = ROOT / r["source"], _name_of(r), _spec_of(r)
         if not src.exists() or spec is None:
             problems.append(f"{path}: {name} from {r['source']} is no longer in the catalog")
             continue
         what = f"{name} {r['params']}" if "params" in r else name
         redo = f"gemm-lab record --only {spec.record}" if isinstance(spec, catalog.Probe) else "gemm-lab record"
         if spec.source_sha256() != r.get("source_sha256"):
-            problems.append(
-                f"{path}: {what} was recorded from an older {r['source']} "
-                f"(sha256 differs): re-record it on a GPU with `{redo}`"
-            )
+            why = _unpinned(r, *pinned())
+            if why:
+                problems.append(f"{path}: {what} was recorded from an older {r['source']} (sha256 differs, and {why}): "
+                                f"re-record it on a GPU with `{redo}`")
         elif r.get("build_sha256", spec.build_sha256()) != spec.build_sha256():
-            problems.append(
-                f"{path}: {what} was recorded before a header it includes changed "
-                f"(build_sha256 differs): re-record it on a GPU with `{redo}`"
-            )
+            why = _unpinned(r, *pinned())
+            if why:
+                problems.append(f"{path}: {what} was recorded before a header it includes changed (build_sha256 "
+                                f"differs, and {why}): re-record it on a GPU with `{redo}`")
     return problems
 
 
@@ -523,6 +530,7 @@ def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
     problems = [f"{path}: {r.kernel} is no longer in the catalog" for r in runs
                 if r.kernel not in catalog.KERNELS and r.kernel not in catalog.PROBES]
     found = {(r.kernel, r.tool): r for r in runs}
+    pinned = _pinned_here(path.parent)
     for spec in (*catalog.KERNELS.values(), *catalog.PROBES.values()):
         build, redo = spec.build_sha256(), f"run `gemm-lab sanitize {spec.name}` on that GPU"
         used = spec.record if isinstance(spec, catalog.Probe) else spec.name  # the record the probe's runs made
@@ -532,12 +540,148 @@ def _sanitizer_problems(path: Path, runs: list[SanitizerRun]) -> list[str]:
             if run is None:
                 if measured:
                     problems.append(f"{path}: {spec.name} has no {tool} record: {redo}")
-            elif run.build_sha256 != build:
+            elif run.build_sha256 != build and (why := _unpinned(run.to_row(), *pinned())):
                 problems.append(f"{path}: the {tool} record of {spec.name} is of an older {spec.source} or a header "
-                                f"it includes (build_sha256 differs): {redo}")
+                                f"it includes (build_sha256 differs, and {why}): {redo}")
             elif run.errors:
                 problems.append(f"{path}: {tool} found {run.errors} error(s) in {spec.name}: fix them, then {redo}")
     return problems
+
+
+BUILDS = "builds"  # records/builds.json, beside the GPU folders: the code of each recorded build (`pin`)
+BUILDS_KEY = ("source", "source_sha256", "build_sha256")
+
+
+def pin(root: Path | None = None, workers: int | None = None) -> tuple[int, int]:
+    """Pin the code that recorded rows ran (no GPU needed): write `builds.json` in `root` (default: records/) with a
+    row per (source, source_sha256, build_sha256) that rows of its GPU folders name, holding the NVRTC version and
+    the `compiler.sass_sha256` of each instance they ran (`builds_of`: key 'name expression arch').
+
+    Only a build that rows are fresh by today (same hashes) can be compiled, in `workers` processes (cached cubins are
+    reused); one pinned under another NVRTC is compiled again. A build that rows name but no longer match keeps what
+    was pinned (its source is gone: that is what `check` compares today's code with); one no row names is dropped.
+    Returns how many instances are pinned and how many of them were pinned now (from the cubin cache where it has them).
+    """
+    root = root or folders.RECORDS_DIR
+    named, ran = recorded_builds(root)
+    version, before = compiler.nvrtc_version(), pinned_builds(root)
+    current = {key: row["sass"] for key, row in before.items() if row["nvrtc"] == version}
+    todo = sorted({b for key, builds in ran.items() for name, b in builds.items()
+                   if name not in current.get(key, {})}, key=lambda b: (b.source, b.names, b.arch))
+    compiled = dict(zip(todo, compiler.in_processes(compiler.sass_sha256, todo, workers)))
+    path = root / f"{BUILDS}.json"
+    with _locked(path):
+        rows = [before[key] for key in sorted(named & set(before) - set(ran))]
+        rows += [{**dict(zip(BUILDS_KEY, key)), "nvrtc": version,
+                  "sass": {name: compiled[b] if b in compiled else current[key][name]
+                           for name, b in sorted(builds.items())}} for key, builds in ran.items()]
+        _write(path, sorted(rows, key=_build_key))
+    return sum(len(r["sass"]) for r in rows), len(compiled)
+
+
+def recorded_builds(root: Path | None = None) -> tuple[set[tuple[str, str, str]],
+                                                      dict[tuple[str, str, str], dict[str, compiler.Build]]]:
+    """The builds (source, source_sha256, build_sha256) that rows of `root`'s GPU folders (default: records/) name,
+    and for those that rows are fresh by today (the same hashes), what they ran: {`Build.key`: `Build`}."""
+    named, ran = set(), {}
+    hashes: dict[str, tuple[str, str]] = {}  # today's (source_sha256, build_sha256) by kernel or probe
+    for folder in sorted(p for p in (root or folders.RECORDS_DIR).iterdir() if p.is_dir()):
+        arch = _gpu_arch(folder)
+        for path in sorted(folder.glob("*.json")):
+            for row in read_rows(path):
+                spec = _spec_of(row) if row.get("source") else None
+                if spec is None:
+                    continue
+                key = _build_key(row)
+                named.add(key)
+                if spec.name not in hashes:
+                    hashes[spec.name] = spec.source_sha256(), spec.build_sha256()
+                if (ROOT / row["source"]).exists() and hashes[spec.name] == key[1:]:
+                    with contextlib.suppress(ValueError):  # parameters the catalog no longer has: nothing to pin
+                        builds = builds_of(row, arch)
+                        ran.setdefault(key, {}).update((b.key, b) for b in builds)
+    return named, ran
+
+
+def pinned_builds(root: Path | None = None) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The rows of `builds.json` (`pin`) by (source, source_sha256, build_sha256); a RecordError where it is
+    malformed, none where there is no such file."""
+    path = (root or folders.RECORDS_DIR) / f"{BUILDS}.json"
+    out = {}
+    for row in read_rows(path) if path.exists() else []:
+        sass = row.get("sass")
+        if not all(isinstance(row.get(k), str) for k in (*BUILDS_KEY, "nvrtc")) or not isinstance(sass, dict) \
+                or not all(isinstance(v, str) for v in sass.values()):
+            raise RecordError(f"{path}: a row needs the strings {', '.join(BUILDS_KEY)} and 'nvrtc', and 'sass' "
+                              f"(instance -> sha256): {_short(row)}")
+        out[_build_key(row)] = row
+    return out
+
+
+def builds_of(row: dict[str, Any], gpu_arch: str) -> list[compiler.Build]:
+    """What a row ran, as the catalog compiles it today: a kernel's instance of the row's params (a sanitizer row's:
+    of each case's), with its companions, for the kernel's arch-specific target or else `gpu_arch`; a probe's instance
+    of the row's params where its template takes some (`Probe.params`), else each of its kernels (`Probe.instances`,
+    for their arch-specific target or else `gpu_arch`). A ValueError where the params name no instance."""
+    spec = _spec_of(row)
+    sets = [row["params"]] if "params" in row else [c["params"] for c in row.get("cases", []) if "params" in c]
+    if isinstance(spec, catalog.KernelSpec):
+        return [compiler.build_of(spec, spec.full_params(p), spec.arch or gpu_arch) for p in sets]
+    if spec.params and sets:
+        return [compiler.Build(spec.source, (spec.name_expression(p),), spec.arch or gpu_arch, spec.ptxas_options)
+                for p in sets]
+    return [compiler.Build(spec.source, (name,), arch if arch in catalog.ARCH_SPECIFIC else gpu_arch,
+                           spec.ptxas_options) for name, arch in spec.instances]
+
+
+def _unpinned(row: dict[str, Any], pinned: dict[tuple[str, str, str], dict[str, Any]], gpu_arch: str) -> str | None:
+    """Why a row of an edited kernel (its hashes are not today's) is not fresh by its code; None where `builds.json`
+    pins its build under the installed NVRTC and each instance it ran (`builds_of`) compiles to the same code today."""
+    build = pinned.get(_build_key(row))
+    if build is None:
+        return f"{BUILDS}.json pins no code of the build it was recorded from"
+    try:
+        if build["nvrtc"] != compiler.nvrtc_version():
+            return (f"{BUILDS}.json pinned its code under NVRTC {build['nvrtc']}, not the installed "
+                    f"{compiler.nvrtc_version()}")
+        for b in builds_of(row, gpu_arch):
+            if b.key not in build["sass"]:
+                return f"{BUILDS}.json pins no code of {b.key} in the build it was recorded from"
+            if compiler.sass_sha256(b) != build["sass"][b.key]:
+                return f"{b.key} compiles to other code today"
+    except (ValueError, ImportError, RuntimeError, OSError) as err:  # unknown params, no NVRTC, a compile error
+        return f"today's code cannot be compared with it ({err})"
+    return None
+
+
+def _pinned_here(folder: Path) -> Callable[[], tuple[dict[tuple[str, str, str], dict[str, Any]], str]]:
+    """`builds.json` beside a GPU folder and that GPU's arch, read once and only when a row asks (an edited
+    kernel's); a malformed `builds.json` (or memory.json) pins nothing (`check` names it)."""
+    def read() -> tuple[dict[tuple[str, str, str], dict[str, Any]], str]:
+        with contextlib.suppress(RecordError):
+            return pinned_builds(folder.parent), _gpu_arch(folder)
+        return {}, compiler.OFFLINE_ARCH
+    return functools.cache(read)
+
+
+def _gpu_arch(folder: Path) -> str:
+    """The architecture a GPU folder's records were compiled for: its compute capability as its memory record names it,
+    else `compiler.OFFLINE_ARCH` (sm_90, the H100's and H200's)."""
+    path = folder / f"{MEMORY}.json"
+    cc = next((r.get("properties", {}).get("cc") for r in read_rows(path)), None) if path.exists() else None
+    return f"sm_{cc[0]}{cc[1]}" if cc else compiler.OFFLINE_ARCH
+
+
+def _build_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    return row["source"], row["source_sha256"], row.get("build_sha256", "")
+
+
+def _name_of(row: dict[str, Any]) -> str:
+    return row.get("kernel") or row.get("method")  # accuracy rows name a method
+
+
+def _spec_of(row: dict[str, Any]) -> catalog.KernelSpec | catalog.Probe | None:
+    return catalog.KERNELS.get(_name_of(row)) or catalog.PROBES.get(_name_of(row))
 
 
 def _is_bench(path: Path) -> bool:

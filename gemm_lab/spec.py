@@ -94,6 +94,11 @@ class Probe(SourceFile):
     instances: tuple[tuple[str, str], ...]  # (name expression, arch) of each kernel, as the tests compile it offline
     arch: str = ""  # an arch-specific target (a key of ARCH_SPECIFIC) it must be compiled for
     precision: str = ""  # the precision of the product it times, if it is one
+    params: tuple[str, ...] = ()  # its first function's template parameters, in order: a record's params name one
+
+    def name_expression(self, params: Params) -> str:
+        """The name expression of its first function's instance with these template parameters."""
+        return f"{self.functions[0]}<{', '.join(str(params[name]) for name in self.params)}>"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ PARTS = ["--only", "device", "--only", "headline", "--only", "sweeps", "--only",
 @pytest.fixture
 def recorder(monkeypatch):
     """A live stand-in GPU on which `record` measures nothing: the returned dict collects what it was asked for."""
-    asked = {"cases": [], "cublas": [], "sweeps": [], "methods": {}}  # methods: each case's race
+    asked = {"cases": [], "cublas": [], "sweeps": [], "methods": {}, "pins": 0}  # methods: each case's race
     monkeypatch.setattr(device, "live", lambda: True)
     monkeypatch.setattr(cli.hardware, "ceilings", lambda: {})
     monkeypatch.setattr(cli.hardware, "save_ceilings", lambda ceilings: None)
@@ -31,6 +31,7 @@ def recorder(monkeypatch):
     monkeypatch.setattr(sweeps, "sweep", lambda name, size, choices, **kw: asked["sweeps"].append(name))
     monkeypatch.setattr(cli, "_recorded", lambda *case, **kw: False)
     monkeypatch.setattr(records, "lookup_or_none", lambda *a, **k: None)  # nothing recorded yet, cuBLAS included
+    monkeypatch.setattr(records, "pin", lambda workers=None: asked.update(pins=asked["pins"] + 1) or (0, 0))
     return asked
 
 
@@ -49,6 +50,7 @@ def test_on_hopper_everything_is_recorded_with_cublas_in_both_maths(recorder, mo
     monkeypatch.setattr(device, "gpu", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3", cc=(9, 0)))
     assert cli.main(["record", *PARTS]) == 0
     assert "skipping" not in capsys.readouterr().out
+    assert recorder["pins"] == 1  # the code of what it recorded, for `records --check` after a refactor
     cases = recorder["cases"]
     assert all(case in cases for case in plan.headline_cases() + plan.error_vs_k_cases())
     # the error-vs-K figure plots errors alone, so its races are short, except those a page quotes (K = 1024)

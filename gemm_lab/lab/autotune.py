@@ -10,9 +10,6 @@ under a minute on a 16-core host instead of several minutes one by one.
 from __future__ import annotations
 
 import functools
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -60,7 +57,7 @@ def precompile(cases: Iterable[tuple[str, Params | None]], workers: int | None =
 
     distinct = {(name, tuple(catalog.get(name).full_params(p).items()), catalog.get(name).arch or device.gpu().arch)
                 for name, p in cases}
-    _map(_load, sorted(distinct), workers)
+    compiler.in_processes(_load, sorted(distinct), workers)
     return len(distinct)
 
 
@@ -68,7 +65,7 @@ def precompile(cases: Iterable[tuple[str, Params | None]], workers: int | None =
 def _reports(kernel: str, build_sha256: str, grid: tuple, workers: int | None) -> list[compiler.PtxasReport]:
     """ptxas reports of a grid, compiled once per process and kernel build (a sweep at several sizes prunes
     the same grid each time)."""
-    return _map(_ptxas, [(kernel, dict(p)) for p in grid], workers)
+    return compiler.in_processes(_ptxas, [(kernel, dict(p)) for p in grid], workers)
 
 
 def _ptxas(case: tuple[str, dict[str, int]]) -> compiler.PtxasReport:
@@ -77,11 +74,3 @@ def _ptxas(case: tuple[str, dict[str, int]]) -> compiler.PtxasReport:
 
 def _load(case: tuple[str, tuple, str]) -> None:
     compiler.cubin_file(catalog.instance(case[0], dict(case[1])), case[2])
-
-
-def _map(fn, items: list, workers: int | None) -> list:
-    workers = workers or max(1, min(len(items), (os.cpu_count() or 2) - 1))
-    if workers == 1 or len(items) < 2:
-        return [fn(x) for x in items]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(fn, items, chunksize=max(1, len(items) // (4 * workers))))

@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("records", help="summarise the recorded data")
     p.add_argument("--check", action="store_true", help="fail if any record is malformed or stale")
+    p.add_argument("--pin", action="store_true",
+                   help="pin the code each recorded build compiles to (records/builds.json; offline, no GPU)")
+    p.add_argument("--workers", type=int, help="processes compiling for --pin (default: one per core but one)")
 
     args = parser.parse_args(argv)
     try:
@@ -69,6 +72,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.save:
         _require_live("--save")
         records.save(ms)
+        _pin()
     return 0
 
 
@@ -84,6 +88,7 @@ def _sweep(args: argparse.Namespace) -> int:
     ms = sweeps.sweep(args.kernel, args.size, resume=not args.restart, prune=args.prune)
     best = sorted(ms, key=lambda x: -x.gflops)[:10]
     print(tables.measurements_table(best))
+    _pin()
     return 0
 
 
@@ -157,6 +162,7 @@ def _record(args: argparse.Namespace) -> int:
         dropped = records.drop_stale(gpu)
         print(f"dropped {dropped} measurement(s) of older kernel sources that the plan no longer asks for")
     print(f"recorded on {gpu} into {records.gpu_dir(gpu)}")
+    _pin()
     return 0
 
 
@@ -204,21 +210,34 @@ def _sanitize(args: argparse.Namespace) -> int:
     runs = sanitize.sanitize(args.kernels, args.tool or sanitize.TOOLS, fresh=args.fresh)
     print(sanitize.summary(runs))
     print(f"recorded in {records.gpu_dir(device.gpu().name) / f'{records.SANITIZER}.json'}")
+    _pin()
     return 1 if any(r.errors for r in runs) else 0
 
 
 def _records(args: argparse.Namespace) -> int:
+    if args.pin:
+        _pin(args.workers)
     if args.check:
         problems = records.check() + plan.unsustained()
         for problem in problems:
             print(problem, file=sys.stderr)
         print(f"records --check: {len(problems)} problem(s)")
         return 1 if problems else 0
+    if args.pin:
+        return 0
     for folder in sorted(folders.RECORDS_DIR.iterdir()):
         if folder.is_dir():
             files = sorted(folder.glob("*.json"))
             print(f"{folder.name}: " + ", ".join(f"{f.stem} ({len(records.read_rows(f))})" for f in files))
     return 0
+
+
+def _pin(workers: int | None = None) -> None:
+    """Pin the code of what was recorded (every command that records does), so that `records --check` still finds
+    the records fresh after a refactor of their kernels."""
+    pinned, new = records.pin(workers=workers)
+    print(f"pinned the code of {pinned} recorded instance(s) ({new} new) in "
+          f"{folders.RECORDS_DIR / records.BUILDS}.json")
 
 
 def _require_live(what: str) -> None:

@@ -18,7 +18,6 @@ from ..records import Measurement
 from ..spec import ceil_div
 
 PROBE = catalog.PROBES[catalog.INT8_PRODUCT]
-PARAMS = ("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP")  # the ozaki spec's, in template order, less MODULI
 EPILOGUE_SMEM = 4 * 4096  # bytes of shared memory per consumer warpgroup for the TMA stores of C
 CUDA_R_8I, CUDA_R_32I = 3, 10  # cudaDataType_t values of int8 and int32 (CuPy's runtime module names only some)
 
@@ -27,7 +26,7 @@ def full_params(params: dict[str, int] | None = None) -> dict[str, int]:
     """Defaults filled in and validated by the ozaki spec's rules (MODULI aside)."""
     spec = catalog.get("ozaki")
     p = catalog.validate(spec, {**(params or {}), "MODULI": spec.defaults["MODULI"]})
-    return {name: p[name] for name in PARAMS}
+    return {name: p[name] for name in PROBE.params}
 
 
 def _validate_shape(m: int, n: int, k: int) -> None:
@@ -60,7 +59,7 @@ def launcher(params: dict[str, int], a: Any, bt: Any, c: Any) -> Callable[[], An
     (m, k), (n, _) = a.shape, bt.shape
     full = {**p, "MODULI": spec.defaults["MODULI"]}
     smem = spec.smem_bytes(full) + p["CONSUMERS"] * EPILOGUE_SMEM
-    fn = _kernel(f"{PROBE.functions[0]}<{', '.join(str(p[x]) for x in PARAMS)}>", smem)
+    fn = _kernel(PROBE.name_expression(p), smem)
     bm, bn = spec.tile(full)
     maps = (tma.planes_map(a.reshape(1, m, k), bm), tma.planes_map(bt.reshape(1, n, k), bn // p["CLUSTER"]),
             tma.tensor_map(c, 8))
