@@ -16,6 +16,7 @@ import tempfile
 import time
 
 import gemm_lab as gl
+from gemm_lab.lab import freshness
 from gemm_lab import compiler, device, records
 from gemm_lab.pages import exercises
 
@@ -48,7 +49,7 @@ def main(names: list[str]) -> None:
         sys.exit("submit_latency.py submits kernels to a GPU: it needs one")
     for name in names or exercises.KERNEL_EXERCISES:
         row = measure(name)
-        records.save_latency([row])
+        freshness.save_latency([row])
         print(f"submit {name:>18}: first {row['open_s']:.2f} s, then {max(row['warm_s']):.2f} s at most", flush=True)
 
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from gemm_lab import catalog, compiler, device, records
+from gemm_lab.lab import freshness
 from gemm_lab.pages import grids, widgets
 
 MOVES = 6  # cold moves per explorer, then as many warm ones back
@@ -83,7 +84,7 @@ def main(kernels: list[str]) -> None:
         sys.exit("widget_latency.py measures live explorers: it needs a CUDA GPU")
     for kernel in kernels or grids.TILE_EXPLORERS:
         row = measure(kernel)
-        records.save_latency([row])
+        freshness.save_latency([row])
         print(f"{kernel:>16}: open {row['open_s']:.2f} s, grid of {row['grid_instances']} in {row['grid_s']:.0f} s, "
               f"cold {max(row['cold_s']):.2f} s at most, warm {max(row['warm_s']):.2f} s at most", flush=True)
 

@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import multiprocessing
 import os
 import re
 import shutil
-import struct
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from . import catalog, device
 from .catalog import Instance, KernelSpec, Params, Probe, SourceFile
@@ -102,11 +99,11 @@ def cubin_file(inst: Instance, arch: str) -> tuple[Path, str]:
     Needs no GPU, so worker processes can fill the cache while the GPU works. Files are written through a
     rename, so a reader never sees half of one, and two processes compiling the same instance do no harm.
     """
-    path = _cached_cubin(inst.spec, _names(inst.spec, inst.params), arch)
+    path = cached_cubin(inst.spec, names_of(inst.spec, inst.params), arch)
     return path, path.with_suffix(".name").read_text().splitlines()[0]
 
 
-def _cached_cubin(spec: SourceFile, names: tuple[str, ...], arch: str) -> Path:
+def cached_cubin(spec: SourceFile, names: tuple[str, ...], arch: str) -> Path:
     """The cubin of name expressions from a kernel file on disk, beside their mangled names (`.name`, the first
     expression's first); compiled only when missing."""
     path = cache_dir() / f"{_stem(spec.build_sha256(), names, arch)}.cubin"
@@ -124,7 +121,7 @@ def _stem(build_sha256: str, names: tuple[str, ...], arch: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:40]
 
 
-def _names(spec: KernelSpec, params: Params) -> tuple[str, ...]:
+def names_of(spec: KernelSpec, params: Params) -> tuple[str, ...]:
     """The name expressions compiled for an instance: its own, then its companions'."""
     return (spec.name_expression(params), *spec.companions(params))
 
@@ -149,88 +146,6 @@ def nvrtc_version() -> str:
 
     _, major, minor = _check(nvrtc.nvrtcVersion())
     return f"{major}.{minor}"
-
-
-@dataclass(frozen=True)
-class Build(SourceFile):
-    """Name expressions of a kernel file compiled together for one arch, as a record's instance ran them (its own
-    expression first, then its companions'); plain data, so that a worker process can compile it."""
-
-    source: str
-    names: tuple[str, ...]
-    arch: str
-    ptxas_options: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        """How the build manifest (`records.pin`) names it: the instance's name expression and its arch."""
-        return f"{self.names[0]} {self.arch}"
-
-
-def build_of(spec: KernelSpec, params: Params, arch: str) -> Build:
-    """The build of a kernel's instance (full parameters) for `arch`: what `cubin_file` compiles."""
-    return Build(spec.source, _names(spec, params), arch, spec.ptxas_options)
-
-
-def sass_sha256(build: Build) -> str:
-    """sha256 of the code a build compiles to (`code_sha256`), from the cubin cache (compiled when missing)."""
-    return _sass_sha256(build, build.build_sha256())
-
-
-@functools.cache
-def _sass_sha256(build: Build, build_sha256: str) -> str:
-    """`sass_sha256` once per process and compiled text: many records share an instance."""
-    return code_sha256(_cached_cubin(build, build.names, build.arch).read_bytes())
-
-
-# What a cubin's kernels run with: their code (SASS, with its scheduling control bits), the attributes the driver
-# reads (.nv.info: registers, stack, parameter layout, launch bounds), the sizes of their shared and local memory and
-# the contents of their constant banks and global variables.
-_CODE_SECTIONS = (".text.", ".nv.info", ".nv.shared.", ".nv.local.", ".nv.constant", ".nv.global")
-_NOBITS = 8  # sh_type of a section that occupies no bytes in the file: only its size counts
-
-
-def code_sha256(cubin: bytes) -> str:
-    """sha256 of what a cubin runs (`_CODE_SECTIONS`), section by section in name order, so that where the ELF file
-    places them (offsets, addresses, section order) does not count. Left out: the symbol and string tables,
-    relocations, debug frames, the call graph and the toolkit's notes, whose version string `nvrtc_version` covers.
-    Only the cubin's bytes count (no disassembly): the same instructions encode the same, control bits included.
-    .nv.info names functions by their index in the symbol table, so adding, removing or reordering a file's kernels or
-    variables may count as a change of code: the safe side."""
-    digest = hashlib.sha256()
-    for name, kind, flags, size, data in sorted(_sections(cubin)):
-        if name.startswith(_CODE_SECTIONS):
-            digest.update(f"{name} {kind} {flags} {size}\n".encode())
-            digest.update(data)
-    return digest.hexdigest()
-
-
-def _sections(elf: bytes) -> list[tuple[str, int, int, int, bytes]]:
-    """(name, type, flags, size, contents) of each section of a 64-bit little-endian ELF file (a cubin)."""
-    if elf[:5] != b"\x7fELF\x02":
-        raise CompileError("not a 64-bit ELF file: no cubin")
-    (table,), (entry, count, names) = struct.unpack_from("<Q", elf, 0x28), struct.unpack_from("<HHH", elf, 0x3A)
-    heads = [struct.unpack_from("<IIQQQQ", elf, table + i * entry) for i in range(count)]
-    strings = heads[names][4]
-    out = []
-    for name, kind, flags, _, offset, size in heads:
-        start = strings + name
-        out.append((elf[start:elf.index(b"\0", start)].decode(), kind, flags, size,
-                    b"" if kind == _NOBITS else elf[offset:offset + size]))
-    return out
-
-
-T = TypeVar("T")
-
-
-def in_processes(fn: Callable[[Any], T], items: list, workers: int | None = None) -> list[T]:
-    """`fn` over `items` in worker processes (default: one per core but one), in order; in this process where one
-    worker or one item would do. Compiles are CPU-bound and of very uneven length, so each item goes out alone."""
-    workers = workers or max(1, min(len(items), (os.cpu_count() or 2) - 1))
-    if workers == 1 or len(items) < 2:
-        return [fn(x) for x in items]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(fn, items))
 
 
 @dataclass(frozen=True)
@@ -310,7 +225,7 @@ def _offline_target(kernel: str | KernelSpec, params: Params | None,
     p = catalog.validate(spec, params)
     if spec.arch and arch not in (None, spec.arch):
         raise ValueError(f"{spec.name} uses arch-specific instructions: compile it for {spec.arch}, not {arch}")
-    return spec, _names(spec, p), arch or spec.arch or OFFLINE_ARCH
+    return spec, names_of(spec, p), arch or spec.arch or OFFLINE_ARCH
 
 
 @functools.cache

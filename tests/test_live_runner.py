@@ -1,5 +1,5 @@
 """benchmarks/live.py without a GPU: the pages it runs, the slowest cells and errors of a run, the ledger it keeps,
-its report against the budget, and the rows records.check() accepts."""
+its report against the budget, and the rows freshness.problems() accepts."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,7 +9,8 @@ import sys
 import nbformat
 import pytest
 
-from gemm_lab import catalog, device, folders, records
+from gemm_lab import catalog, device, folders
+from gemm_lab.lab import freshness
 
 spec = importlib.util.spec_from_file_location("live", catalog.ROOT / "benchmarks" / "live.py")
 live = sys.modules["live"] = importlib.util.module_from_spec(spec)  # a dataclass finds its module there
@@ -91,7 +92,7 @@ def test_live_rows_are_checked(tmp_path):
     bad = [_row(cold_s="61 s"), _row(cold_slowest=[{"cell": 3, "seconds": 2.0}]), _row(errors=[{"ename": "E"}]),
            _row(compile_s=None), {k: v for k, v in _row().items() if k != "startup_s"}]
     _write(tmp_path / "some-gpu", [_row(), _row(**ledger), *bad])
-    problems = records.check(tmp_path)
+    problems = freshness.problems(tmp_path)
     assert len(problems) == len(bad)
     for problem, what in zip(problems, ("'cold_s' must be float", "'cold_slowest' must list", "'errors' must list",
                                         "'compile_s' must be float", "'startup_s' must be float")):

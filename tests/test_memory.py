@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gemm_lab import catalog, compiler, device, folders, records
+from gemm_lab.lab import freshness
 from gemm_lab.lab import cli, sanitize
 from gemm_lab.pages import diagrams, hardware_tables, plots
 from gemm_lab.models import gpus, hardware, memory, model
@@ -105,8 +106,8 @@ def test_a_recorded_hierarchy_replays_and_passes_the_check(sandbox):
     record(sandbox, fake_row())
     rec = memory.hierarchy()
     assert rec.replayed and rec.gpu == device.DEFAULT_REPLAY_GPU and rec.latency_of("DRAM")["cycles"] == 960.0
-    assert records.check(sandbox) == []
-    assert records.MemoryRecord.from_row(rec.to_row()) == rec
+    assert freshness.problems(sandbox) == []
+    assert memory.MemoryRecord.from_row(rec.to_row()) == rec
     table = hardware_tables.memory_table(memory.gpus_to_show())
     assert table.rows[1][1].startswith("34 clocks, 17 ns (16 KiB)") and table.rows[1][2] == memory.MISSING
     assert "recorded on NVIDIA H100 80GB HBM3, 2026-12-01" in table.caption
@@ -115,7 +116,7 @@ def test_a_recorded_hierarchy_replays_and_passes_the_check(sandbox):
 
 def test_an_edited_probe_makes_its_record_stale(sandbox):
     record(sandbox, fake_row(source_sha256="0" * 64))
-    (problem,) = records.check(sandbox)
+    (problem,) = freshness.problems(sandbox)
     assert "memory_probes was recorded from an older kernels/memory_probes.cu" in problem
     assert "gemm-lab record --only memory" in problem
 
@@ -130,18 +131,18 @@ def test_a_malformed_memory_row_is_named(sandbox, change, message):
     row = fake_row()
     change(row)
     path = record(sandbox, row)
-    problems = records.check(sandbox)
+    problems = freshness.problems(sandbox)
     assert len(problems) == 1 and str(path) in problems[0] and message in problems[0]
 
 
 def test_a_recorded_probe_needs_its_sanitizer_runs(sandbox):
     path = record(sandbox, fake_row())
-    runs = [records.SanitizerRun(k.name, k.source, k.source_sha256(), k.build_sha256(), tool, 0, [], path.parent.name,
+    runs = [sanitize.SanitizerRun(k.name, k.source, k.source_sha256(), k.build_sha256(), tool, 0, [], path.parent.name,
                                  "2026-12-01T10:00:00+00:00", {})
-            for k in (*catalog.KERNELS.values(), catalog.PROBES["tensor_core_peak"]) for tool in records.SANITIZER_TOOLS]
-    records.upsert(path.with_name("sanitizer.json"), [r.to_row() for r in runs], records.SANITIZER_KEY)
-    problems = records.check(sandbox)
-    assert len(problems) == len(records.SANITIZER_TOOLS)
+            for k in (*catalog.KERNELS.values(), catalog.PROBES["tensor_core_peak"]) for tool in sanitize.SANITIZER_TOOLS]
+    records.upsert(path.with_name("sanitizer.json"), [r.to_row() for r in runs], sanitize.SANITIZER_KEY)
+    problems = freshness.problems(sandbox)
+    assert len(problems) == len(sanitize.SANITIZER_TOOLS)
     assert all("memory_probes has no" in p and "gemm-lab sanitize memory_probes" in p for p in problems)
 
 
@@ -236,7 +237,7 @@ def test_the_probes_measure_the_hierarchy_live_in_under_a_minute():
     start = time.monotonic()
     rec = memory.measure()
     assert time.monotonic() - start < 60
-    cycles = [rec.latency_of(level)["cycles"] for level in records.MEMORY_LEVELS]
+    cycles = [rec.latency_of(level)["cycles"] for level in memory.MEMORY_LEVELS]
     assert cycles[1] < cycles[2] < cycles[3] and cycles[0] < cycles[2]  # shared, L1 near; L2 farther; DRAM farthest
     assert rec.bandwidth_of("L2")["gbs"] > rec.bandwidth_of("DRAM")["gbs"] > 100
-    assert records.MemoryRecord.from_row(json.loads(json.dumps(rec.to_row()))).latency == rec.latency
+    assert memory.MemoryRecord.from_row(json.loads(json.dumps(rec.to_row()))).latency == rec.latency

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from gemm_lab import catalog, device, records, timing, turns
-from gemm_lab.lab import cli, plan, sweeps
+from gemm_lab.lab import cli, freshness, plan, sweeps
 from gemm_lab.pages import grids
 
 PARTS = ["--only", "device", "--only", "headline", "--only", "sweeps", "--only", "tensor_cores"]
@@ -31,7 +31,7 @@ def recorder(monkeypatch):
     monkeypatch.setattr(sweeps, "sweep", lambda name, size, choices, **kw: asked["sweeps"].append(name))
     monkeypatch.setattr(cli, "_recorded", lambda *case, **kw: False)
     monkeypatch.setattr(records, "lookup_or_none", lambda *a, **k: None)  # nothing recorded yet, cuBLAS included
-    monkeypatch.setattr(records, "pin", lambda workers=None: asked.update(pins=asked["pins"] + 1) or (0, 0))
+    monkeypatch.setattr(freshness, "pin", lambda workers=None: asked.update(pins=asked["pins"] + 1) or (0, 0))
     return asked
 
 

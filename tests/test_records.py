@@ -7,11 +7,13 @@ from types import SimpleNamespace
 import pytest
 
 from gemm_lab.lab import autotune, plan, power, sweeps
+from gemm_lab.lab import sanitize
+from gemm_lab.lab import freshness
 from gemm_lab import catalog, device, folders, records, timing, turns
 
 
 def test_repository_records_are_well_formed_and_fresh():
-    assert records.check() == [] and plan.unsustained() == []
+    assert freshness.problems() == [] and plan.unsustained() == []
 
 
 def test_every_catalogued_kernel_has_fresh_h100_records():
@@ -124,7 +126,7 @@ def test_malformed_files_name_the_file(sandbox, text, match):
     with pytest.raises(records.RecordError, match=match) as err:
         records.read_rows(path)
     assert str(path) in str(err.value)
-    assert any(match in p for p in records.check(sandbox))
+    assert any(match in p for p in freshness.problems(sandbox))
 
 
 def test_a_mistyped_field_is_named_on_load_and_in_check(sandbox):
@@ -134,7 +136,7 @@ def test_a_mistyped_field_is_named_on_load_and_in_check(sandbox):
     with pytest.raises(records.RecordError, match="field 'gflops' must be float") as err:
         records.measurements("naive", gpu="Test GPU")
     assert str(path) in str(err.value)
-    assert [p for p in records.check(sandbox) if str(path) in p and "'gflops'" in p]
+    assert [p for p in freshness.problems(sandbox) if str(path) in p and "'gflops'" in p]
 
 
 def test_a_missing_field_is_named(sandbox):
@@ -143,12 +145,12 @@ def test_a_missing_field_is_named(sandbox):
     path = sandbox / "g" / "naive.json"
     path.parent.mkdir()
     path.write_text(json.dumps({"format": 1, "rows": [row]}))
-    assert any("'max_rel_err'" in p for p in records.check(sandbox))
+    assert any("'max_rel_err'" in p for p in freshness.problems(sandbox))
 
 
 def test_stale_source_hash_is_reported(sandbox):
     records.upsert(sandbox / "g" / "naive.json", [_row(source_sha256="0" * 64)], records.BENCH_KEY)
-    problems = records.check(sandbox)
+    problems = freshness.problems(sandbox)
     assert len(problems) == 1 and "older kernels/01_naive.cu" in problems[0]
 
 
@@ -157,9 +159,9 @@ def test_a_full_record_drops_stale_rows_and_keeps_fresh_ones(sandbox):
     records.upsert(path, [_row(), _row(m=128, source_sha256="0" * 64)], records.BENCH_KEY)
     records.upsert(path.with_name("cublas.json"), [_row(kernel="cublas", source="", source_sha256="")],
                    records.BENCH_KEY)
-    assert records.drop_stale("Test GPU") == 1
+    assert freshness.drop_stale("Test GPU") == 1
     assert [r["m"] for r in records.read_rows(path)] == [64]
-    assert len(records.read_rows(path.with_name("cublas.json"))) == 1 and records.check(sandbox) == []
+    assert len(records.read_rows(path.with_name("cublas.json"))) == 1 and freshness.problems(sandbox) == []
 
 
 def test_lookup_says_what_was_recorded(sandbox):
@@ -182,20 +184,20 @@ def _sanitizer_row(kernel, tool, **over):
 def _sanitized(sandbox, *changed):
     """Measurements of every kernel and a sanitizer.json with a clean run of every tool on each, except `changed`
     rows (None drops one)."""
-    rows = {(k, t): _sanitizer_row(k, t) for k in catalog.KERNELS for t in records.SANITIZER_TOOLS}
+    rows = {(k, t): _sanitizer_row(k, t) for k in catalog.KERNELS for t in sanitize.SANITIZER_TOOLS}
     for (kernel, tool), row in changed:
         rows[kernel, tool] = row
     path = sandbox / "test-gpu" / "sanitizer.json"
     for kernel in catalog.KERNELS:
         records.upsert(path.with_name(f"{kernel}.json"), [_row(kernel)], records.BENCH_KEY)
-    records.upsert(path, [r for r in rows.values() if r is not None], records.SANITIZER_KEY)
+    records.upsert(path, [r for r in rows.values() if r is not None], sanitize.SANITIZER_KEY)
     return path
 
 
 def test_a_complete_clean_sanitizer_record_passes(sandbox):
     _sanitized(sandbox)
-    assert records.check(sandbox) == []
-    assert len(records.sanitizer_runs("Test GPU")) == len(catalog.KERNELS) * len(records.SANITIZER_TOOLS)
+    assert freshness.problems(sandbox) == []
+    assert len(sanitize.sanitizer_runs("Test GPU")) == len(catalog.KERNELS) * len(sanitize.SANITIZER_TOOLS)
 
 
 @pytest.mark.parametrize("row,problem", [
@@ -205,7 +207,7 @@ def test_a_complete_clean_sanitizer_record_passes(sandbox):
 ])
 def test_sanitizer_records_missing_stale_or_with_errors_are_problems(sandbox, row, problem):
     _sanitized(sandbox, (("naive", "racecheck"), row))
-    problems = records.check(sandbox)
+    problems = freshness.problems(sandbox)
     assert len(problems) == 1 and problem in problems[0]
 
 
@@ -214,19 +216,19 @@ def test_sanitizer_records_missing_stale_or_with_errors_are_problems(sandbox, ro
 def test_a_malformed_sanitizer_row_names_the_file_and_field(sandbox, over, field):
     path = _sanitized(sandbox, (("naive", "memcheck"), {**_sanitizer_row("naive", "memcheck"), **over}))
     with pytest.raises(records.RecordError, match=f"field '{field}'") as err:
-        records.sanitizer_runs("Test GPU")
+        sanitize.sanitizer_runs("Test GPU")
     assert str(path) in str(err.value)
-    problems = records.check(sandbox)
+    problems = freshness.problems(sandbox)
     assert len(problems) == 1 and str(path) in problems[0] and f"field '{field}'" in problems[0]
 
 
 def test_a_kernel_never_measured_on_a_gpu_needs_no_sanitizer_record_until_it_is(sandbox):
     """A kernel added since a GPU was recorded, or one it cannot run (wgmma off Hopper), has no rows there."""
-    path = _sanitized(sandbox, *((("wgmma_tf32", t), None) for t in records.SANITIZER_TOOLS))
+    path = _sanitized(sandbox, *((("wgmma_tf32", t), None) for t in sanitize.SANITIZER_TOOLS))
     path.with_name("wgmma_tf32.json").unlink()
-    assert records.check(sandbox) == []
+    assert freshness.problems(sandbox) == []
     records.upsert(path.with_name("wgmma_tf32.json"), [_row("wgmma_tf32")], records.BENCH_KEY)
-    problems = records.check(sandbox)
+    problems = freshness.problems(sandbox)
     assert len(problems) == 4 and all("wgmma_tf32 has no" in p and "gemm-lab sanitize wgmma_tf32" in p
                                       for p in problems)
 
@@ -235,7 +237,7 @@ def test_a_kernel_never_measured_on_a_gpu_needs_no_sanitizer_record_until_it_is(
 def test_tensor_core_measurements_carry_their_kernels_precision(sandbox, kernel):
     records.upsert(sandbox / "test-gpu" / f"{kernel}.json", [_row(kernel)], records.BENCH_KEY)
     records.upsert(sandbox / "test-gpu" / "cublas_tf32.json", [_row("cublas_tf32")], records.BENCH_KEY)
-    assert records.check(sandbox) == []
+    assert freshness.problems(sandbox) == []
     x = records.lookup(kernel, catalog.get(kernel).full_params(), 64, 64, 64, gpu="Test GPU")
     assert x.precision == catalog.get(kernel).precision in ("tf32", "3xtf32")
     assert records.lookup(records.CUBLAS_TF32, {}, 64, 64, 64, gpu="Test GPU").precision == "tf32"
@@ -253,7 +255,7 @@ def test_a_precision_that_is_not_the_kernels_is_named(sandbox, kernel, precision
     path = sandbox / "test-gpu" / f"{'naive' if kernel == 'retired_kernel' else kernel}.json"
     path.parent.mkdir()
     path.write_text(json.dumps({"format": 1, "rows": [_row(kernel, precision=precision)]}))
-    problems = records.check(sandbox)
+    problems = freshness.problems(sandbox)
     assert len(problems) == 1 and str(path) in problems[0] and f"field 'precision' must be {allowed}" in problems[0]
 
 
@@ -263,10 +265,10 @@ def test_latency_rows_need_their_seconds(tmp_path):
     good = {"kernel": "smem_tiled", "open_s": 3.2, "cold_s": [0.4, 0.5], "warm_s": [0.1], "recorded_at": "2026-11-24"}
     bad = {**good, "kernel": "warp_tiling", "cold_s": ["fast"]}
     (folder / "widget_latency.json").write_text(json.dumps({"format": 1, "rows": [good, {**good, "open_s": None}, bad]}))
-    problems = records.check(tmp_path)
+    problems = freshness.problems(tmp_path)
     assert len(problems) == 2 and "'open_s' must be float" in problems[0] and "'cold_s' must list seconds" in problems[1]
     with pytest.raises(records.RecordError, match="open_s"):
-        records.save_latency([{**good, "open_s": "3 s", "gpu": "Some GPU"}])
+        freshness.save_latency([{**good, "open_s": "3 s", "gpu": "Some GPU"}])
 
 
 def test_a_tensor_core_headline_is_the_median_of_its_rounds():

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from gemm_lab import catalog, compiler, device, folders, records
+from gemm_lab.lab import freshness
 from gemm_lab.lab import cli, plan, sanitize
 from gemm_lab.pages import grids
 
@@ -113,7 +114,7 @@ def test_every_run_is_recorded_and_a_second_call_resumes(sandbox, monkeypatch):
     calls = fake_tool(monkeypatch)
     runs = sanitize.sanitize(["naive", "coalesced"], progress=False)
     assert sorted(calls) == sorted((t, k) for k in ("naive", "coalesced") for t in sanitize.TOOLS)
-    stored = records.sanitizer_runs(GPU.name)
+    stored = sanitize.sanitizer_runs(GPU.name)
     assert sorted(stored, key=str) == sorted(runs, key=str) and len(stored) == 8
     row = stored[0].to_row()
     spec = catalog.get(row["kernel"])
@@ -123,14 +124,14 @@ def test_every_run_is_recorded_and_a_second_call_resumes(sandbox, monkeypatch):
     table = sanitize.summary(stored)
     assert table.columns == ("kernel", *sanitize.TOOLS) and {r[0] for r in table.rows} == {"naive", "coalesced"}
     assert all(r[1:] == ("0",) * 4 for r in table.rows) and "2025.3.1.0" in table.caption
-    assert records.check(sandbox) == []  # no other kernel was measured on this GPU
+    assert freshness.problems(sandbox) == []  # no other kernel was measured on this GPU
     spec = catalog.get("smem_tiled")
     records.save([records.Measurement(
         kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
         params=spec.full_params(),
         m=64, n=64, k=64, precision="fp32", gflops=1.0, cublas_gflops=2.0, max_rel_err=1e-7, gpu=GPU.name,
         recorded_at="2026-11-23T00:00:00+00:00")])
-    problems = records.check(sandbox)  # measured, never sanitized
+    problems = freshness.problems(sandbox)  # measured, never sanitized
     assert len(problems) == 4 and all("smem_tiled has no" in p for p in problems)
 
     again = fake_tool(monkeypatch)
@@ -144,9 +145,9 @@ def test_errors_are_recorded_and_fail_the_command(sandbox, monkeypatch, capsys):
     assert cli.main(["sanitize", "smem_tiled"]) == 1
     out = capsys.readouterr().out
     assert "smem_tiled" in out and "racecheck" in out
-    found = {r.tool: r.errors for r in records.sanitizer_runs(GPU.name)}
+    found = {r.tool: r.errors for r in sanitize.sanitizer_runs(GPU.name)}
     assert found == {"memcheck": 0, "racecheck": 3, "synccheck": 0, "initcheck": 0}
-    assert ["racecheck found 3 error(s) in smem_tiled" in p for p in records.check(sandbox)].count(True) == 1
+    assert ["racecheck found 3 error(s) in smem_tiled" in p for p in freshness.problems(sandbox)].count(True) == 1
 
 
 def test_racecheck_of_a_tma_kernel_runs_each_case_alone_and_retries_a_slow_one(sandbox, monkeypatch):
@@ -175,7 +176,7 @@ def test_a_child_that_did_not_finish_is_an_error_not_a_clean_record(sandbox, mon
     fake_tool(monkeypatch, returncode=returncode, done=done)
     with pytest.raises(RuntimeError, match="memcheck on naive did not finish"):
         sanitize.sanitize(["naive"], progress=False)
-    assert records.sanitizer_runs(GPU.name) == []
+    assert sanitize.sanitizer_runs(GPU.name) == []
 
 
 def test_without_a_gpu_or_the_tool_nothing_runs(sandbox, monkeypatch, capsys):

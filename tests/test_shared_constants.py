@@ -347,6 +347,7 @@ def ozaki_call(monkeypatch, shape: tuple[int, int, int]) -> tuple:
     monkeypatch.setattr(compiler, "companions", lambda i: {n: Recorder(calls, n) for n in i.spec.companions(i.params)})
     planes: list = []
     monkeypatch.setattr(tma, "planes_map", lambda x, rows, k0, k1: planes.append((x.shape, rows, k0, k1)))
+    monkeypatch.setattr(device, "gpu", lambda: types.SimpleNamespace(cc=(9, 0), sms=132, arch="sm_90"))  # an H100's
     pipeline = ozaki.Pipeline(inst, None, None, alpha=1.0, beta=0.0, out=None, slots=132)
     pipeline.verdict[:] = 0
     pipeline.verdict[0] = CHOSEN  # ozaki_decide's choice

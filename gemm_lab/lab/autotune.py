@@ -10,8 +10,11 @@ under a minute on a 16-core host instead of several minutes one by one.
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .. import catalog, compiler
 from ..models import model
@@ -57,7 +60,7 @@ def precompile(cases: Iterable[tuple[str, Params | None]], workers: int | None =
 
     distinct = {(name, tuple(catalog.get(name).full_params(p).items()), catalog.get(name).arch or device.gpu().arch)
                 for name, p in cases}
-    compiler.in_processes(_load, sorted(distinct), workers)
+    in_processes(_load, sorted(distinct), workers)
     return len(distinct)
 
 
@@ -65,7 +68,7 @@ def precompile(cases: Iterable[tuple[str, Params | None]], workers: int | None =
 def _reports(kernel: str, build_sha256: str, grid: tuple, workers: int | None) -> list[compiler.PtxasReport]:
     """ptxas reports of a grid, compiled once per process and kernel build (a sweep at several sizes prunes
     the same grid each time)."""
-    return compiler.in_processes(_ptxas, [(kernel, dict(p)) for p in grid], workers)
+    return in_processes(_ptxas, [(kernel, dict(p)) for p in grid], workers)
 
 
 def _ptxas(case: tuple[str, dict[str, int]]) -> compiler.PtxasReport:
@@ -74,3 +77,16 @@ def _ptxas(case: tuple[str, dict[str, int]]) -> compiler.PtxasReport:
 
 def _load(case: tuple[str, tuple, str]) -> None:
     compiler.cubin_file(catalog.instance(case[0], dict(case[1])), case[2])
+
+
+T = TypeVar("T")
+
+
+def in_processes(fn: Callable[[Any], T], items: list, workers: int | None = None) -> list[T]:
+    """`fn` over `items` in worker processes (default: one per core but one), in order; in this process where one
+    worker or one item would do. Compiles are CPU-bound and of very uneven length, so each item goes out alone."""
+    workers = workers or max(1, min(len(items), (os.cpu_count() or 2) - 1))
+    if workers == 1 or len(items) < 2:
+        return [fn(x) for x in items]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(fn, items))

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from . import baselines, plan, power, sanitize, sweeps
+from . import freshness
 from .. import catalog, device, folders, records, timing, turns, yardstick
 from ..precision import emulation, int8
 from ..models import hardware, memory
@@ -159,7 +160,7 @@ def _record(args: argparse.Namespace) -> int:
                         or not set(hardware.metrics_for(name)) <= set(row["metrics"]):
                     hardware.save_counters([hardware.counters(name, (size,) * 3, p, fallback=False)])
     if not args.only:
-        dropped = records.drop_stale(gpu)
+        dropped = freshness.drop_stale(gpu)
         print(f"dropped {dropped} measurement(s) of older kernel sources that the plan no longer asks for")
     print(f"recorded on {gpu} into {records.gpu_dir(gpu)}")
     _pin()
@@ -218,7 +219,7 @@ def _records(args: argparse.Namespace) -> int:
     if args.pin:
         _pin(args.workers)
     if args.check:
-        problems = records.check() + plan.unsustained()
+        problems = freshness.problems() + plan.unsustained()
         for problem in problems:
             print(problem, file=sys.stderr)
         print(f"records --check: {len(problems)} problem(s)")
@@ -235,9 +236,9 @@ def _records(args: argparse.Namespace) -> int:
 def _pin(workers: int | None = None) -> None:
     """Pin the code of what was recorded (every command that records does), so that `records --check` still finds
     the records fresh after a refactor of their kernels."""
-    pinned, new = records.pin(workers=workers)
+    pinned, new = freshness.pin(workers=workers)
     print(f"pinned the code of {pinned} recorded instance(s) ({new} new) in "
-          f"{folders.RECORDS_DIR / records.BUILDS}.json")
+          f"{folders.RECORDS_DIR / freshness.BUILDS}.json")
 
 
 def _require_live(what: str) -> None:

@@ -227,7 +227,7 @@ def current(x: records.Measurement) -> bool:
 def unsustained(root: Path | None = None) -> list[str]:
     """Rows of races the pages quote (`quoted_races`, and INT8's) that are not `current`: timed before today's
     sustained race, each turn under one pair of CUDA events and with its turn settles, or, beyond FP32, without each
-    side's timed milliseconds or its joules per launch. `records --check` reports them beside `records.check`'s."""
+    side's timed milliseconds or its joules per launch. `records --check` reports them beside `freshness.problems`'s."""
     quoted = quoted_keys()
     problems = []
     for path in sorted((root or folders.RECORDS_DIR).glob("*/*.json")):

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Iterable
 
 from tqdm.auto import tqdm
@@ -28,10 +29,55 @@ from .. import catalog, device, records
 from ..precision import int8
 from . import plan
 from ..catalog import KernelSpec, Probe
-from ..records import SanitizerRun
 from ..pages.tables import Table
 
-TOOLS = records.SANITIZER_TOOLS
+
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+SANITIZER_KEY = ("kernel", "tool")
+
+
+@dataclass(frozen=True)
+class SanitizerRun:
+    """One compute-sanitizer tool run over all of a kernel's cases (`gemm-lab sanitize`); clean means errors == 0."""
+
+    kernel: str
+    source: str
+    source_sha256: str
+    build_sha256: str  # the compiled text the tool saw: a header edit makes the verdict stale
+    tool: str
+    errors: int
+    cases: list[dict[str, Any]]  # [{"params": {...}, "shapes": [[m, n, k], ...]}, ...]
+    gpu: str
+    recorded_at: str
+    versions: dict[str, str]  # driver, CUDA runtime, CuPy, compute-sanitizer
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], where: str = "") -> "SanitizerRun":
+        values = records.typed_fields(cls, row, tuple(f.name for f in fields(cls)), where)
+        if values["tool"] not in SANITIZER_TOOLS:
+            raise records.RecordError(f"{where}: field 'tool' must be one of {', '.join(SANITIZER_TOOLS)}: {records.short(row)}")
+        if values["errors"] < 0:
+            raise records.RecordError(f"{where}: field 'errors' must be a count (0 or more): {records.short(row)}")
+        return cls(**values)
+
+
+def save_sanitizer(runs: Iterable[SanitizerRun]) -> None:
+    """Store sanitizer runs in their GPU's sanitizer.json (same kernel and tool: the newer one wins)."""
+    for verdict in runs:
+        records.upsert(records.gpu_dir(verdict.gpu) / f"{records.SANITIZER}.json", [verdict.to_row()], SANITIZER_KEY)
+
+
+def sanitizer_runs(gpu: str | None = None) -> list[SanitizerRun]:
+    """Every recorded sanitizer run of a GPU (default: the replay GPU); empty when none were recorded."""
+    path = records.gpu_dir(gpu) / f"{records.SANITIZER}.json"
+    return [SanitizerRun.from_row(r, str(path)) for r in records.read_rows(path)] if path.exists() else []
+
+TOOLS = SANITIZER_TOOLS
 ERROR_EXITCODE = 86  # compute-sanitizer's exit status when the tool found errors
 TIMEOUT_S = 900  # one tool over one kernel's cases (racecheck is the slowest): a hang becomes an error
 RACECHECK_CASE_S, RACECHECK_TRIES = 60, 3  # racecheck of one case of a TMA kernel: its limit, and how often it is tried
@@ -157,7 +203,7 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
             tqdm.write(f"skipping {name}: {why}")
     specs = [spec for spec in specs if not why_not[spec.name]]
     versions = {**records.versions(gpu), "compute_sanitizer": _version(exe)}
-    recorded = {} if fresh else {(r.kernel, r.tool): r for r in records.sanitizer_runs(gpu.name)}
+    recorded = {} if fresh else {(r.kernel, r.tool): r for r in sanitizer_runs(gpu.name)}
     out = []
     bar = tqdm([(spec, tool) for spec in specs for tool in tools], desc="compute-sanitizer", disable=not progress)
     for spec, tool in bar:
@@ -175,7 +221,7 @@ def sanitize(kernels: Iterable[str] | None = None, tools: Iterable[str] = TOOLS,
             recorded_at=records.utc_now(),
             versions=versions,
         ))
-        records.save_sanitizer(out[-1:])
+        save_sanitizer(out[-1:])
     return out
 
 

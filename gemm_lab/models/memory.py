@@ -3,19 +3,19 @@
 `measure()` runs kernels/memory_probes.cu on the live GPU, in a few seconds: one thread chases a chain of addresses
 through working sets from a few KiB to well beyond L2 (the latency of shared memory, L1, L2 and DRAM, and the curve
 between them), and every SM copies a working set that sits in L2, then one that only DRAM can hold. `hierarchy()`
-returns it as a `records.MemoryRecord`: measured now when live, read from records/<gpu>/memory.json in replay
+returns it as a `MemoryRecord`: measured now when live, read from records/<gpu>/memory.json in replay
 (`gemm-lab record --only memory` writes it). `prose_numbers()` formats what the GPU primer's prose quotes, Little's
 law and an occupancy worked through included.
 """
 from __future__ import annotations
 
 import functools
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .. import catalog, device, liverun, records, turns
 from . import gpus, model
 from ..compiler import NVRTC_OPTIONS
-from ..records import MemoryRecord
 from ..spec import round_up
 
 PROBE = catalog.PROBES["memory_probes"]
@@ -89,7 +89,7 @@ def measure() -> MemoryRecord:
     latency += [{"level": level, **by_size[size]} for level, size in sets.items()]
     threads_per_sm = props["max_threads_per_sm"]
     bandwidth = [{"level": level, "bytes": sets[level], "gbs": _copy_gbs(copy, sets[level], gpu.sms, threads_per_sm)}
-                 for level in records.MEMORY_BANDWIDTH_LEVELS]
+                 for level in MEMORY_BANDWIDTH_LEVELS]
     return MemoryRecord(
         kernel=PROBE.name, source=PROBE.source, source_sha256=PROBE.source_sha256(),
         build_sha256=PROBE.build_sha256(), gpu=gpu.name,
@@ -99,7 +99,7 @@ def measure() -> MemoryRecord:
 
 
 def properties() -> dict[str, Any]:
-    """What the live device reports about itself (records.DEVICE_PROPERTIES)."""
+    """What the live device reports about itself (DEVICE_PROPERTIES)."""
     import cupy
 
     gpu = device.gpu()
@@ -260,8 +260,8 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
     }
     card = gpus.card_of(ceilings["gpu"])
     out["dram_datasheet"] = f"{card.dram_gbs / 1e3:.2f} TB/s" if card else MISSING
-    out.update({f"{what}_{level}": MISSING for level in records.MEMORY_LEVELS for what in ("lat", "lat_ns", "ws")})
-    out.update({f"{what}_{level}": MISSING for level in records.MEMORY_BANDWIDTH_LEVELS
+    out.update({f"{what}_{level}": MISSING for level in MEMORY_LEVELS for what in ("lat", "lat_ns", "ws")})
+    out.update({f"{what}_{level}": MISSING for level in MEMORY_BANDWIDTH_LEVELS
                 for what in ("bw", "inflight", "inflight_sm", "loads_sm")})
     out.update({k: MISSING for k in ("smem_per_sm", "registers_per_sm", "dram", "dram_vs_l1", "tile_vs_dram")})
     if rec is not None:
@@ -273,7 +273,7 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
             out[f"lat_ns_{x['level']}"] = f"{x['ns']:.0f} ns"
             out[f"ws_{x['level']}"] = size_text(x["bytes"])
         out["dram_vs_l1"] = f"{rec.latency_of('DRAM')['ns'] / rec.latency_of('L1')['ns']:.0f}"
-        for level in records.MEMORY_BANDWIDTH_LEVELS:
+        for level in MEMORY_BANDWIDTH_LEVELS:
             bytes_ = in_flight(rec, level)
             per_sm = bytes_ / p["sms"]
             out.update({f"bw_{level}": f"{rec.bandwidth_of(level)['gbs'] / 1e3:.1f} TB/s",
@@ -341,3 +341,69 @@ def parameters(gpu: str | None = None) -> dict[str, Any]:
     out["bandwidth"] = {x["level"]: x for x in rec.bandwidth}
     out["provenance"] = where if live else f"{where}, memory probes of {rec.date}"
     return out
+
+
+MEMORY_LEVELS = ("shared", "L1", "L2", "DRAM")  # where a load may find its data, nearest first
+
+
+MEMORY_BANDWIDTH_LEVELS = ("L2", "DRAM")  # where the copy's working set may sit
+
+
+# what the device reports about itself (cudaGetDeviceProperties), in a memory record's `properties`
+DEVICE_PROPERTIES = ("cc", "sms", "clock_mhz", "registers_per_sm", "smem_per_sm", "smem_per_block",
+                     "smem_reserved_per_block", "max_threads_per_sm", "max_blocks_per_sm", "l2_bytes", "dram_bytes")
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """The GPU primer's microbenchmarks on one GPU: the device's own parameters, the latency of one load at each
+    level of the memory hierarchy (a pointer chase), the bandwidth of a copy whose data sit in L2 or in DRAM, and the
+    chase's latency against its working set."""
+
+    kernel: str  # the probe (`catalog.PROBES`)
+    source: str
+    source_sha256: str
+    build_sha256: str
+    gpu: str
+    recorded_at: str
+    versions: dict[str, str]  # driver, CUDA runtime, CuPy
+    properties: dict[str, Any]  # DEVICE_PROPERTIES; cc as [major, minor]
+    latency: list[dict[str, Any]]  # {"level", "bytes": the chase's working set, "cycles", "ns"}, one per level
+    bandwidth: list[dict[str, Any]]  # {"level", "bytes": the copy's working set, "gbs"}, for L2 and DRAM
+    sweep: list[dict[str, Any]]  # {"bytes", "cycles", "ns"}: the chase's latency against its working set
+    replayed: bool = field(default=False, compare=False)  # set on load, never stored
+
+    @property
+    def date(self) -> str:
+        return self.recorded_at[:10]
+
+    def latency_of(self, level: str) -> dict[str, Any]:
+        return next(x for x in self.latency if x["level"] == level)
+
+    def bandwidth_of(self, level: str) -> dict[str, Any]:
+        return next(x for x in self.bandwidth if x["level"] == level)
+
+    def to_row(self) -> dict[str, Any]:
+        row = asdict(self)
+        row.pop("replayed")
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], where: str = "") -> "MemoryRecord":
+        values = records.typed_fields(cls, row, tuple(f.name for f in fields(cls) if f.name != "replayed"), where)
+        values.pop("replayed", None)
+        problems = [f"properties lack {k!r}" for k in DEVICE_PROPERTIES if k not in values["properties"]]
+        for name, levels, numbers in (("latency", MEMORY_LEVELS, ("bytes", "cycles", "ns")),
+                                      ("bandwidth", MEMORY_BANDWIDTH_LEVELS, ("bytes", "gbs")),
+                                      ("sweep", (), ("bytes", "cycles", "ns"))):
+            for x in values[name]:
+                if not isinstance(x, dict) or (levels and x.get("level") not in levels) or not all(
+                        isinstance(x.get(k), (int, float)) and not isinstance(x.get(k), bool) and x[k] > 0
+                        for k in numbers):
+                    problems.append(f"each {name} entry needs " + (f"a level of {', '.join(levels)} and " if levels
+                                    else "") + f"positive {', '.join(numbers)}, not {x!r}")
+            seen = [x.get("level") for x in values[name] if isinstance(x, dict)]
+            problems += [f"{name} lacks the level {level!r}" for level in levels if level not in seen]
+        if problems:
+            raise records.RecordError(f"{where}: {problems[0]}: {records.short(row)}")
+        return cls(**values, replayed=True)

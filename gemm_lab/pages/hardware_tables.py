@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import catalog, device, records
+from .. import catalog, device
 from ..models import gpus, issue_rate, memory
 from ..models.gpus import CARDS, Card
 from .tables import Banner, Table, Tables, counters_provenance, provenance
@@ -119,22 +119,22 @@ def memory_table(names: Sequence[str]) -> Table:
     """One load's latency at each level and a copy's bandwidth from L2 and from DRAM, a column per GPU."""
     found = {g: memory.find(g) for g in names}
 
-    def latency(rec: records.MemoryRecord | None, level: str) -> str:
+    def latency(rec: memory.MemoryRecord | None, level: str) -> str:
         if rec is None:
             return memory.MISSING
         x = rec.latency_of(level)
         return f"{x['cycles']:.0f} clocks, {x['ns']:.0f} ns ({memory.size_text(x['bytes'])})"
 
-    def bandwidth(rec: records.MemoryRecord | None, level: str) -> str:
+    def bandwidth(rec: memory.MemoryRecord | None, level: str) -> str:
         if rec is None:
             return memory.MISSING
         x = rec.bandwidth_of(level)
         return f"{x['gbs'] / 1e3:.1f} TB/s ({memory.size_text(x['bytes'])})"
 
     rows = [(f"latency: {memory.LEVEL_NAMES[level]}", *(latency(found[g], level) for g in names))
-            for level in records.MEMORY_LEVELS]
+            for level in memory.MEMORY_LEVELS]
     rows += [(f"copy: {level}", *(bandwidth(found[g], level) for g in names))
-             for level in records.MEMORY_BANDWIDTH_LEVELS]
+             for level in memory.MEMORY_BANDWIDTH_LEVELS]
     origin = "; ".join(memory.provenance(rec) for rec in found.values() if rec)
     caption = ("latency: one thread's chain of dependent loads over the working set in brackets; copy: every SM "
                "copying the working set in brackets, bytes read + written per second")

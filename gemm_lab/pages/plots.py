@@ -481,7 +481,7 @@ def accuracy_vs_speed(ms: Sequence[Measurement], title: str = "") -> Figure:
 
 def memory_latency(recs: Sequence[Any]) -> Figure:
     """Nanoseconds per load of one thread's pointer chase against its working set, a line per GPU
-    (`records.MemoryRecord`s): flat while the chain fits in L1, in L2, then only in DRAM, with each GPU's L2 size
+    (`memory.MemoryRecord`s): flat while the chain fits in L1, in L2, then only in DRAM, with each GPU's L2 size
     marked. Without records, the empty chart says how to record them."""
     from ..models.memory import provenance as memory_provenance
 
