@@ -20,9 +20,9 @@ import time
 import warnings
 
 from gemm_lab import catalog, device, folders, records, timing, yardstick
-from gemm_lab.precision import int8
 from gemm_lab.lab import plan
 from gemm_lab.pages import tables
+from gemm_lab.precision import int8
 
 # 5 blocks a side: with 3, repeated runs on the H100 moved by up to 1.8 points
 WARM_S, LEAD_S, BLOCK_S, BLOCKS = 1.5, 0.5, 2.0, 10

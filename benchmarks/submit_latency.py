@@ -16,8 +16,8 @@ import tempfile
 import time
 
 import gemm_lab as gl
-from gemm_lab.lab import freshness
 from gemm_lab import compiler, device, records
+from gemm_lab.lab import freshness
 from gemm_lab.pages import exercises
 
 SIZE = 2048  # where a submission is timed beside the book's kernel and cuBLAS

@@ -7,11 +7,11 @@ The core (the modules at this level) does that and imports no wing; the wings bu
 below its own: `models/` (the paper models), `precision/` (beyond FP32), `pages/` (what the book's pages show) and
 `lab/` (recording the book's data). This file is the one public face: `import gemm_lab as gl`.
 """
-from .liverun import lab_notes, measure
 from .catalog import KERNELS, validate
 from .compiler import ptxas_report, resources
 from .device import live, mode
 from .lab.sweeps import sweep
+from .liverun import lab_notes, measure
 from .models import gpus
 from .models.hardware import ceilings, counters
 from .pages import exercises, questions, tables

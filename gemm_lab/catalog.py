@@ -7,15 +7,55 @@ the rest of the package asks (`get`, `instance`, `validate`, `legal_grid`) and t
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
-from .families import (A_LAYOUTS, DATA_MOVERS_CHAPTER, HOPPER_CHAPTER, INT8_MAX_K, INT8_PRODUCT, KERNELS,
-                       MEASURING_CHAPTER, OZAKI_ANALYSIS, OZAKI_CHAPTER, PRECISION_CHAPTER, PROBES, PRODUCER_REGISTERS,
-                       TENSOR_CORES_CHAPTER, WGMMA_BK, WGMMA_CHAPTER, WGMMA_N, a_pad, buffers, consumer_registers)
-from .spec import (ARCH_SPECIFIC, DYNAMIC_SMEM_LIMIT, INT32_MAX, MAX_GRID_Y, MAX_REGISTERS_PER_THREAD,
-                   MAX_THREADS_PER_BLOCK, PRECISIONS, REGISTERS_PER_SM, ROOT, SCHEDULERS_PER_SM, SM90_SMEM_PER_SM,
-                   SM90_SMEM_RESERVED, STATIC_SMEM_LIMIT, Instance, KernelSpec, Params, Probe, Rule, Shape, SourceFile,
-                   code_only, expand_includes, register_budget, tail_shapes)
+from .families import (
+    A_LAYOUTS,
+    DATA_MOVERS_CHAPTER,
+    HOPPER_CHAPTER,
+    INT8_MAX_K,
+    INT8_PRODUCT,
+    KERNELS,
+    MEASURING_CHAPTER,
+    OZAKI_ANALYSIS,
+    OZAKI_CHAPTER,
+    PRECISION_CHAPTER,
+    PROBES,
+    PRODUCER_REGISTERS,
+    TENSOR_CORES_CHAPTER,
+    WGMMA_BK,
+    WGMMA_CHAPTER,
+    WGMMA_N,
+    a_pad,
+    buffers,
+    consumer_registers,
+)
+from .spec import (
+    ARCH_SPECIFIC,
+    DYNAMIC_SMEM_LIMIT,
+    INT32_MAX,
+    MAX_GRID_Y,
+    MAX_REGISTERS_PER_THREAD,
+    MAX_THREADS_PER_BLOCK,
+    PRECISIONS,
+    REGISTERS_PER_SM,
+    ROOT,
+    SCHEDULERS_PER_SM,
+    SM90_SMEM_PER_SM,
+    SM90_SMEM_RESERVED,
+    STATIC_SMEM_LIMIT,
+    Instance,
+    KernelSpec,
+    Params,
+    Probe,
+    Rule,
+    Shape,
+    SourceFile,
+    code_only,
+    expand_includes,
+    register_budget,
+    tail_shapes,
+)
 
 __all__ = [  # the catalog's names: the registry's own, and those of the spec model and the families it is read by
     "A_LAYOUTS", "ARCH_SPECIFIC", "DATA_MOVERS_CHAPTER", "DYNAMIC_SMEM_LIMIT", "HOPPER_CHAPTER", "INT32_MAX",

@@ -5,12 +5,22 @@ and 9, kernel 15 and the Ozaki scheme. `catalog.KERNELS` and `catalog.PROBES` ar
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
-from .spec import (DYNAMIC_SMEM_LIMIT, MAX_THREADS_PER_BLOCK, REGISTER_FILE, REGISTERS_PER_SM, STATIC_SMEM_LIMIT, KernelSpec,
-                   Params, Probe, Rule, register_budget)
-from .spec import ceil_div, round_up
-
+from .spec import (
+    DYNAMIC_SMEM_LIMIT,
+    MAX_THREADS_PER_BLOCK,
+    REGISTER_FILE,
+    REGISTERS_PER_SM,
+    STATIC_SMEM_LIMIT,
+    KernelSpec,
+    Params,
+    Probe,
+    Rule,
+    ceil_div,
+    register_budget,
+    round_up,
+)
 
 INT8_PRODUCT = "int8_wgmma_ws"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
 

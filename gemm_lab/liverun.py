@@ -19,9 +19,10 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import device
 from .spec import ROOT

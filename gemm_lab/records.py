@@ -20,9 +20,10 @@ import json
 import os
 import statistics
 import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from . import catalog, device, folders
 
@@ -110,7 +111,7 @@ class Measurement:
         return row
 
     @classmethod
-    def from_row(cls, row: dict[str, Any], where: str = "") -> "Measurement":
+    def from_row(cls, row: dict[str, Any], where: str = "") -> Measurement:
         values = typed_fields(cls, row, REQUIRED, where)
         values.pop("replayed", None)
         expected = precision_of(row["kernel"])

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 ROOT = Path(__file__).resolve().parent.parent
 """Repository root: `kernels/` and `records/` live here."""

@@ -8,8 +8,7 @@ import bisect
 import statistics
 import threading
 import time
-from typing import Callable, Sequence
-
+from collections.abc import Callable, Sequence
 
 TELEMETRY_INTERVAL_S = 0.002  # between NVML polls while timed launches run (each NVML read takes about a millisecond)
 
@@ -56,7 +55,7 @@ class Telemetry:
         self._times.append([None, None])
         self._phases.append((kind, started, finished))  # last: the polling thread never sees a phase half declared
 
-    def start(self) -> "Telemetry":
+    def start(self) -> Telemetry:
         """Poll from a thread of its own until `finish()`, on the calling thread's CUDA device."""
         import cupy
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from . import catalog, telemetry
 from .records import Measurement

@@ -12,9 +12,9 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Mapping, Sequence
 
 from . import catalog, compiler
 

@@ -9,7 +9,7 @@ xdist worker draws the same ones.
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 from unittest import mock
 
 from gemm_lab import catalog

@@ -1,6 +1,6 @@
 """Pruning a parameter space with the offline ptxas report, before anything is timed."""
-from gemm_lab.lab import autotune
 from gemm_lab import catalog, compiler
+from gemm_lab.lab import autotune
 
 GRID = {"BM": (64, 128), "BN": (128,), "BK": (8, 32), "TM": (8,), "TN": (8,), "PREFETCH": (1,)}
 

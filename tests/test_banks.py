@@ -68,8 +68,8 @@ def test_model_sites_follow_the_compiled_loads():
 
 def test_model_matches_the_recorded_counters():
     from gemm_lab import device
-    from gemm_lab.models import hardware
     from gemm_lab.lab import plan
+    from gemm_lab.models import hardware
     from gemm_lab.pages import grids
 
     n = grids.COUNTER_SIZE

@@ -4,15 +4,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-import re  # noqa: E402
-
-from gemm_lab.models import banks, issue_rate, sass, schedule
-from gemm_lab.pages import hardware_tables
 from gemm_lab import catalog
-from gemm_lab.pages import diagrams, style  # noqa: E402
+from gemm_lab.models import banks, issue_rate, sass, schedule
+from gemm_lab.pages import diagrams, hardware_tables, style  # noqa: E402
 
 SPEC = catalog.get("warp_tiling")
 SHAPES = [SPEC.full_params(), *(p for p in catalog.legal_grid(SPEC) if p["BK"] == 8 and p["BM"] == 256)]

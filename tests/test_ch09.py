@@ -9,9 +9,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from gemm_lab import catalog
-from gemm_lab.pages import diagrams, plots, style
-from gemm_lab.models import model
 from gemm_lab.lab import plan  # noqa: E402
+from gemm_lab.models import model
+from gemm_lab.pages import diagrams, plots, style
 from gemm_lab.pages.prose import fold, share  # noqa: E402
 from gemm_lab.spec import ceil_div
 

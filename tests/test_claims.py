@@ -2,8 +2,8 @@
 timing cuBLAS replay without a GPU and run on one."""
 import pytest
 
-from gemm_lab.lab import baselines, cli, plan, published
 from gemm_lab import device
+from gemm_lab.lab import baselines, cli, plan, published
 
 
 def test_every_claim_case_is_recorded_from_the_current_sources(replay):

@@ -9,11 +9,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab.models import banks, model
 from gemm_lab import catalog, records
+from gemm_lab.lab import plan, power, published  # noqa: E402
+from gemm_lab.models import banks, model
 from gemm_lab.pages import diagrams, grids, plots, style
 from gemm_lab.precision import emulation
-from gemm_lab.lab import plan, power, published  # noqa: E402
 
 
 def _figures():

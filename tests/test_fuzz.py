@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gemm_lab.lab import autotune
 from gemm_lab import catalog, compiler, device, run
+from gemm_lab.lab import autotune
 from gemm_lab.spec import round_up
 
 CASES = 500  # per kernel, each a launch checked against float64

@@ -18,7 +18,7 @@ def entries() -> dict[str, str]:
             lines = entry.splitlines()
             terms = [line for line in lines if not line.startswith("  ")]
             definition = " ".join(line.strip() for line in lines if line.startswith("  "))
-            out.update({term: definition for term in terms})
+            out.update(dict.fromkeys(terms, definition))
     return out
 
 

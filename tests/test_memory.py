@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from gemm_lab import catalog, compiler, device, folders, records
-from gemm_lab.lab import freshness
-from gemm_lab.lab import cli, sanitize
-from gemm_lab.pages import diagrams, hardware_tables, plots
+from gemm_lab.lab import cli, freshness, sanitize
 from gemm_lab.models import gpus, hardware, memory, model
+from gemm_lab.pages import diagrams, hardware_tables, plots
 
 ROOT = Path(__file__).resolve().parent.parent
 PRIMER = ROOT / "book" / "gpu_primer.md"

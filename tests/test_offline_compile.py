@@ -7,12 +7,11 @@ of the recorded FFMA sweeps, every offered tensor-core instance (the register ru
 ptxas over these grids) and many more beyond the offered values.
 """
 import pytest
+from instances import beyond, edges
 
 from gemm_lab import catalog, compiler
 from gemm_lab.lab import plan
 from gemm_lab.pages import grids
-
-from instances import beyond, edges
 
 EDGES = {name: edges(name) for name in catalog.KERNELS}
 BEYOND_FAST, BEYOND_EXHAUSTIVE = 2, 10  # instances beyond the offered values per kernel, in each run

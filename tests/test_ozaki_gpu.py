@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from gemm_lab.precision import ozaki
 from gemm_lab import run, yardstick
+from gemm_lab.precision import ozaki
 
 pytestmark = pytest.mark.gpu
 FLT_MAX = float(np.finfo(np.float32).max)

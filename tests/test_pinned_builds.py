@@ -5,8 +5,7 @@ import dataclasses
 import pytest
 
 from gemm_lab import catalog, compiler, folders, records
-from gemm_lab.lab import sanitize
-from gemm_lab.lab import freshness
+from gemm_lab.lab import freshness, sanitize
 
 STORE = "  float* c = &C[row * N + col];\n  *c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;\n"
 HELPER = ("__device__ __forceinline__ void store_c(float* c, float alpha, float acc, float beta) {\n"

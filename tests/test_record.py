@@ -36,7 +36,7 @@ def recorder(monkeypatch):
 
 
 def test_the_error_vs_k_plan():
-    assert plan.ERROR_VS_K == tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))
+    assert tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536)) == plan.ERROR_VS_K
     assert plan.ERROR_VS_K_KERNELS == ("warp_tiling", "mma_tf32", "mma_3xtf32", "mma_tf32_tma", "wgmma_tf32",
                                        "wgmma_3xtf32", "wgmma_ws_tf32", "wgmma_ws_3xtf32")
     assert len(plan.error_vs_k_cases()) == 6 * 8 and all(p is None for _, p, _ in plan.error_vs_k_cases())

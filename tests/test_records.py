@@ -6,10 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemm_lab.lab import autotune, plan, power, sweeps
-from gemm_lab.lab import sanitize
-from gemm_lab.lab import freshness
 from gemm_lab import catalog, device, folders, records, timing, turns
+from gemm_lab.lab import autotune, freshness, plan, power, sanitize, sweeps
 
 
 def test_repository_records_are_well_formed_and_fresh():

@@ -8,8 +8,8 @@ import pytest
 import gemm_lab as gl
 from gemm_lab import catalog, device
 from gemm_lab.lab import cli, plan
-from gemm_lab.pages import diagrams, grids, plots, widgets
 from gemm_lab.models import model
+from gemm_lab.pages import diagrams, grids, plots, widgets
 from gemm_lab.pages.tables import by_size
 
 

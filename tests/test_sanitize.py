@@ -8,8 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from gemm_lab import catalog, compiler, device, folders, records
-from gemm_lab.lab import freshness
-from gemm_lab.lab import cli, plan, sanitize
+from gemm_lab.lab import cli, freshness, plan, sanitize
 from gemm_lab.pages import grids
 
 GPU = SimpleNamespace(name="Test GPU", cc=(9, 0), driver="580.65", cuda_runtime="13.0", cupy="14.0.0")

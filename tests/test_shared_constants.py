@@ -202,7 +202,7 @@ def test_ozaki_sample_and_statistics_sizes():
 
 def test_ozaki_candidates_are_the_numbers_the_kernel_weighs():
     (first,) = found(r"chosen = (\d+) \+ q;", OZAKI, OZAKI_AT)  # ozaki_decide: candidate q is 6 + q moduli
-    assert ozaki.CANDIDATES == tuple(range(first, first + len(ozaki.CANDIDATES))), \
+    assert tuple(range(first, first + len(ozaki.CANDIDATES))) == ozaki.CANDIDATES, \
         f"ozaki.CANDIDATES {ozaki.CANDIDATES}: {OZAKI_AT}'s ozaki_decide weighs {first} + q moduli"
     most = max(catalog.get("ozaki").choices["MODULI"])
     assert ozaki.CANDIDATES[-1] == len(ozaki.MODULI) == most, \
@@ -588,7 +588,7 @@ def test_tma_boxes_and_launch_of_kernel_15(fake_cuda, monkeypatch):
                          source("15_int8_wgmma_ws.cu"), "kernels/15_int8_wgmma_ws.cu")
     (warps,) = found(r"full0 = out \+ CONSUMERS \* (\d+) \* Epilogue::WARP_SMEM", source("int8_wgmma.cuh"),
                      "kernels/int8_wgmma.cuh")
-    assert int8.EPILOGUE_SMEM == warps * warp_smem, \
+    assert warps * warp_smem == int8.EPILOGUE_SMEM, \
         f"int8.EPILOGUE_SMEM = {int8.EPILOGUE_SMEM}, kernel 15's {warps} warps x WARP_SMEM {warp_smem} per consumer"
     found(r"StoreResidues \{\s+static constexpr unsigned WARP_SMEM = 0;", OZAKI, OZAKI_AT)  # kernel 16's: none
     calls: list = []
@@ -647,7 +647,7 @@ def test_steps_of_k_are_the_kernels():
             assert python == value, f"{name} = {python}, {where}'s BK = {value}"
     (in_flight,) = found(r"wgmma_wait<(\d)>\(\);  // the step before is done", source("14_tf32_wgmma_ws.cu"),
                          "kernel 14")
-    assert model.RING_HELD == in_flight + 1, \
+    assert in_flight + 1 == model.RING_HELD, \
         f"model.RING_HELD = {model.RING_HELD}: kernel 14's consumers hold their stage and {in_flight} in flight"
 
 
@@ -672,7 +672,7 @@ def test_tensor_core_peaks_count_the_kernels_work(fake_cuda, monkeypatch):
     (wgmmas,) = found(r"for \(int kk = 0; kk < (\d+); \+\+kk\) Wgmma<N>::rs", peak, "kernels/tensor_core_peak.cu")
     (floats,) = found(r"i < N \* (\d+); i \+= blockDim\.x", peak, "kernels/tensor_core_peak.cu")
     shape = found(r"wgmma\.mma_async\.sync\.aligned\.m(\d+)n256k(\d+)", source("wgmma.cuh"), "kernels/wgmma.cuh")
-    assert (diagrams.tensor_cores.MMA_M, diagrams.tensor_cores.MMA_N) == mma[:2], "diagrams MMA_M, MMA_N against kernels/tf32.cuh's mma.sync"
+    assert mma[:2] == (diagrams.tensor_cores.MMA_M, diagrams.tensor_cores.MMA_N), "diagrams MMA_M, MMA_N against kernels/tf32.cuh's mma.sync"
     for key, launch, flop in hardware.peak_launches(100):
         n = int(re.search(r"<(\d+)>", launch.func.name)[1])
         (blocks,), (threads,), _ = launch.args

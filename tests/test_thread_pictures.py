@@ -8,8 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab.models import banks
 from gemm_lab import catalog
+from gemm_lab.models import banks
 from gemm_lab.pages import diagrams, style  # noqa: E402
 
 TILE_2D = [catalog.get("thread_tile_2d").full_params(), {"BM": 64, "BN": 128, "BK": 16, "TM": 4, "TN": 8}]

@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from .. import catalog, compiler
-from ..models import model
 from ..catalog import Params
+from ..models import model
 
 
 @dataclass(frozen=True)

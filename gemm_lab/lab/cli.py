@@ -4,12 +4,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import baselines, plan, power, sanitize, sweeps
-from . import freshness
 from .. import catalog, device, folders, records, timing, turns, yardstick
-from ..precision import emulation, int8
 from ..models import hardware, memory
 from ..pages import grids, tables
+from ..precision import emulation, int8
+from . import baselines, freshness, plan, power, sanitize, sweeps
 
 # What `record` measures, in order.
 PARTS = ("device", "memory", "headline", "sweeps", "autotune", "claims", "tensor_cores", "ozaki", "power", "counters")

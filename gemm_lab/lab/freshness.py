@@ -14,9 +14,10 @@ import contextlib
 import functools
 import hashlib
 import struct
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .. import catalog, compiler, folders, records
 from ..catalog import ROOT, KernelSpec, Params, SourceFile
@@ -24,7 +25,6 @@ from ..compiler import CompileError
 from ..models import memory
 from ..records import Measurement
 from . import autotune, sanitize
-
 
 LATENCY_REQUIRED = {"kernel": str, "open_s": float, "cold_s": list, "warm_s": list, "recorded_at": str}
 

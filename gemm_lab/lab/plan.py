@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from .. import catalog, folders, records, timing, turns
+from ..pages.grids import SWEEPS
 from ..precision import int8
 from . import published
-from ..pages.grids import SWEEPS
 
 SIZES = (1024, 2048, 4096, 8192)
 ODD_SHAPE = (2999, 4001, 3001)  # M, N, K: no tile divides it and rows are not 16-byte aligned

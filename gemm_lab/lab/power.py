@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import device, records, timing, turns
 from ..records import Measurement

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..models import banks, model
-from . import baselines, sweeps
 from .. import catalog, device, timing
-from ..records import Measurement
+from ..models import banks, model
 from ..pages.tables import Table, params_text, provenance
+from ..records import Measurement
+from . import baselines, sweeps
 
 SEED000 = "a Zhihu article on GEMM optimisation (part 2) measured on a V100 at M = N = K = 4096"
 

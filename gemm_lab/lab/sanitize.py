@@ -19,18 +19,18 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Iterable
+from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..pages import grids
 from .. import catalog, device, records
+from ..catalog import KernelSpec, Probe
+from ..pages import grids
+from ..pages.tables import Table
 from ..precision import int8
 from . import plan
-from ..catalog import KernelSpec, Probe
-from ..pages.tables import Table
-
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -57,7 +57,7 @@ class SanitizerRun:
         return asdict(self)
 
     @classmethod
-    def from_row(cls, row: dict[str, Any], where: str = "") -> "SanitizerRun":
+    def from_row(cls, row: dict[str, Any], where: str = "") -> SanitizerRun:
         values = records.typed_fields(cls, row, tuple(f.name for f in fields(cls)), where)
         if values["tool"] not in SANITIZER_TOOLS:
             raise records.RecordError(f"{where}: field 'tool' must be one of {', '.join(SANITIZER_TOOLS)}: {records.short(row)}")

@@ -6,14 +6,14 @@ loses at most the case in flight. In replay, a sweep returns what was recorded.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
-from . import autotune
 from .. import catalog, device, liverun, records, timing, turns
 from ..catalog import KernelSpec
 from ..records import Measurement
+from . import autotune
 
 
 def sweep(kernel: str | KernelSpec, size: int | Sequence[int],

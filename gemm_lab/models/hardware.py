@@ -15,11 +15,11 @@ import shutil
 import subprocess
 import sys
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 from .. import catalog, device, liverun, records, turns
-from ..compiler import NVRTC_OPTIONS
 from ..catalog import KernelSpec, Params
+from ..compiler import NVRTC_OPTIONS
 
 TRAFFIC_METRICS = (
     "dram__bytes_read.sum",

@@ -8,12 +8,12 @@ the instruction mix; the second is latency hiding: a slot goes idle when every w
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .. import catalog, timing
-from . import hardware, sass
 from ..records import Measurement
+from . import hardware, sass
 
 FMA_BUSY = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
 ISSUE_BUSY = "smsp__issue_active.avg.pct_of_peak_sustained_active"

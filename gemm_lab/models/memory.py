@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .. import catalog, device, liverun, records, turns
-from . import gpus, model
 from ..compiler import NVRTC_OPTIONS
 from ..spec import round_up
+from . import gpus, model
 
 PROBE = catalog.PROBES["memory_probes"]
 LINE = 128  # bytes: each link of the chase sits on a cache line of its own
@@ -263,7 +263,7 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
     out.update({f"{what}_{level}": MISSING for level in MEMORY_LEVELS for what in ("lat", "lat_ns", "ws")})
     out.update({f"{what}_{level}": MISSING for level in MEMORY_BANDWIDTH_LEVELS
                 for what in ("bw", "inflight", "inflight_sm", "loads_sm")})
-    out.update({k: MISSING for k in ("smem_per_sm", "registers_per_sm", "dram", "dram_vs_l1", "tile_vs_dram")})
+    out.update(dict.fromkeys(("smem_per_sm", "registers_per_sm", "dram", "dram_vs_l1", "tile_vs_dram"), MISSING))
     if rec is not None:
         p = rec.properties
         out.update(smem_per_sm=size_text(p["smem_per_sm"]), registers_per_sm=f"{p['registers_per_sm']:,}",
@@ -389,7 +389,7 @@ class MemoryRecord:
         return row
 
     @classmethod
-    def from_row(cls, row: dict[str, Any], where: str = "") -> "MemoryRecord":
+    def from_row(cls, row: dict[str, Any], where: str = "") -> MemoryRecord:
         values = records.typed_fields(cls, row, tuple(f.name for f in fields(cls) if f.name != "replayed"), where)
         values.pop("replayed", None)
         problems = [f"properties lack {k!r}" for k in DEVICE_PROPERTIES if k not in values["properties"]]

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, replace
 
 from .. import catalog
-from ..occupancy import SM_90, SMLimits, occupancy, resident  # noqa: F401 - the paper model of occupancy, for the pages
 from ..catalog import KernelSpec, Params
+from ..occupancy import SM_90, SMLimits, occupancy, resident  # noqa: F401 - the paper model of occupancy, for the pages
 from ..spec import ceil_div
 
 WORD = 4  # bytes per float32

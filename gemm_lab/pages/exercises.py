@@ -25,21 +25,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .. import catalog, compiler, device, families, records, run, timing, turns
-from . import listings
 from ..catalog import KernelSpec, Params, Rule, Shape
 from ..records import Measurement
-from .tables import Markdown
 from ..spec import round_up
+from . import listings
+from .tables import Markdown
 
 FILE = "exercise.cu"  # what compile errors call the reader's source
 SOLUTIONS = "kernels/exercises"  # the variants' solutions, from the repository root
@@ -350,10 +350,8 @@ def judge(launch: Launch, shape: Shape, tile: tuple[int, int], precision: str = 
     rng = np.random.default_rng(0)
     a, b = rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)
     c0 = rng.uniform(-1, 1, (m, n)).astype(np.float32)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    ref = alpha * matmul(a64, b64) + beta * c0.astype(np.float64)
-    # Rounding errors scale with the terms |a||b|, not with the sum (as `run.measure_error`)
-    floor = float(matmul(np.abs(a64), np.abs(b64)).max()) / math.sqrt(k)
+    product, floor = run.reference(a, b, matmul)
+    ref = alpha * product + beta * c0.astype(np.float64)
     words_a, words_b = (guarded(stored(x, name in column_major), PADDING) for x, name in ((a, "A"), (b, "B")))
     words_c = guarded(stored(c0, "C" in column_major), CANARY) if beta else \
         guarded(np.full(m * n, POISON, np.uint32), CANARY)

@@ -3,7 +3,7 @@ memory hierarchy across GPUs, and the issue-rate rows of chapter 7. The models c
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .. import catalog, device
 from ..models import gpus, issue_rate, memory

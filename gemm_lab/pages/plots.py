@@ -6,7 +6,8 @@ at least the page's body size.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -15,10 +16,9 @@ from matplotlib.patches import Patch
 from .. import catalog, run
 from ..models import model
 from ..records import CUBLAS, CUBLAS_KERNELS, Measurement
-from .style import TEXT, TITLE, WIDTH, stamp, wrap
-from .tables import baseline_name, ozaki_label
-from .tables import counters_provenance, params_text, provenance, shape_text
 from ..spec import ceil_div
+from .style import TEXT, TITLE, WIDTH, stamp, wrap
+from .tables import baseline_name, counters_provenance, ozaki_label, params_text, provenance, shape_text
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -351,7 +351,8 @@ def paired(pairs: Sequence[tuple[Measurement, Measurement]], label_a: str, label
 
 def stalls(rows: Sequence[dict], labels: Sequence[str], title: str = "") -> Figure:
     """Warps stalled per issued instruction, by reason, from recorded Nsight Compute rows."""
-    from ..models.hardware import STALL_REASONS, stalls as stall_values
+    from ..models.hardware import STALL_REASONS
+    from ..models.hardware import stalls as stall_values
 
     fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     width = 0.8 / len(rows)

@@ -4,7 +4,8 @@ measures; this module presents.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import catalog, records, timing, turns
 from ..precision import emulation, int8, ozaki

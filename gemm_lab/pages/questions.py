@@ -8,15 +8,15 @@ number into a cell, and then shows what the hardware measured.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from ..models import banks, hardware, memory, model
 from .. import catalog
+from ..models import banks, hardware, memory, model
 from ..precision import ozaki
+from ..spec import ceil_div
 from . import prose
 from .tables import Markdown
-from ..spec import ceil_div
 
 
 @dataclass(frozen=True)
@@ -435,8 +435,8 @@ QUESTIONS = {q.name: q for q in (
         "In mma.sync m16n8k8, lane 4g + t holds A[g][t], A[g + 8][t], A[g][t + 4] and A[g + 8][t + 4]. Which lane "
         "holds A[{}][{}]?").format(*FRAGMENT_ELEMENT), "", _fragment_lane, 0),
     Question("wgmma_accumulators", "ch08a_wgmma", lambda: (
-        "With BM = {bm}, kernel 12 issues wgmma m64n{bm}k8. How many FP32 accumulators does each thread of a "
-        "warpgroup hold?").format(bm=WGMMA_ACCUMULATORS_BM), "accumulators", _wgmma_accumulators, 0),
+        f"With BM = {WGMMA_ACCUMULATORS_BM}, kernel 12 issues wgmma m64n{WGMMA_ACCUMULATORS_BM}k8. How many FP32 accumulators does each thread of a "
+        "warpgroup hold?"), "accumulators", _wgmma_accumulators, 0),
     Question("tma_stage_bytes", "ch08c_data_movers", lambda: (
         "Kernel 13 at its defaults (BM = {BM}, BN = {BN}) fills one stage per 32-deep step: a box of A (BM rows x 32 "
         "floats) and the BN / 32 boxes of B (32 x 32 floats). How many bytes must land before the stage's full "

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import html
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from .. import device
 from ..records import CUBLAS_KERNELS, Measurement
@@ -590,8 +591,8 @@ def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, 
 def _recorded_l2_gbs() -> float | None:
     """The L2 copy bandwidth in GB/s that the memory probes recorded for the GPU whose records replay (or the live
     one), or None before they ran there."""
-    from ..records import read_kind
     from ..models.memory import MemoryRecord
+    from ..records import read_kind
 
     rows = read_kind("memory", device.gpu().name if device.live() else None)
     return MemoryRecord.from_row(rows[0]).bandwidth_of("L2")["gbs"] if rows else None

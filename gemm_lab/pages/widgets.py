@@ -9,7 +9,7 @@ The sliders sit in a grid that wraps at the page's width, so six to eight of the
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import altair as alt
 import ipywidgets as w
@@ -18,8 +18,8 @@ from IPython.display import display
 from matplotlib.figure import Figure
 
 from .. import catalog, compiler, device, records, timing, turns, warmup
-from . import grids, diagrams, explorers, plots, style
 from ..records import Measurement
+from . import diagrams, explorers, grids, plots, style
 from .tables import params_text, provenance, replay_reason
 
 

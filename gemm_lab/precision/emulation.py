@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from .. import catalog, device, liverun, records, run, timing, turns, yardstick
 from . import int8, ozaki
@@ -96,7 +97,7 @@ def measure(shape: tuple[int, int, int], phi: float | None, methods: Sequence[tu
 
     m, n, k = shape
     a, b = inputs(m, n, k, phi, family=family)
-    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    ref = run.reference(a, b)[0]
     scale, magnitude = float(cupy.abs(ref).max()) or 1.0, cupy.maximum(cupy.abs(ref), 1e-300)
     now = records.utc_now()
     out = []
@@ -277,7 +278,7 @@ def outlier_model(k: int = 512, rows: int = 64, cols: int = 48, moduli: int = 7,
     a[:, k // 3] *= factor
     b[k // 3, :] /= factor
     a, b = a.astype(np.float32), b.astype(np.float32)
-    exact = a.astype(np.float64) @ b.astype(np.float64)
+    exact = run.reference(a, b)[0]
 
     def err(c: Any) -> float:
         return float(np.abs(np.asarray(c, np.float64) - exact).max() / np.abs(exact).max())

@@ -19,11 +19,31 @@ from .bank_access import bank_grid, float4_lanes, quarter_warps
 from .machine import gpu_diagram, levels
 from .ozaki_scheme import crt, outlier_channel, ozaki_pipeline
 from .package import package_layers
-from .pipelines import (RING_STATES, handoff_schedule, load_latency, mbarrier_handoff, mbarrier_ring, pipeline,
-                        producer_consumer, ring_moment)
-from .tensor_cores import (DESCRIPTOR_FIELDS, cluster_reads, descriptor_fields, k_major_desc, ldmatrix_rows,
-                           ldmatrix_x4, mma_fragment, mma_fragments, swizzle_offset, tma_boxes, tma_swizzle,
-                           warpgroup, wgmma_descriptor)
+from .pipelines import (
+                        RING_STATES,
+                        handoff_schedule,
+                        load_latency,
+                        mbarrier_handoff,
+                        mbarrier_ring,
+                        pipeline,
+                        producer_consumer,
+                        ring_moment,
+)
+from .tensor_cores import (
+                        DESCRIPTOR_FIELDS,
+                        cluster_reads,
+                        descriptor_fields,
+                        k_major_desc,
+                        ldmatrix_rows,
+                        ldmatrix_x4,
+                        mma_fragment,
+                        mma_fragments,
+                        swizzle_offset,
+                        tma_boxes,
+                        tma_swizzle,
+                        warpgroup,
+                        wgmma_descriptor,
+)
 from .tiles import loop_nest, outer_product, stream_k, tiling, transposed_a, warp_access, warp_tiles
 
 __all__ = [

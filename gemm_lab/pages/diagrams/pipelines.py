@@ -7,7 +7,8 @@ the rings (`ring_moment`, `handoff_schedule`) that chapters 6, 8c and 9 and thei
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np

@@ -19,7 +19,6 @@ from ...spec import ceil_div
 from .. import style
 from ..style import TEXT, WIDTH, stamp, wrap
 
-
 MMA_M, MMA_N = 16, 8  # mma.sync's TF32 shapes are m16n8k4 and m16n8k8
 
 

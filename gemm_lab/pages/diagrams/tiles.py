@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ... import catalog
-from ...spec import ceil_div
 from ...models import hardware, model, schedule
 from ...models.banks import lane_position  # the lane grids' numbering, which the bank model reads too
+from ...spec import ceil_div
 from ..style import TEXT, WIDTH, wrap
 
 
