@@ -108,15 +108,10 @@ def measure(*kinds: str) -> None:
           f"{_scale_note()}.")
 
 
-@contextlib.contextmanager
-def lab_notes() -> Iterator[None]:
-    """Around a cell's lab-note work: inside, a live run reads its data back from the records, unless the reader
-    asked for the notes (`measure("notes")` or "all")."""
+def lab_notes() -> None:
+    """The page's lab notes begin (they end it): from here a live run reads its data back from the records, unless
+    the reader asked for the notes (`measure("notes")` or "all")."""
     SESSION.in_notes = True
-    try:
-        yield
-    finally:
-        SESSION.in_notes = False
 
 
 @dataclass
@@ -160,20 +155,19 @@ def compiled_in_background(seconds: float) -> None:
 
 
 def page(name: str) -> str:
-    """Open a page: what a live run of it measures, replays and costs (from its plan), its kernels compiling in the
-    background, and a progress bar over its live work. Returns the words for the banner ("" in replay)."""
-    SESSION.page, SESSION.in_notes = name, False
+    """Open a page: what a live run of it measures, replays and costs (from its plan), and a progress bar over its live
+    work. Returns the words for the banner ("" in replay); the banner starts compiling `to_compile()`."""
+    SESSION.page, SESSION.in_notes = name, False  # a page opened again starts in its main text
     plan = _plan().get(name)
     if not device.live() or plan is None:
         return ""
     live = [x for x in plan["work"] if x["live"] or _asked(x["kind"])]
     rest = [x for x in plan["work"] if x not in live]
-    seconds = sum(x["estimate_s"] for x in live) + plan["compile_s"] + plan.get("page_s", 0.0)
-    _compile_in_background(plan["instances"])
+    seconds = _scaled(sum(x["estimate_s"] for x in live)) + plan["compile_s"] + plan.get("page_s", 0.0)
     _start_bar(seconds)
     kinds = sorted({x["kind"] for x in rest})
-    return (f"This page measures {len(live)} result{'s' * (len(live) != 1)} now, in about {_scaled(seconds):.0f} s "
-            f"(compiling its kernels first, about {_scaled(plan['compile_s']):.0f} s of it){_scale_note()}. "
+    return (f"This page measures {len(live)} result{'s' * (len(live) != 1)} now, in about {seconds:.0f} s "
+            f"(compiling its kernels first, about {plan['compile_s']:.0f} s of it){_scale_note()}. "
             + (f"It reads {len(rest)} more back from the records ({', '.join(kinds)}), each labelled so; "
                f"gl.measure(\"all\") measures them too, about {_scaled(sum(x['estimate_s'] for x in rest)):.0f} s "
                "more." if rest else ""))
@@ -214,7 +208,8 @@ def _plan() -> dict[str, Any]:
 
 
 def _scale() -> float:
-    """The live GPU's time for work the plan times on the replay GPU: by their FP32 peaks (an estimate)."""
+    """The live GPU's time for the work the plan times on the replay GPU, by their FP32 peaks (an estimate: compiles
+    and the page's own cost are the host's, and stay as planned)."""
     if not device.live():
         return 1.0
     recorded = json.loads(PLAN_FILE.read_text()).get("peak_gflops") if PLAN_FILE.exists() else None
@@ -239,22 +234,18 @@ def _write_ledger() -> None:
         Path(path).write_text(json.dumps(ledger()))
 
 
-def _compile_in_background(instances: list[list[Any]]) -> None:
-    """Start compiling the page's kernels in worker processes, so its first races find them compiled."""
-    from . import catalog, warmup
+def to_compile() -> list[tuple[str, dict[str, int], str]]:
+    """The open page's kernels that this GPU runs, as (kernel, parameters, arch): what its live work compiles."""
+    from . import catalog
 
-    cases = []
-    for name, params in instances:
-        spec = catalog.get(name)
-        if device.runs_here(spec):
-            cases.append((spec.name, params, spec.arch or device.gpu().arch))
-    if cases:
-        warmup.compile_all(cases, on_done=compiled_in_background)
+    plan = _plan().get(SESSION.page) if device.live() else None
+    specs = [(catalog.get(name), params) for name, params in (plan or {}).get("instances", [])]
+    return [(spec.name, params, spec.arch or device.gpu().arch) for spec, params in specs if device.runs_here(spec)]
 
 
 def _start_bar(seconds: float) -> None:
     from tqdm.auto import tqdm
 
-    SESSION.bar = tqdm(total=round(_scaled(seconds), 1), desc=f"{SESSION.page} live",
+    SESSION.bar = tqdm(total=round(seconds, 1), desc=f"{SESSION.page} live",
                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s of work, ETA {remaining}",
                        leave=True)

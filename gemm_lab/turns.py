@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import catalog, telemetry
+from . import catalog, device, telemetry
 from .records import Measurement
 
 Launches = Sequence[Callable[[], Any]]  # one side's prepared launches, cycled through (each on its own inputs)
@@ -83,10 +83,11 @@ class Method:
         return min(MAX_SETTLE_LAUNCHES, math.ceil(self.turn_settle_ms / max(ms, 1e-3)))
 
     def for_precision(self, precision: str) -> Method:
-        """The method a race in `precision`'s math runs: FP32 on FFMA pipes is not throttled by the cap (kernels and
-        SGEMM keep their clock under sustained load, so neither leaves the other a different one), so a sustained FP32
-        race settles for FFMA_SETTLE_MS and starts its turns without a settle."""
-        if precision != "fp32":
+        """The method a race in `precision`'s math runs. On an H100 or H200 (compute capability 9.0, where it was
+        measured) FP32 on FFMA pipes is not throttled by the cap: kernels and SGEMM keep their clock under sustained
+        load, so neither leaves the other a different one, and a sustained FP32 race settles for FFMA_SETTLE_MS and
+        starts its turns without a settle. On other GPUs (a T4's 70 W cap throttles FFMA too) it settles as any."""
+        if precision != "fp32" or (device.live() and device.gpu().cc != (9, 0)):
             return self
         return replace(self, settle_ms=min(self.settle_ms, FFMA_SETTLE_MS), turn_settle_ms=0.0)
 

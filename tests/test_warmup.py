@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gemm_lab import catalog, compiler, warmup
+from gemm_lab import catalog, compiler
+from gemm_lab.pages import warmup
 from gemm_lab.pages import grids
 
 BOOK = Path(__file__).resolve().parent.parent / "book"

@@ -451,8 +451,11 @@ def banner(page: str = "") -> Banner:
     """Live: the GPU measuring now and, for a book page, what it measures now, what it reads back from the records and
     about how long it takes (`liverun.page`). Replay: why, whose records and their dates, and how to measure instead."""
     from .. import liverun, records
+    from . import warmup
 
     plan = liverun.page(page) if page else ""
+    if plan:  # the page's kernels compile in the background while its first cells run
+        warmup.compile_all(liverun.to_compile(), on_done=liverun.compiled_in_background)
     if device.live():
         gpu = device.gpu()
         return Banner(f"Live: measuring on {gpu.name} ({gpu.sms} SMs, FP32 peak {gpu.peak_gflops / 1e3:.1f} "

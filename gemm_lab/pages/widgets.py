@@ -1,14 +1,16 @@
 """The tile explorer: sliders for a kernel's template parameters and a GFLOP/s chart that follows them.
 
 Live, every change is validated, compiled (cached), verified against float64 and timed beside
-cuBLAS; the chart keeps every configuration tried so far. While the first chart is drawn, the kernel's
-whole legal grid starts compiling in background processes (`warmup`), nearest the sliders first, so a
-move finds its kernel compiled. Where no kernel runs (replay, and so the book's static page), sliders
+cuBLAS; the chart keeps every configuration tried so far. The explorer opens at once on the recorded result of its
+starting instance (labelled so) and measures it in a thread of its own; meanwhile the kernel's whole legal grid
+starts compiling in background processes (`warmup`), nearest the sliders first, so a move finds its kernel compiled. Where no kernel runs (replay, and so the book's static page), sliders
 could not move: the explorer is the in-page Vega-Lite heatmap of the recorded grid (`explorers`) instead.
 The sliders sit in a grid that wraps at the page's width, so six to eight of them keep their labels.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
 
 import altair as alt
@@ -17,9 +19,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from .. import catalog, compiler, device, records, timing, turns, warmup
+from .. import catalog, compiler, device, records, timing, turns
 from ..records import Measurement
-from . import diagrams, explorers, grids, plots, style
+from . import diagrams, explorers, grids, plots, style, warmup
 from .tables import params_text, provenance, replay_reason
 
 
@@ -35,6 +37,8 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = grids.EXPLORER_SIZE,
     """
     spec = catalog.get(kernel)
     if not device.live() and not sliders_in_replay:
+        with contextlib.suppress(LookupError):  # what a live page's explorer measures first (its plan: `liverun`)
+            timing.bench(spec, size, spec.full_params(), method=turns.SHORT)
         return explorers.sweep_explorer(spec.name, size, x=x, y=y)
     shape = timing.shape_of(size)
     if device.live():
@@ -56,39 +60,52 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = grids.EXPLORER_SIZE,
     history: dict[tuple, Measurement] = {}
     start = {p: s.value for p, s in sliders.items()}
     background, progress = _warmup(spec, start) if device.live() else (None, w.HTML())
+    one_at_a_time = threading.Lock()  # the opening measurement runs in a thread: moves wait for it
+
+    def show(result: Measurement, params: dict[str, int]) -> None:  # from any thread: no `with out`
+        out.outputs = ()
+        out.append_display_data(_chart(list(history.values()) or [result], result))
+        if extra is not None:
+            out.append_display_data(extra(params))
+        plt.close("all")
 
     def update(_: object = None) -> None:
-        params = {p: s.value for p, s in sliders.items()}
-        if background is not None:
-            background.focus(params)
-            if not background.is_ready(params):
-                status.value = f"compiling {spec.describe(params)} (the background has not reached it yet)..."
-        try:
-            result = timing.bench(spec, shape, params, method=turns.SHORT)
-        except (ValueError, LookupError) as err:  # a broken rule or a point outside the recorded grid
-            status.value = f"<span style='color:#b00'>&#10007; {err}</span>"
-            return
-        if background is not None:
-            background.compiled_here(params)
-        history[tuple(params.items())] = result
-        status.value = _status(spec, result)
-        with out:
-            out.clear_output(wait=True)
-            display(_chart(list(history.values()), result))
-            if extra is not None:
-                display(extra(params))
-            plt.close("all")
+        with one_at_a_time:
+            params = {p: s.value for p, s in sliders.items()}
+            if background is not None:
+                background.focus(params)
+                if not background.is_ready(params):
+                    status.value = f"compiling {spec.describe(params)} (the background has not reached it yet)..."
+            try:
+                result = timing.bench(spec, shape, params, method=turns.SHORT)
+            except (ValueError, LookupError) as err:  # a broken rule or a point outside the recorded grid
+                status.value = f"<span style='color:#b00'>&#10007; {err}</span>"
+                return
+            if background is not None:
+                background.compiled_here(params)
+            history[tuple(params.items())] = result
+            status.value = _status(spec, result)
+            show(result, params)
 
     for s in sliders.values():
         s.observe(update, names="value")
-    update()
+    if device.live():  # open at once on the record of the starting instance, measured in a thread meanwhile
+        recorded = records.lookup_or_none(spec.name, start, *shape)
+        if recorded is not None:
+            status.value = f"measuring {spec.describe(start)} now; until then, as recorded: " + _status(spec, recorded)
+            show(recorded, start)
+        box_opened = threading.Thread(target=update, name=f"{spec.name} explorer opens", daemon=True)
+        box_opened.start()
+    else:
+        box_opened = None
+        update()
     mode = ("<b>live</b>: each change compiles, verifies and times on this GPU" if device.live() else
             f"<b>replay</b> ({replay_reason()}): the sliders move over the grid recorded on {device.replay_gpu()}")
     header = w.HTML(f"{spec.title} tile explorer at {shape[0]}x{shape[1]}x{shape[2]} ({mode})")
     grid = w.GridBox(list(sliders.values()), layout=w.Layout(
         grid_template_columns="repeat(auto-fill, minmax(15em, 1fr))", grid_gap="0.2em 1em", width="100%"))
     box = w.VBox([header, grid, progress, status, out])
-    box.warmup = background  # benchmarks/widget_latency.py waits on it
+    box.warmup, box.opened = background, box_opened  # benchmarks/widget_latency.py waits on them
     return box
 
 

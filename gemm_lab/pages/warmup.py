@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
-from . import catalog, compiler
+from .. import catalog, compiler
 
 Key = tuple[tuple[str, int], ...]  # an instance's parameters, in template order
 
