@@ -112,7 +112,7 @@ def test_the_tf32_baseline_is_cublas_on_tensor_cores():
 
 
 def test_bench_refuses_a_wrong_kernel(monkeypatch):
-    monkeypatch.setattr(run, "check", lambda *a: 0.5)
+    monkeypatch.setattr(run, "measure_error", lambda *a: 0.5)
     with pytest.raises(timing.VerificationError):
         timing.bench("naive", 256)
 
