@@ -37,7 +37,7 @@ def measure(kernel: str) -> dict:
     grid_s = time.perf_counter() - t
     sliders = dict(zip(spec.param_names, box.children[1].children))
     status = box.children[3]
-    path, seen = [dict((p, s.value) for p, s in sliders.items())], set()
+    path, seen = [{p: s.value for p, s in sliders.items()}], set()
     seen.add(tuple(path[0].items()))
     cold, warm = [], []
     for _ in range(MOVES):  # one slider one step, to a legal instance not measured yet

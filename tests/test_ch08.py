@@ -209,7 +209,7 @@ def test_the_handoff_follows_kernel_13s_waits(stages):
         assert b["stage"] == a["stage"] and b["issued"] >= a["released"]
     fig = diagrams.mbarrier_handoff(p)
     try:
-        assert {g for g in _gids(fig, "stage ")} == {f"stage {s}" for s in range(stages)} and not style.fits(fig)
+        assert set(_gids(fig, "stage ")) == {f"stage {s}" for s in range(stages)} and not style.fits(fig)
     finally:
         plt.close(fig)
 

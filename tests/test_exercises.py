@@ -124,7 +124,11 @@ def _emulated(column_major=(), store_row_major=False):
     def make(m, n, k, alpha, beta):
         def launch(a_words, b_words, c_words):
             g = exercises.GUARD
-            body = lambda w, r, c, col: (w[g:g + r * c].view(np.float32).reshape((c, r) if col else (r, c)))  # noqa: E731
+
+            def body(words, rows, cols, col):
+                """The matrix between the guards, as stored: rows x cols, or its transpose where column-major."""
+                return words[g:g + rows * cols].view(np.float32).reshape((cols, rows) if col else (rows, cols))
+
             a, b = body(a_words, m, k, "A" in column_major), body(b_words, k, n, "B" in column_major)
             a, b = (a.T if "A" in column_major else a), (b.T if "B" in column_major else b)
             out = c_words.copy()

@@ -173,7 +173,7 @@ def _names(page: list[Block], function: str) -> list[str]:
 @pytest.mark.parametrize("md", PAGES, ids=IDS)
 def test_a_page_asks_its_own_questions_and_glues_what_it_asks(md):
     page = blocks(md.read_text())
-    answered, published = _names(page, "answer"), [n for n in _names(page, "publish")]
+    answered, published = _names(page, "answer"), _names(page, "publish")
     for name in answered + published:
         assert name in questions.QUESTIONS, f"{md.name}: no question {name!r} in gemm_lab/questions.py"
         assert questions.QUESTIONS[name].chapter == md.stem, f"{md.name} asks {name!r}, a question of another chapter"

@@ -21,6 +21,7 @@ from gemm_lab import catalog, compiler, device, tma
 from gemm_lab.models import gpus, memory, model
 from gemm_lab.pages import diagrams
 from gemm_lab.precision import int8, ozaki
+from gemm_lab.spec import ceil_div
 
 KERNELS = catalog.ROOT / "kernels"
 
@@ -261,7 +262,11 @@ def test_ozaki_constants_are_where_the_kernels_read_them():
     (split,) = found(r"x \* 0x1p-(\d+)f", OZAKI, OZAKI_AT)  # Split20: x = hi 2^20 + lo
     for moduli in (6, 7, 9):
         consts, mods = ozaki.constants(moduli, 4096), ozaki.MODULI[:moduli]
-        at = lambda text, pattern: cxx(re.search(pattern, text)[1], MODULI=moduli, l=0)  # noqa: E731
+
+        def at(text: str, pattern: str, moduli: int = moduli) -> int:
+            """The index into consts that the kernel reads where `pattern` matches `text`."""
+            return cxx(re.search(pattern, text)[1], MODULI=moduli, l=0)
+
         inv_p, c20 = at(prime, r"inv_p\(float\(consts\[(.+?)\]\)\)"), at(prime, r"c20\(float\(consts\[(.+?)\]\)\)")
         big, inv_big = at(rebuild, r"double P = consts\[(.+?)\],"), at(rebuild, r"inv_P = consts\[(.+?)\];")
         weight = at(rebuild, r"w = consts\[(.+?)\];")
@@ -462,7 +467,7 @@ def test_grids_cover_every_tile_once_with_clusters_stacked_along_y():
         for m, n in ((1, 1), (bm * cluster * 3 + 1, bn * 9 - 4), (bm * cluster * 20, bn * 3)):
             gx, gy, _ = spec.grid(p, m, n, slots=132 if spec.persistent(p) else 0)
             assert gy % cluster == 0, f"catalog's {name}.grid {gx, gy} for clusters of {cluster} along y"
-            rows, cols = -(-(-(-m // bm)) // cluster), -(-n // bn)
+            rows, cols = ceil_div(ceil_div(m, bm), cluster), ceil_div(n, bn)
             seen = []
             for y in range(gy):
                 for x in range(gx):
