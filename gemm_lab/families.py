@@ -220,12 +220,10 @@ def _warp_tiling() -> KernelSpec:
     threads = warp_tiled_threads
 
     def smem(p: Params) -> int:
-        """Two buffers of the A and B tiles, A's padded by 4 floats."""
-        return 4 * 2 * p["BK"] * (p["BM"] + 4 + p["BN"])
+        return 4 * 2 * p["BK"] * (p["BM"] + 4 + p["BN"])  # two buffers, A padded by 4
 
     def staged(p: Params) -> int:
-        """Registers per thread for the next tiles' float4s."""
-        return 4 * ceil_div((p["BM"] + p["BN"]) * p["BK"], 4 * threads(p))
+        return 4 * ceil_div((p["BM"] + p["BN"]) * p["BK"], 4 * threads(p))  # the next tiles' float4s
 
     # accumulators, one and a half sets of fragments (the next k's arrive while the FFMAs use the current ones), the
     # staged tiles and about 28 for addresses; 8 x 16 thread tiles 16 more: below this, ptxas spills (calibrated on
@@ -265,15 +263,13 @@ def _pipelined_warp_tiling() -> KernelSpec:
     threads = warp_tiled_threads
 
     def a_floats(p: Params) -> int:
-        """Floats of a stage's A tile, its rows padded by 4."""
-        return p["BM"] * (p["BK"] + 4) if p["ALONG_K"] else p["BK"] * (p["BM"] + 4)
+        return p["BM"] * (p["BK"] + 4) if p["ALONG_K"] else p["BK"] * (p["BM"] + 4)  # padded
 
     def smem(p: Params) -> int:
         return 4 * p["STAGES"] * (a_floats(p) + p["BK"] * p["BN"])
 
     def static_smem(p: Params) -> int:
-        """Stream-K's schedule words, as ptxas lays them out."""
-        return 64 if p["STREAM"] else 0
+        return 64 if p["STREAM"] else 0  # stream-K's schedule words, as ptxas lays them out
 
     # accumulators, the fragments of A (two sets of TM values, or TM float4s read along k), two sets of TN values of
     # B, and about 36 (28 along k) for addresses, the copy streams and indices: calibrated on ptxas (NVRTC 13, sm_90)
@@ -339,8 +335,7 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
     threads = warp_tiled_threads
 
     def smem(p: Params) -> int:
-        """STAGES copies of the A and B tiles, their rows padded."""
-        return 4 * p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * (p["BN"] + 8))
+        return 4 * p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * (p["BN"] + 8))  # padded rows
 
     copies = 2 if split else 1  # 3xTF32: a per-step sum beside the accumulators, small fragments beside the big
 
@@ -385,11 +380,10 @@ def _mma_tma() -> KernelSpec:
     threads = warp_tiled_threads
 
     def smem(p: Params) -> int:
-        """STAGES tiles of A and B (128 bytes a row), 1024 to align the base, and the mbarriers."""
-        return p["STAGES"] * (p["BM"] + p["BN"]) * 128 + 1024 + 16 * p["STAGES"]
+        return p["STAGES"] * (p["BM"] + p["BN"]) * 128 + 1024 + 16 * p["STAGES"]  # +align, mbarriers
 
+    # accumulators (4 per 8 x 16 tile), two sets of fragments (WM/4 from A and WN/4 from B each), about 24 others
     def need(p: Params) -> int:
-        """Accumulators (4 per 8 x 16 tile), two sets of fragments (WM/4 from A and WN/4 from B each), 24 others."""
         return p["WM"] * p["WN"] // 32 + 2 * (p["WM"] + p["WN"]) // 4 + 24
 
     rules = (
@@ -431,19 +425,16 @@ def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str
     copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
 
     def threads(p: Params) -> int:
-        """One warpgroup of 128 threads per 64 columns."""
         return p["BN"] // 64 * 128
 
     def stage(p: Params) -> int:
-        """Bytes of one stage: A's tile (copies of it) and B's, B's padded rows rounded up to 1024."""
         return copies * p["BM"] * 4 * WGMMA_BK + round_up(WGMMA_BK * (p["BN"] + 8) * 4, 1024)
 
     def smem(p: Params) -> int:
-        """STAGES stages, and 1024 more to align the base for the swizzle."""
-        return p["STAGES"] * stage(p) + 1024
+        return p["STAGES"] * stage(p) + 1024  # 1024 more to align the base for the swizzle
 
+    # BM/2 accumulators (and as many per-step sums), two sets of 16 B fragments (and 16 small ones), about 32 others
     def need(p: Params) -> int:
-        """BM/2 accumulators (and as many per-step sums), two sets of 16 B fragments (and 16 small ones), 32 others."""
         return copies * p["BM"] // 2 + (copies + 1) * 16 + 32
 
     rules = (
@@ -492,15 +483,13 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
     copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
 
     def b_copies(p: Params) -> int:
-        """B's boxes, and B^T K-major."""
-        return 1 + p.get("BSMEM", 0)
+        return 1 + p.get("BSMEM", 0)  # B's boxes, and B^T K-major
 
     def stage(p: Params) -> int:
-        """Bytes of one stage's A and B."""
-        return copies * p["BM"] * 128 + b_copies(p) * p["CONSUMERS"] * 64 * 128
+        return copies * p["BM"] * 128 + b_copies(p) * p["CONSUMERS"] * 64 * 128  # A, B
 
+    # three mbarriers per stage, two 8 KiB buffers per consumer for TMA stores, +1024 to align
     def smem(p: Params) -> int:
-        """Three mbarriers per stage, two 8 KiB buffers per consumer for TMA stores, +1024 to align."""
         return p["STAGES"] * (stage(p) + 24) + p["STORE"] * p["CONSUMERS"] * 16384 + 1024
 
     # BM/2 accumulators and two sets of 16 B fragments (none from shared memory), about 32 others; 3xTF32 adds BM/2
@@ -570,8 +559,7 @@ def _ozaki() -> KernelSpec:
     threads = producer_consumer_threads
 
     def smem(p: Params) -> int:
-        """STAGES stages of A's and B's tiles and 16 bytes of mbarriers each, +1024 to align."""
-        return p["STAGES"] * ((64 * p["CONSUMERS"] + p["BN"]) * 128 + 16) + 1024
+        return p["STAGES"] * ((64 * p["CONSUMERS"] + p["BN"]) * 128 + 16) + 1024  # +align
 
     rules = (
         positive("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),

@@ -422,7 +422,8 @@ def test_the_register_split_of_the_warp_specialised_kernels():
 
 
 LAUNCHED = [(spec, spec.function, spec.param_names) for spec in catalog.KERNELS.values()] + \
-    [(catalog.get("ozaki"), catalog.PROBES[catalog.INT8_PRODUCT].functions[0], catalog.PROBES[catalog.INT8_PRODUCT].params)]
+    [(catalog.get("ozaki"), catalog.PROBES[catalog.INT8_PRODUCT].functions[0],
+      catalog.PROBES[catalog.INT8_PRODUCT].params)]
 
 
 @pytest.mark.parametrize("spec,function,names", LAUNCHED, ids=[f for _, f, _ in LAUNCHED])
@@ -677,7 +678,8 @@ def test_tensor_core_peaks_count_the_kernels_work(fake_cuda, monkeypatch):
     (wgmmas,) = found(r"for \(int kk = 0; kk < (\d+); \+\+kk\) Wgmma<N>::rs", peak, "kernels/tensor_core_peak.cu")
     (floats,) = found(r"i < N \* (\d+); i \+= blockDim\.x", peak, "kernels/tensor_core_peak.cu")
     shape = found(r"wgmma\.mma_async\.sync\.aligned\.m(\d+)n256k(\d+)", source("wgmma.cuh"), "kernels/wgmma.cuh")
-    assert mma[:2] == (diagrams.tensor_cores.MMA_M, diagrams.tensor_cores.MMA_N), "diagrams MMA_M, MMA_N against kernels/tf32.cuh's mma.sync"
+    assert mma[:2] == (diagrams.tensor_cores.MMA_M, diagrams.tensor_cores.MMA_N), \
+        "diagrams MMA_M, MMA_N against kernels/tf32.cuh's mma.sync"
     for key, launch, flop in hardware.peak_launches(100):
         n = int(re.search(r"<(\d+)>", launch.func.name)[1])
         (blocks,), (threads,), _ = launch.args

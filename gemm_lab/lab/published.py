@@ -186,9 +186,9 @@ def cublas_ways(size: int = 2048) -> CublasWays:
                    f"our best FFMA kernel ({best.kernel}) as % of it"), rows,
                   f"M = N = K = {size}; cuBLAS {'timed live' if device.live() else 'recorded'} on {first['gpu']}, "
                   f"{first['recorded_at'][:10]}. k8's counterpart: "
-                  f"{kernel} ({params_text(params)}), {k8.gflops:,.0f} GFLOP/s; our best: the fastest recorded instance "
-                  f"of {' and '.join(BEST_FFMA)}, {best.kernel} ({params_text(best.params)}), {best.gflops:,.0f} "
-                  f"GFLOP/s; {provenance([k8, best])}.", wrap=(0,))
+                  f"{kernel} ({params_text(params)}), {k8.gflops:,.0f} GFLOP/s; our best: the fastest recorded "
+                  f"instance of {' and '.join(BEST_FFMA)}, {best.kernel} ({params_text(best.params)}), "
+                  f"{best.gflops:,.0f} GFLOP/s; {provenance([k8, best])}.", wrap=(0,))
     book = ways["book"]
 
     def cost(way: str) -> str:
