@@ -85,8 +85,8 @@ def main(cases: list[tuple[str, int]]) -> None:
         started = time.time()
         pairs = shares(kernel, size)
         pct = statistics.median(pairs)
-        rows.append({"kernel": kernel, "params": plan.full_params(kernel), "m": size, "n": size, "k": size, "pct_blocks": pct,
-                     "pairs_pct": [round(x, 2) for x in pairs],
+        rows.append({"kernel": kernel, "params": plan.full_params(kernel), "m": size, "n": size, "k": size,
+                     "pct_blocks": pct, "pairs_pct": [round(x, 2) for x in pairs],
                      "gpu": gpu, "recorded_at": records.utc_now(), "blocks": BLOCKS, "block_s": BLOCK_S,
                      "lead_s": LEAD_S, "warm_s": WARM_S})
         print(f"{kernel:24s} {size}: {pct:6.1f} % in blocks ({min(pairs):.1f}-{max(pairs):.1f}, "
@@ -105,7 +105,8 @@ def report() -> int:
             gap = abs(x.pct_cublas - r["pct_blocks"]) if x else float("nan")
             off += not gap <= tables.RETIME_AGREE
             spread = f"{min(r['pairs_pct']):.1f}-{max(r['pairs_pct']):.1f}, " if "pairs_pct" in r else ""
-            print(f"  {r['kernel']:24s} {r['m']}: {r['pct_blocks']:6.1f} % in blocks ({spread}{r['recorded_at'][:10]}), "
+            print(f"  {r['kernel']:24s} {r['m']}: {r['pct_blocks']:6.1f} % in blocks "
+                  f"({spread}{r['recorded_at'][:10]}), "
                   f"{x.pct_cublas if x else float('nan'):6.1f} % recorded ({x.method if x else 'none'}"
                   f"{', ' + x.date if x else ''}): {gap:.1f} points apart", flush=True)
     return 1 if off else 0

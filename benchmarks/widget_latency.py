@@ -37,7 +37,7 @@ def measure(kernel: str) -> dict:
     grid_s = time.perf_counter() - t
     sliders = dict(zip(spec.param_names, box.children[1].children))
     status = box.children[3]
-    path, seen = [dict((p, s.value) for p, s in sliders.items())], set()
+    path, seen = [{p: s.value for p, s in sliders.items()}], set()
     seen.add(tuple(path[0].items()))
     cold, warm = [], []
     for _ in range(MOVES):  # one slider one step, to a legal instance not measured yet
@@ -51,9 +51,9 @@ def measure(kernel: str) -> dict:
     for here, back in zip(path[::-1], path[-2::-1]):  # the same steps back: each instance measured before
         param = next(p for p in spec.param_names if here[p] != back[p])
         warm.append(_move(sliders[param], back[param], status))
-    return {"kernel": kernel, "open_s": open_s, "first_live_s": first_s, "cold_s": cold, "warm_s": warm, "grid_s": grid_s,
-            "grid_instances": box.warmup.total + 1, "workers": box.warmup.workers, "size": grids.EXPLORER_SIZE,
-            "gpu": gpu.name, "recorded_at": records.utc_now(),
+    return {"kernel": kernel, "open_s": open_s, "first_live_s": first_s, "cold_s": cold, "warm_s": warm,
+            "grid_s": grid_s, "grid_instances": box.warmup.total + 1, "workers": box.warmup.workers,
+            "size": grids.EXPLORER_SIZE, "gpu": gpu.name, "recorded_at": records.utc_now(),
             "versions": records.versions(gpu)}
 
 
@@ -88,7 +88,8 @@ def main(kernels: list[str]) -> None:
     for kernel in kernels or grids.TILE_EXPLORERS:
         row = measure(kernel)
         freshness.save_latency([row])
-        print(f"{kernel:>16}: open {row['open_s']:.2f} s, first live result {row['first_live_s']:.2f} s, grid of {row['grid_instances']} in {row['grid_s']:.0f} s, "
+        print(f"{kernel:>16}: open {row['open_s']:.2f} s, first live result {row['first_live_s']:.2f} s, "
+              f"grid of {row['grid_instances']} in {row['grid_s']:.0f} s, "
               f"cold {max(row['cold_s']):.2f} s at most, warm {max(row['warm_s']):.2f} s at most", flush=True)
 
 

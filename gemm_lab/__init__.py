@@ -27,6 +27,7 @@ from .timing import bench, bench_all, cublas
 
 __all__ = [
     "KERNELS", "answer", "ask", "banner", "bench", "bench_all", "budget", "ceilings", "changes", "counters", "cublas",
-    "excerpt", "exercises", "gemm", "gpus", "lab_notes", "live", "measure", "measurements", "measurements_table", "mode", "ozaki",
-    "ptxas_report", "publish", "questions", "resources", "skeleton", "submit", "sweep", "tables", "validate", "verify",
+    "excerpt", "exercises", "gemm", "gpus", "lab_notes", "live", "measure", "measurements", "measurements_table",
+    "mode", "ozaki", "ptxas_report", "publish", "questions", "resources", "skeleton", "submit", "sweep", "tables",
+    "validate", "verify",
 ]

@@ -274,8 +274,8 @@ def _ptxas_log(ptx: bytes, arch: str, options: tuple[str, ...] = ()) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.ptx"
         src.write_bytes(ptx.rstrip(b"\x00"))
-        out = subprocess.run(["ptxas", f"-arch={arch}", "-v", *options, str(src), "-o", str(Path(tmp) / "kernel.cubin")],
-                             capture_output=True, text=True, check=False)
+        out = subprocess.run(["ptxas", f"-arch={arch}", "-v", *options, str(src),
+                              "-o", str(Path(tmp) / "kernel.cubin")], capture_output=True, text=True, check=False)
     return out.stdout + out.stderr
 
 

@@ -66,8 +66,12 @@ def at_least_two_stages(what: str = "buffers in the pipeline") -> Rule:
 
 
 def _square_block(name: str, function: str, source: str, title: str, notes: str) -> KernelSpec:
-    threads = lambda p: p["BLOCK"] ** 2  # noqa: E731 - tiny derivations read best inline
-    smem = lambda p: 0  # noqa: E731
+    def threads(p: Params) -> int:
+        return p["BLOCK"] ** 2
+
+    def smem(p: Params) -> int:
+        return 0
+
     return KernelSpec(
         name=name,
         source=source,
@@ -85,8 +89,12 @@ def _square_block(name: str, function: str, source: str, title: str, notes: str)
 
 
 def _smem_tiled() -> KernelSpec:
-    threads = lambda p: p["BM"] * p["BN"]  # noqa: E731
-    smem = lambda p: 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+    def threads(p: Params) -> int:
+        return p["BM"] * p["BN"]
+
+    def smem(p: Params) -> int:
+        return 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])
+
     return KernelSpec(
         name="smem_tiled",
         source="kernels/03_smem_tiling.cu",
@@ -129,8 +137,13 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
                  extra: tuple[Rule, ...] = (), bk: int = 8, min_cc: tuple[int, int] = (5, 0)) -> KernelSpec:
     """Kernels whose threads each compute a TM x TN tile (TN fixed to 1 for the 1-D kernel)."""
     tn = (lambda p: p["TN"]) if "TN" in dims else (lambda p: 1)
-    threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // tn(p))  # noqa: E731
-    smem = lambda p: 4 * buffers(p) * ((p["BM"] + a_pad(p)) * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+
+    def threads(p: Params) -> int:
+        return (p["BM"] // p["TM"]) * (p["BN"] // tn(p))
+
+    def smem(p: Params) -> int:
+        return 4 * buffers(p) * ((p["BM"] + a_pad(p)) * p["BK"] + p["BK"] * p["BN"])
+
     choices = {"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TM": (4, 8, 16)}
     defaults = {"BM": 64, "BN": 64, "BK": 8, "TM": 8}
     rules = [
@@ -157,14 +170,18 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
             Rule("the swizzled layout (LAYOUT 2) needs BM to be a multiple of 32 (it XORs m with up to 28)",
                  lambda p: p["LAYOUT"] != 2 or p["BM"] % 32 == 0),
         ]
+    def staged(p: Params) -> int:
+        """The float4s of A and B that each thread holds in `Staging` (kernels/08_prefetch.cu)."""
+        return math.ceil(p["BM"] * p["BK"] / (4 * threads(p))) + math.ceil(p["BK"] * p["BN"] / (4 * threads(p)))
+
     # Registers: the TM x TN accumulators, two sets of fragments (the compiler loads the next k's during the FFMAs),
     # three more per row of A where cp.async leaves A row-major (a float4 holds four k-values), six per staged float4
     # of the next tiles where prefetching (its four values, its address and bounds) and about 32 for addresses and
     # indices. Calibrated on ptxas (NVRTC 13, sm_90) over the offered grids and instances beyond them.
-    staged = lambda p: (math.ceil(p["BM"] * p["BK"] / (4 * threads(p)))  # noqa: E731 - Staging's float4s of A and B
-                        + math.ceil(p["BK"] * p["BN"] / (4 * threads(p))))
-    need = lambda p: (p["TM"] * tn(p) + 2 * (p["TM"] + tn(p)) + 3 * p["TM"] * ("STAGES" in dims)  # noqa: E731
-                      + 6 * staged(p) * ("PREFETCH" in dims) + 32)
+    def need(p: Params) -> int:
+        return (p["TM"] * tn(p) + 2 * (p["TM"] + tn(p)) + 3 * p["TM"] * ("STAGES" in dims)
+                + 6 * staged(p) * ("PREFETCH" in dims) + 32)
+
     rules.append(Rule(
         "the TM x TN accumulators, two sets of fragments" + (" and the staged tiles" if "PREFETCH" in dims else "") +
         f" must fit in the registers each thread can have with this many threads ({REGISTER_FILE}), or they spill "
@@ -175,6 +192,11 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem,
         rules=(*rules, *extra, *block_limits(threads, smem)), chapter=chapter, notes=notes, min_cc=min_cc,
     )
+
+
+def warp_tiled_threads(p: Params) -> int:
+    """Threads of a block of BM x BN split into WM x WN warp tiles: one warp of 32 per warp tile."""
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
 
 
 def _warp_tiles(threads: Callable[[Params], int]) -> tuple[Rule, ...]:
@@ -195,15 +217,22 @@ def _warp_tiles(threads: Callable[[Params], int]) -> tuple[Rule, ...]:
 
 def _warp_tiling() -> KernelSpec:
     """Block tile -> warp tile -> thread tile; the 32 lanes of a warp form an 8 x 4 or 4 x 8 grid."""
-    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
-    smem = lambda p: 4 * 2 * p["BK"] * (p["BM"] + 4 + p["BN"])  # noqa: E731 - two buffers, A padded by 4
-    staged = lambda p: 4 * ceil_div((p["BM"] + p["BN"]) * p["BK"], 4 * threads(p))  # noqa: E731 - the next tiles' float4s
+    threads = warp_tiled_threads
+
+    def smem(p: Params) -> int:
+        return 4 * 2 * p["BK"] * (p["BM"] + 4 + p["BN"])  # two buffers, A padded by 4
+
+    def staged(p: Params) -> int:
+        return 4 * ceil_div((p["BM"] + p["BN"]) * p["BK"], 4 * threads(p))  # the next tiles' float4s
+
     # accumulators, one and a half sets of fragments (the next k's arrive while the FFMAs use the current ones), the
     # staged tiles and about 28 for addresses; 8 x 16 thread tiles 16 more: below this, ptxas spills (calibrated on
     # ptxas, NVRTC 13, over the offered grid and instances beyond it, where 64-thread blocks of 8 x 16 tiles with
     # BK = 16 spill while their 16 x 8 twins fit)
-    need = lambda p: (p["TM"] * p["TN"] + 3 * (p["TM"] + p["TN"]) // 2 + staged(p) + 28  # noqa: E731
-                      + 16 * (p["TN"] > p["TM"] >= 8))
+    def need(p: Params) -> int:
+        return (p["TM"] * p["TN"] + 3 * (p["TM"] + p["TN"]) // 2 + staged(p) + 28
+                + 16 * (p["TN"] > p["TM"] >= 8))
+
     rules = (
         positive("BM", "BN", "BK", "WM", "WN", "TM", "TN"),
         _multiple_of_4("BK", "TM", "TN"),
@@ -219,7 +248,8 @@ def _warp_tiling() -> KernelSpec:
         name="warp_tiling", source="kernels/10_warp_tiling.cu", function="sgemm_warp_tiling", title="Warp tiling",
         choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (4, 8, 16), "WM": (32, 64, 128),
                  "WN": (16, 32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16)},
-        defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16},  # the sweep's fastest (records/*/warp_tiling.json)
+        # the sweep's fastest (records/*/warp_tiling.json)
+        defaults={"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16},
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
         chapter="ch07_warp_tiling",
         notes="warps own WM x WN sub-tiles, lanes TM x TN thread tiles read as broadcast float4s; "
@@ -230,23 +260,31 @@ def _warp_tiling() -> KernelSpec:
 def _pipelined_warp_tiling() -> KernelSpec:
     """Warp tiling fed by cp.async stages (10b_pipelined_warp_tiling.cu): A transposed by 4-byte copies or read along
     k; stream-K optional."""
-    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
-    a_floats = lambda p: p["BM"] * (p["BK"] + 4) if p["ALONG_K"] else p["BK"] * (p["BM"] + 4)  # noqa: E731 - padded
-    smem = lambda p: 4 * p["STAGES"] * (a_floats(p) + p["BK"] * p["BN"])  # noqa: E731
-    static_smem = lambda p: 64 if p["STREAM"] else 0  # noqa: E731 - stream-K's schedule words, as ptxas lays them out
+    threads = warp_tiled_threads
+
+    def a_floats(p: Params) -> int:
+        return p["BM"] * (p["BK"] + 4) if p["ALONG_K"] else p["BK"] * (p["BM"] + 4)  # padded
+
+    def smem(p: Params) -> int:
+        return 4 * p["STAGES"] * (a_floats(p) + p["BK"] * p["BN"])
+
+    def static_smem(p: Params) -> int:
+        return 64 if p["STREAM"] else 0  # stream-K's schedule words, as ptxas lays them out
+
     # accumulators, the fragments of A (two sets of TM values, or TM float4s read along k), two sets of TN values of
     # B, and about 36 (28 along k) for addresses, the copy streams and indices: calibrated on ptxas (NVRTC 13, sm_90)
     # over the offered grid and beyond it: 512-thread blocks of 8 x 8 or 16 x 4 thread tiles spill at 128 registers,
     # 1024-thread blocks of 4 x 4 read along k at 64
-    need = lambda p: (p["TM"] * p["TN"] + (4 if p["ALONG_K"] else 2) * p["TM"] + 2 * p["TN"]  # noqa: E731
-                      + (28 if p["ALONG_K"] else 36))
+    def need(p: Params) -> int:
+        return p["TM"] * p["TN"] + (4 if p["ALONG_K"] else 2) * p["TM"] + 2 * p["TN"] + (28 if p["ALONG_K"] else 36)
+
     rules = (
         positive("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES"),
         Rule("ALONG_K must be 0 (A transposed on the way into shared memory) or 1 (A row-major, read along k)",
              lambda p: p["ALONG_K"] in (0, 1)),
-        Rule("BK must be even (two sets of fragments alternate, across the steps too) and, with ALONG_K = 1, a multiple "
-             "of 8 (a lane reads four k-values of a row of A as one float4, and rows of BK + 4 floats, an odd number "
-             "of float4s, keep eight consecutive rows on distinct banks)",
+        Rule("BK must be even (two sets of fragments alternate, across the steps too) and, with ALONG_K = 1, a "
+             "multiple of 8 (a lane reads four k-values of a row of A as one float4, and rows of BK + 4 floats, an odd "
+             "number of float4s, keep eight consecutive rows on distinct banks)",
              lambda p: p["BK"] % (8 if p["ALONG_K"] else 2) == 0),
         Rule("TN must be a multiple of 4, and so must TM with ALONG_K = 0 (fragments are read as float4s)",
              lambda p: p["TN"] % 4 == 0 and (p["ALONG_K"] or p["TM"] % 4 == 0)),
@@ -294,14 +332,20 @@ DATA_MOVERS_CHAPTER = "ch08c_data_movers"  # TMA, clusters and mbarriers on mma.
 
 def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
     """mma.sync kernels (11_tf32_mma.cu): warps of whole m16n8k8 tiles, tiles arriving by cp.async STAGES deep."""
-    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
-    smem = lambda p: 4 * p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * (p["BN"] + 8))  # noqa: E731 - padded rows
+    threads = warp_tiled_threads
+
+    def smem(p: Params) -> int:
+        return 4 * p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * (p["BN"] + 8))  # padded rows
+
     copies = 2 if split else 1  # 3xTF32: a per-step sum beside the accumulators, small fragments beside the big
+
     # accumulators (4 per 16 x 8 tile), two sets of fragments (WM/4 of A and WN/4 of B each; 3xTF32: and the small
     # parts of one), and about 32 for addresses and indices. 3xTF32 with BK = 32: ptxas keeps about one more set
     # live across the longer unrolled step (calibrated on ptxas over the whole offered grid)
-    need = lambda p: (copies * p["WM"] * p["WN"] // 32 + (copies + 1) * (p["WM"] + p["WN"]) // 4 + 32  # noqa: E731
-                      + (split and p["BK"] > 16) * (p["WM"] + p["WN"]) // 4)
+    def need(p: Params) -> int:
+        return (copies * p["WM"] * p["WN"] // 32 + (copies + 1) * (p["WM"] + p["WN"]) // 4 + 32
+                + (split and p["BK"] > 16) * (p["WM"] + p["WN"]) // 4)
+
     rules = (
         positive("BM", "BN", "BK", "WM", "WN", "STAGES"),
         Rule("WM must be a multiple of 16 and WN of 8 (a warp tile is made of whole 16 x 8 mma tiles)",
@@ -333,10 +377,15 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
 
 def _mma_tma() -> KernelSpec:
     """The mma.sync TF32 kernel fed by TMA (13_tf32_mma_tma.cu): 32-deep steps, B multicast across a cluster."""
-    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # noqa: E731
-    smem = lambda p: p["STAGES"] * (p["BM"] + p["BN"]) * 128 + 1024 + 16 * p["STAGES"]  # noqa: E731 - +align, mbarriers
+    threads = warp_tiled_threads
+
+    def smem(p: Params) -> int:
+        return p["STAGES"] * (p["BM"] + p["BN"]) * 128 + 1024 + 16 * p["STAGES"]  # +align, mbarriers
+
     # accumulators (4 per 8 x 16 tile), two sets of fragments (WM/4 from A and WN/4 from B each), about 24 others
-    need = lambda p: p["WM"] * p["WN"] // 32 + 2 * (p["WM"] + p["WN"]) // 4 + 24  # noqa: E731
+    def need(p: Params) -> int:
+        return p["WM"] * p["WN"] // 32 + 2 * (p["WM"] + p["WN"]) // 4 + 24
+
     rules = (
         positive("BM", "BN", "WM", "WN", "STAGES", "CLUSTER"),
         Rule("WM must be a multiple of 16 (one ldmatrix.x4 reads two 8-row tiles of A) and WN of 32 (a warp reads "
@@ -357,7 +406,8 @@ def _mma_tma() -> KernelSpec:
         title="Tensor cores, mma.sync TF32 fed by TMA",
         choices={"BM": (64, 128, 256), "BN": (128, 256), "WM": (32, 64), "WN": (32, 64), "STAGES": (2, 3, 4),
                  "CLUSTER": (1, 2)},
-        defaults={"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "CLUSTER": 2},  # the sweep's fastest (records/*/mma_tf32_tma.json)
+        # the sweep's fastest (records/*/mma_tf32_tma.json)
+        defaults={"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "CLUSTER": 2},
         tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
         chapter=DATA_MOVERS_CHAPTER, precision="tf32", min_cc=(9, 0), dynamic_smem=True, arch="sm_90a",
         tma=True, cluster=lambda p: p["CLUSTER"],
@@ -372,12 +422,21 @@ WGMMA_BK = 32  # K per step of 12_tf32_wgmma.cu (its BK): one 128-byte swizzle r
 
 def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str, int], notes: str) -> KernelSpec:
     """wgmma kernels (12_tf32_wgmma.cu): one warpgroup per 64 columns of C, each computing C^T = B^T A^T."""
-    threads = lambda p: p["BN"] // 64 * 128  # noqa: E731
     copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
-    stage = lambda p: copies * p["BM"] * 4 * WGMMA_BK + round_up(WGMMA_BK * (p["BN"] + 8) * 4, 1024)  # noqa: E731
-    smem = lambda p: p["STAGES"] * stage(p) + 1024  # noqa: E731 - 1024 more to align the base for the swizzle
+
+    def threads(p: Params) -> int:
+        return p["BN"] // 64 * 128
+
+    def stage(p: Params) -> int:
+        return copies * p["BM"] * 4 * WGMMA_BK + round_up(WGMMA_BK * (p["BN"] + 8) * 4, 1024)
+
+    def smem(p: Params) -> int:
+        return p["STAGES"] * stage(p) + 1024  # 1024 more to align the base for the swizzle
+
     # BM/2 accumulators (and as many per-step sums), two sets of 16 B fragments (and 16 small ones), about 32 others
-    need = lambda p: copies * p["BM"] // 2 + (copies + 1) * 16 + 32  # noqa: E731
+    def need(p: Params) -> int:
+        return copies * p["BM"] // 2 + (copies + 1) * 16 + 32
+
     rules = (
         Rule(f"BM must be one of {', '.join(map(str, WGMMA_N))} (it is the wgmma's N, and kernels/wgmma.cuh "
              "instantiates these)", lambda p: p["BM"] in WGMMA_N),
@@ -405,6 +464,11 @@ HOPPER_CHAPTER = "ch09_hopper_pipeline"
 PRODUCER_REGISTERS = 40  # what the producer warpgroup of 14_tf32_wgmma_ws.cu keeps after setmaxnreg
 
 
+def producer_consumer_threads(p: Params) -> int:
+    """Threads of a warp-specialised block: a producer warpgroup and CONSUMERS consumer warpgroups, 128 each."""
+    return 128 * (p["CONSUMERS"] + 1)
+
+
 def consumer_registers(consumers: int) -> int:
     """Registers per consumer thread of 14_tf32_wgmma_ws.cu after setmaxnreg (its WarpRoles): the SM's 64 K less the
     producer's, shared by the consumer warpgroups, in multiples of 8, at most 240."""
@@ -415,18 +479,30 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
     """Warp-specialised wgmma kernels (14_tf32_wgmma_ws.cu): a TMA producer warpgroup, CONSUMERS warpgroups of 64
     columns each, mbarrier rings, optionally persistent and clustered, B^T from shared memory (TF32) or registers,
     A split by the producer or the consumers (3xTF32), C stored by every thread or by TMA."""
-    threads = lambda p: 128 * (p["CONSUMERS"] + 1)  # noqa: E731
+    threads = producer_consumer_threads
     copies = 2 if split else 1  # 3xTF32 keeps A's tile in big and small parts, and a per-step sum
-    b_copies = lambda p: 1 + p.get("BSMEM", 0)  # noqa: E731 - B's boxes, and B^T K-major
-    stage = lambda p: copies * p["BM"] * 128 + b_copies(p) * p["CONSUMERS"] * 64 * 128  # noqa: E731 - A, B
+
+    def b_copies(p: Params) -> int:
+        return 1 + p.get("BSMEM", 0)  # B's boxes, and B^T K-major
+
+    def stage(p: Params) -> int:
+        return copies * p["BM"] * 128 + b_copies(p) * p["CONSUMERS"] * 64 * 128  # A, B
+
     # three mbarriers per stage, two 8 KiB buffers per consumer for TMA stores, +1024 to align
-    smem = lambda p: p["STAGES"] * (stage(p) + 24) + p["STORE"] * p["CONSUMERS"] * 16384 + 1024  # noqa: E731
+    def smem(p: Params) -> int:
+        return p["STAGES"] * (stage(p) + 24) + p["STORE"] * p["CONSUMERS"] * 16384 + 1024
+
     # BM/2 accumulators and two sets of 16 B fragments (none from shared memory), about 32 others; 3xTF32 adds BM/2
     # per-sum registers, and small parts of the fragments (two sets when a sum spans steps, so that wgmmas still run
     # from one), about 52 others: calibrated on ptxas over the offered grid
-    need = lambda p: (p["BM"] + (64 if p["SUM"] > 1 else 48) + 52) if split else \
-        p["BM"] // 2 + (0 if p["BSMEM"] else 2 * 16) + 32  # noqa: E731
-    flag = lambda n, what: Rule(f"{n} must be 0 or 1 ({what})", lambda p: p[n] in (0, 1))  # noqa: E731
+    def need(p: Params) -> int:
+        if split:
+            return p["BM"] + (64 if p["SUM"] > 1 else 48) + 52
+        return p["BM"] // 2 + (0 if p["BSMEM"] else 2 * 16) + 32
+
+    def flag(n: str, what: str) -> Rule:
+        return Rule(f"{n} must be 0 or 1 ({what})", lambda p: p[n] in (0, 1))
+
     rules = (
         positive("BM", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
         Rule(f"BM must be one of {', '.join(map(str, WGMMA_N))} (it is the wgmma's N, and kernels/wgmma.cuh "
@@ -467,8 +543,9 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
 
 
 OZAKI_CHAPTER = "ch10_ozaki"
-INT8_MAX_K = 2**17 - 1  # K products of int8 (|r| <= 128) and their sum stay below 2^31: exact in int32 (kernel 15 alone;
-# the Ozaki pipeline cuts longer K into chunks, `ozaki.K_CHUNK`)
+# K products of int8 (|r| <= 128) and their sum stay below 2^31: exact in int32 (kernel 15 alone; the Ozaki pipeline
+# cuts longer K into chunks, `ozaki.K_CHUNK`)
+INT8_MAX_K = 2**17 - 1
 # The kernels of kernels/16_ozaki.cu that every instance's cubin carries (the scaling, the equilibration, the estimate
 # and SGEMM's infinities and NaNs); MODULI = 0 (auto) launches no products of its own: each call runs the instance of
 # the number of moduli it chose.
@@ -479,13 +556,16 @@ OZAKI_ANALYSIS = ("ozaki_stats_a", "ozaki_stats_b", "ozaki_equilibrate", "ozaki_
 def _ozaki() -> KernelSpec:
     """SGEMM by the Ozaki scheme II (16_ozaki.cu): MODULI INT8 products on kernel 15's pipeline, run in one
     persistent launch between the kernels that scale and split the operands and the one that puts C together."""
-    threads = lambda p: 128 * (p["CONSUMERS"] + 1)  # noqa: E731
-    smem = lambda p: p["STAGES"] * ((64 * p["CONSUMERS"] + p["BN"]) * 128 + 16) + 1024  # noqa: E731 - +align
+    threads = producer_consumer_threads
+
+    def smem(p: Params) -> int:
+        return p["STAGES"] * ((64 * p["CONSUMERS"] + p["BN"]) * 128 + 16) + 1024  # +align
+
     rules = (
         positive("BN", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
-        Rule("MODULI must be 0 (auto: the fewest moduli that a per-call estimate finds as accurate as SGEMM) or 6 to 9: "
-             "fewer leave the integers too few bits for FP32's accuracy, and with more the scaled integers outgrow the "
-             "35 bits the residue kernels split exactly in FP32",
+        Rule("MODULI must be 0 (auto: the fewest moduli that a per-call estimate finds as accurate as SGEMM) or 6 to "
+             "9: fewer leave the integers too few bits for FP32's accuracy, and with more the scaled integers outgrow "
+             "the 35 bits the residue kernels split exactly in FP32",
              lambda p: p["MODULI"] == 0 or 6 <= p["MODULI"] <= 9),
         Rule("BN must be 128 or 256 (the wgmma's N: kernels/wgmma_s8.cuh instantiates these)",
              lambda p: p["BN"] in (128, 256)),
@@ -563,13 +643,15 @@ KERNELS: dict[str, KernelSpec] = {
         _pipelined_warp_tiling(),
         _mma(
             "mma_tf32", "sgemm_tf32_mma", "Tensor cores, mma.sync TF32", False,
-            {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},  # the sweep's fastest at 8192 (its records)
+            # the sweep's fastest at 8192 (its records)
+            {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
             "mma.sync m16n8k8 (Ampere and newer) on TF32 operands: the tensor cores read the FP32 bits and drop 13 "
             "mantissa bits; cp.async pipeline into dynamic shared memory",
         ),
         _mma(
             "mma_3xtf32", "sgemm_3xtf32_mma", "Tensor cores, mma.sync 3xTF32", True,
-            {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 4},  # the sweep's fastest at 8192 (its records)
+            # the sweep's fastest at 8192 (its records)
+            {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 4},
             "mma.sync m16n8k8 (Ampere and newer), each operand split into big + small TF32 parts and three "
             "products summed: FP32-level accuracy from the tensor cores",
         ),
@@ -597,8 +679,8 @@ KERNELS: dict[str, KernelSpec] = {
             {"BM": 128, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "PERSIST": 1, "GROUP": 8, "SUM": 1, "SPLITTER": 0,
              "STORE": 0},
             "the warp-specialised wgmma pipeline with 3xTF32: the producer's idle warps split A's tiles into big and "
-            "small TF32 parts as they land, three products per k8, summed SUM 32-deep steps at a time before an FP32 add: "
-            "FP32-level accuracy",
+            "small TF32 parts as they land, three products per k8, summed SUM 32-deep steps at a time before an FP32 "
+            "add: FP32-level accuracy",
         ),
         _ozaki(),
     )

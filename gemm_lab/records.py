@@ -71,7 +71,8 @@ class Measurement:
     telemetry: dict[str, float] = field(default_factory=dict)  # SM clock, power while the timed launches ran
     cublas_telemetry: dict[str, float] = field(default_factory=dict)  # the same while cuBLAS's ran, in turn with them
     rounds_pct: list[float] = field(default_factory=list)  # % of cuBLAS in each round of turns (older records: none)
-    details: dict[str, Any] = field(default_factory=dict)  # what the kernel chose at run time (the Ozaki scheme's moduli)
+    # what the kernel chose at run time (the Ozaki scheme's moduli)
+    details: dict[str, Any] = field(default_factory=dict)
     method: str = ""  # the race's `turns.Method`: "sustained" (what pages quote) or "short"; older records: ""
     turn_settle_ms: float = 0.0  # untimed milliseconds a side ran before a turn that followed the other's (older: 0)
     timed_per: str = "launch"  # what one pair of CUDA events bracketed: "turn" (today), "launch" (older records)
@@ -269,7 +270,8 @@ def lookup(kernel: str, params: dict[str, int], m: int, n: int, k: int, gpu: str
     )
 
 
-def lookup_or_none(kernel: str, params: dict[str, int], m: int, n: int, k: int, gpu: str | None = None) -> Measurement | None:
+def lookup_or_none(kernel: str, params: dict[str, int], m: int, n: int, k: int,
+                   gpu: str | None = None) -> Measurement | None:
     """`lookup`, or None where nothing of this instance and shape was recorded."""
     try:
         return lookup(kernel, params, m, n, k, gpu)

@@ -126,7 +126,8 @@ class KernelLaunch:
     def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any):
         spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
         self.fn, self.out = compiler.load(inst), out
-        self.grid, self.block, self.smem = spec.grid(p, m, n, slots=slots(spec, p)), (spec.threads(p),), spec.launch_smem(p)
+        self.grid, self.block, self.smem = (spec.grid(p, m, n, slots=slots(spec, p)), (spec.threads(p),),
+                                            spec.launch_smem(p))
         self.args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out,
                      *tma.kernel_maps(spec, p, a, b, out))
 

@@ -107,7 +107,8 @@ class Telemetry:
             time.sleep(self.interval_s / 4)
         last = max((t[1] for t in self._times if t[1] is not None), default=None)
         deadline = time.monotonic() + TICK_WAIT_S
-        while self._energy is not None and last is not None and self._ticks[-1][0] <= last and time.monotonic() < deadline:
+        while self._energy is not None and last is not None and self._ticks[-1][0] <= last \
+                and time.monotonic() < deadline:
             time.sleep(self.interval_s / 4)
             self._read_energy(time.monotonic())
         return {kind: self._summary(kind) for kind in self._samples}
@@ -134,7 +135,8 @@ class Telemetry:
         if self._energy is not None and len(ticks) >= 2 and spans and ticks[0][0] <= min(t[0] for t in spans) \
                 and ticks[-1][0] >= max(t[1] for t in spans):
             when, mj = zip(*ticks)
-            out["joules"] = sum(_interpolate(when, mj, end) - _interpolate(when, mj, start) for start, end in spans) / 1e3
+            out["joules"] = sum(_interpolate(when, mj, end) - _interpolate(when, mj, start)
+                                for start, end in spans) / 1e3
             out["seconds"] = sum(end - start for start, end in spans)
         else:
             out["power_w"] = statistics.median(powers)

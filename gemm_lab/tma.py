@@ -29,7 +29,8 @@ def tensor_map(x: Any, box_rows: int) -> Any:
     err, tmap = driver.cuTensorMapEncodeTiled(
         getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{kind}"), 2, x.data.ptr,
         [u64(cols), u64(rows)], [u64(cols * 4)], [u32(BOX_COLS), u32(box_rows)], [u32(1), u32(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     )
@@ -56,7 +57,8 @@ def planes_map(x: Any, box_rows: int, k0: int = 0, k1: int | None = None) -> Any
         driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, x.data.ptr + k0,
         [u64(k1 - k0), u64(rows), u64(planes)], [u64(cols), u64(rows * cols)], [u32(128), u32(box_rows), u32(1)],
         [u32(1), u32(1), u32(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     )

@@ -55,7 +55,7 @@ def edges(kernel: str) -> list[Params]:
     wanted: list[Callable[[int], bool]] = [lambda i: grid[i] == spec.full_params()]
     for name in spec.param_names:
         values = [p[name] for p in grid]
-        wanted += [lambda i, n=name, v=min(values): grid[i][n] == v, lambda i, n=name, v=max(values): grid[i][n] == v]
+        wanted += [lambda i, n=name, v=v: grid[i][n] == v for v in (min(values), max(values))]
     for measure in (spec.threads, spec.smem_bytes):
         most = max(map(measure, grid))
         wanted.append(lambda i, f=measure, v=most: f(grid[i]) == v)

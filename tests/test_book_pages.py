@@ -115,7 +115,8 @@ def test_setup_cell_installs_an_editable_clone_with_cuda12(monkeypatch):
     """Without gemm_lab: one command clones the repository of _config.yml and installs it editable."""
     commands = []
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gemm_lab" else real_find_spec(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "gemm_lab" else real_find_spec(name, *a))
     monkeypatch.setattr(subprocess, "run", lambda cmd, **kwargs: commands.append((cmd, kwargs)))
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setenv("GEMM_LAB_REPLAY", "1")
@@ -192,7 +193,8 @@ def test_intro_opens_with_the_map():
     """The first cell after the set-up draws the scoreboard chart of every kernel; the next lists the chapters,
     rendered as MyST so that their {doc} links resolve."""
     setup, chart, chapters, *_ = code_cells(jupytext.read(ROOT / "book" / "intro.md"))
-    assert "plots.scoreboard(" in chart.source and "plan.HEADLINE" in chart.source and "plan.TENSOR_CORES" in chart.source
+    assert "plots.scoreboard(" in chart.source and "plan.HEADLINE" in chart.source \
+        and "plan.TENSOR_CORES" in chart.source
     assert "chapter_map(" in chapters.source
     assert chapters.metadata.get("mystnb", {}).get("markdown_format") == "myst"
 

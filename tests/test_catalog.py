@@ -111,7 +111,8 @@ def test_tensor_core_derivations_follow_the_kernels():
 def test_the_tma_kernel_runs_whole_clusters_and_refuses_rows_tma_cannot_read():
     spec = catalog.get("mma_tf32_tma")
     p = spec.full_params()
-    assert spec.name_expression(p) == "sgemm_tf32_mma_tma<128, 256, 64, 64, 4, 2>" and spec.tma and spec.arch == "sm_90a"
+    assert spec.name_expression(p) == "sgemm_tf32_mma_tma<128, 256, 64, 64, 4, 2>"
+    assert spec.tma and spec.arch == "sm_90a"
     assert spec.grid(p, m=300, n=260) == (2, 4, 1)  # 3 block rows, rounded up to 2 clusters of 2
     assert spec.grid({**p, "CLUSTER": 1}, m=300, n=260) == (2, 3, 1)
     assert spec.launch_smem(p) == 4 * (128 + 256) * 128 + 1024 + 64  # 4 stages, base alignment, 8 mbarriers
@@ -127,7 +128,8 @@ def test_register_rules_keep_what_ptxas_compiles_and_refuse_what_spills():
     assert {(256, 64, 5), (256, 128, 4), (128, 256, 4)} <= legal and (256, 192, 3) not in legal
     legal = {tuple(p.values()) for p in catalog.legal_grid("wgmma_3xtf32")}
     assert (128, 128, 4) in legal and not {(128, 192, 3), (64, 256, 4), (128, 256, 3)} & legal
-    counts = [len(catalog.legal_grid(k)) for k in ("mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32", "mma_tf32_tma")]
+    kernels = ("mma_tf32", "mma_3xtf32", "wgmma_tf32", "wgmma_3xtf32", "mma_tf32_tma")
+    counts = [len(catalog.legal_grid(k)) for k in kernels]
     assert counts == [156, 54, 33, 16, 84]
 
 
@@ -210,7 +212,8 @@ def test_warp_specialised_kernels_split_the_register_file_and_launch_whole_clust
     assert spec.grid({**p, "PERSIST": 0}, m=300, n=200) == (2, 2, 1)  # whole clusters: 2 tile rows
     # A, B and 3 mbarriers per stage, two 8 KiB buffers per consumer for the TMA stores; B^T takes another 16 KiB
     assert spec.launch_smem(p) == 4 * (256 * 128 + 2 * 64 * 128 + 24) + 2 * 16384 + 1024
-    assert spec.launch_smem({**p, "BSMEM": 1, "STAGES": 3, "STORE": 0}) == 3 * (256 * 128 + 2 * 2 * 64 * 128 + 24) + 1024
+    assert spec.launch_smem({**p, "BSMEM": 1, "STAGES": 3, "STORE": 0}) == \
+        3 * (256 * 128 + 2 * 2 * 64 * 128 + 24) + 1024
     assert spec.tma_c and spec.name_expression(p) == "sgemm_tf32_wgmma_ws<256, 2, 4, 2, 1, 8, 0, 1>"
     assert catalog.validate("wgmma_ws_3xtf32", {"BM": 64, "SUM": 4})["SUM"] == 4  # short tiles leave room for it
 

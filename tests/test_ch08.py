@@ -38,7 +38,8 @@ def test_the_m16n8k8_layout_is_the_one_kernel_11_states():
     layout = diagrams.mma_fragments(8)
     for lane in range(32):
         g, t = lane // 4, lane % 4
-        assert [layout["A"][e] for e in ((g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4))] == [(lane, i) for i in range(4)]
+        assert [layout["A"][e] for e in ((g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4))] == \
+            [(lane, i) for i in range(4)]
         assert [layout["B"][e] for e in ((t, g), (t + 4, g))] == [(lane, 0), (lane, 1)]
         assert [layout["C"][e] for e in ((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))] == \
             [(lane, i) for i in range(4)]
@@ -209,7 +210,7 @@ def test_the_handoff_follows_kernel_13s_waits(stages):
         assert b["stage"] == a["stage"] and b["issued"] >= a["released"]
     fig = diagrams.mbarrier_handoff(p)
     try:
-        assert {g for g in _gids(fig, "stage ")} == {f"stage {s}" for s in range(stages)} and not style.fits(fig)
+        assert set(_gids(fig, "stage ")) == {f"stage {s}" for s in range(stages)} and not style.fits(fig)
     finally:
         plt.close(fig)
 

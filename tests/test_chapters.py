@@ -40,7 +40,8 @@ def test_chapter_executes(path, mode, monkeypatch, tmp_path):
     errors = [f"{o['ename']}: {o['evalue']}" for o in outputs if o.get("output_type") == "error"]
     assert not errors, errors
     text = " ".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
-    if f'gl.banner("{path.stem}")' in path.read_text():  # the first cell's banner: the page's "recorded on <GPU>, <date>" badge
+    # the first cell's banner: the page's "recorded on <GPU>, <date>" badge
+    if f'gl.banner("{path.stem}")' in path.read_text():
         assert re.search(r"recorded on [^,]+, \d{4}-\d{2}-\d{2}" if mode == "replay" else "Live: measuring on", text)
     if mode == "replay" and ledger.exists():
         keeps_to_its_plan(path.stem, json.loads(ledger.read_text()))
@@ -56,9 +57,10 @@ def keeps_to_its_plan(page: str, ledger: dict) -> None:
     redo = f"run `python -m gemm_lab.lab.liveplan {page}` and commit records/live_plan.json"
     assert plan is not None, f"{page} has no live plan: {redo}"
     now = liveplan.entry(ledger, {})["work"]
-    assert [(x["kind"], x["label"], x["live"]) for x in now] == [(x["kind"], x["label"], x["live"]) for x in plan["work"]], \
-        f"{page} does other work than its plan says: {redo}"
+    assert [(x["kind"], x["label"], x["live"]) for x in now] == \
+        [(x["kind"], x["label"], x["live"]) for x in plan["work"]], f"{page} does other work than its plan says: {redo}"
     total, planned = (sum(x["estimate_s"] for x in w if x["live"]) for w in (now, plan["work"]))
-    assert abs(total - planned) <= 0.15 * planned + 1, f"{page}'s live work takes {total:.0f} s, its plan {planned:.0f}: {redo}"
+    assert abs(total - planned) <= 0.15 * planned + 1, \
+        f"{page}'s live work takes {total:.0f} s, its plan {planned:.0f}: {redo}"
     assert liverun.planned(plan) <= liverun.BUDGET_S, \
         f"{page} plans {liverun.planned(plan):.0f} s live, over the {liverun.BUDGET_S:.0f} s budget: replay more of it"

@@ -21,10 +21,12 @@ def test_what_is_not_the_contract_is_refused_before_compiling(monkeypatch):
     monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
     with pytest.raises(TypeError, match="no __global__"):
         gl.submit("int main() {}", "smem_tiled")
-    with pytest.raises(ValueError, match="no kernel `template <int BM, int BN, int BK> __global__ void sgemm_smem_tiled"):
+    with pytest.raises(ValueError,
+                       match="no kernel `template <int BM, int BN, int BK> __global__ void sgemm_smem_tiled"):
         gl.submit(SOURCE.replace("sgemm_smem_tiled", "my_gemm"), "smem_tiled")
     with pytest.raises(ValueError, match="template parameters are <BN, BM, BK>"):
-        gl.submit(SOURCE.replace("template <int BM, int BN, int BK>", "template <int BN, int BM, int BK>"), "smem_tiled")
+        gl.submit(SOURCE.replace("template <int BM, int BN, int BK>", "template <int BN, int BM, int BK>"),
+                  "smem_tiled")
     with pytest.raises(ValueError, match="the book's contract"):
         gl.submit(SOURCE.replace("float beta, float* __restrict__ C", "float* __restrict__ C"), "smem_tiled")
     with pytest.raises(ValueError, match="breaks a rule: threads per block"):
@@ -124,7 +126,11 @@ def _emulated(column_major=(), store_row_major=False):
     def make(m, n, k, alpha, beta):
         def launch(a_words, b_words, c_words):
             g = exercises.GUARD
-            body = lambda w, r, c, col: (w[g:g + r * c].view(np.float32).reshape((c, r) if col else (r, c)))  # noqa: E731
+
+            def body(words, rows, cols, col):
+                """The matrix between the guards, as stored: rows x cols, or its transpose where column-major."""
+                return words[g:g + rows * cols].view(np.float32).reshape((cols, rows) if col else (rows, cols))
+
             a, b = body(a_words, m, k, "A" in column_major), body(b_words, k, n, "B" in column_major)
             a, b = (a.T if "A" in column_major else a), (b.T if "B" in column_major else b)
             out = c_words.copy()
@@ -245,7 +251,8 @@ def test_each_variant_is_a_kernel_the_book_does_not_show(name):
 
 BROKEN = {
     "index": ("acc += As[tr][kk] * Bs[kk][tc];", "acc += As[kk][tr] * Bs[tc][kk];", ("indices", "transpose")),
-    "barrier": ("__syncthreads();  // the tiles are complete before anyone reads them", "", ("race", "wrong", "written")),
+    "barrier": ("__syncthreads();  // the tiles are complete before anyone reads them", "",
+                ("race", "wrong", "written")),
     # right on the small shapes, wrong at the timing size: the check at that size names a race (issue 40)
     "second_barrier": ("__syncthreads();  // everyone is done reading before the next copy overwrites them", "",
                        ("race",)),

@@ -120,7 +120,8 @@ def test_points_that_would_look_alike_are_told_apart(replay):
         return [mark(h) for h in fig.legends[0].legend_handles]
 
     roof = plots.roofline(gl.ceilings(), [gl.cublas(s) for s in plan.SIZES])
-    ozaki = plots.accuracy_vs_speed(gl.bench_all([("ozaki", {"MODULI": m}, 8192) for m in (0, 6, 7, 9)], progress=False))
+    ozaki = plots.accuracy_vs_speed(gl.bench_all([("ozaki", {"MODULI": m}, 8192) for m in (0, 6, 7, 9)],
+                                                 progress=False))
     for fig in (roof, ozaki):
         found = marks(fig)
         assert len(found) == 4 and len(set(found)) == 4, found
@@ -133,7 +134,8 @@ def test_pipeline_timelines_take_blocks_per_sm_from_the_occupancy_model(replay):
     for params in ({**tile, "PREFETCH": 0}, {**tile, "PREFETCH": 1}):
         fig = diagrams.pipeline(params)
         blocks = model.resident("prefetch", params)["blocks"]
-        assert any(f"{blocks} blocks/SM by the occupancy model" in " ".join(t.get_text().split()) for t in fig.texts), params
+        assert any(f"{blocks} blocks/SM by the occupancy model" in " ".join(t.get_text().split())
+                   for t in fig.texts), params
         plt.close(fig)
 
 

@@ -23,7 +23,8 @@ def test_parameters_follow_the_ozaki_spec_rules():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("params", [{}, {"CLUSTER": 1}, {"BN": 128, "CONSUMERS": 1, "STAGES": 3}])
-@pytest.mark.parametrize("shape", [(1, 4, 16), (129, 260, 144), (1000, 516, 4112), (255, 1028, 272), (2048, 2048, 2048)])
+@pytest.mark.parametrize("shape", [(1, 4, 16), (129, 260, 144), (1000, 516, 4112), (255, 1028, 272),
+                                   (2048, 2048, 2048)])
 def test_results_are_exact_on_tails(params, shape):
     import cupy
 

@@ -166,8 +166,8 @@ def test_kernel_and_cublas_take_turns_in_mirrored_order(log, monkeypatch):
     launches = [what for what in log if what in ("kernel", "cublas")][1 + 4 * turns.WARMUP:]
     per_turn = turns.MIN_RUNS // ROUNDS
     sides = [launches[i] for i in range(0, len(launches), per_turn)]
-    assert len(launches) == 2 * (turns.MIN_RUNS + per_turn) and all(set(launches[i:i + per_turn]) == {sides[i // per_turn]}
-                                                         for i in range(0, len(launches), per_turn))
+    assert len(launches) == 2 * (turns.MIN_RUNS + per_turn)
+    assert all(set(launches[i:i + per_turn]) == {sides[i // per_turn]} for i in range(0, len(launches), per_turn))
     assert sides == ["cublas", "kernel"] + ["kernel", "cublas", "cublas", "kernel"] * (ROUNDS // 2)
 
 
@@ -265,8 +265,8 @@ def test_a_side_short_of_its_timed_time_gets_a_mirrored_pair_of_rounds_more(log,
     assert mine.telemetry["timed_ms"] == theirs.telemetry["timed_ms"] == method.side_ms
     # the warm-ups (A, then B), the lead-ins (B, then A: a turn of 10 each at the warm-up's 0.25 ms), 4 rounds of
     # turns of 5, then the pair's turns of 10
-    assert runs_of(log) == [("a", warm), ("b", warm + 10), ("a", 10 + 5), ("b", 5 + 5), ("a", 5 + 5), ("b", 5 + 5), ("a", 5 + 10),
-                                ("b", 10 + 10), ("a", 10)]
+    assert runs_of(log) == [("a", warm), ("b", warm + 10), ("a", 10 + 5), ("b", 5 + 5), ("a", 5 + 5), ("b", 5 + 5),
+                            ("a", 5 + 10), ("b", 10 + 10), ("a", 10)]
     assert len(mine.turns_ms) == 6
     log.clear()
     clocked(log, monkeypatch, {"a": lead_ending_at(0.3), "b": lead_ending_at(0.3)})  # turns of 9: 1 ms a side short

@@ -98,7 +98,8 @@ def test_without_a_record_replay_says_how_to_record_one(sandbox):
     assert memory.find() is None and memory.recorded() is None
     note = str(hardware_tables.missing_note(memory.gpus_to_show()))
     assert "gemm-lab record --only memory" in note and "NVIDIA H200" in note
-    assert all(cell == memory.MISSING for row in hardware_tables.memory_table(memory.gpus_to_show()).rows for cell in row[1:])
+    table = hardware_tables.memory_table(memory.gpus_to_show())
+    assert all(cell == memory.MISSING for row in table.rows for cell in row[1:])
 
 
 def test_a_recorded_hierarchy_replays_and_passes_the_check(sandbox):
@@ -138,7 +139,8 @@ def test_a_recorded_probe_needs_its_sanitizer_runs(sandbox):
     path = record(sandbox, fake_row())
     runs = [sanitize.SanitizerRun(k.name, k.source, k.source_sha256(), k.build_sha256(), tool, 0, [], path.parent.name,
                                  "2026-12-01T10:00:00+00:00", {})
-            for k in (*catalog.KERNELS.values(), catalog.PROBES["tensor_core_peak"]) for tool in sanitize.SANITIZER_TOOLS]
+            for k in (*catalog.KERNELS.values(), catalog.PROBES["tensor_core_peak"])
+            for tool in sanitize.SANITIZER_TOOLS]
     records.upsert(path.with_name("sanitizer.json"), [r.to_row() for r in runs], sanitize.SANITIZER_KEY)
     problems = freshness.problems(sandbox)
     assert len(problems) == len(sanitize.SANITIZER_TOOLS)
@@ -175,8 +177,8 @@ def test_the_primer_prose_reads_right_once_recorded(sandbox):
                      "A load that misses L1 and hits L2 takes 260 clock cycles (131 ns), and all the SMs copying data "
                      "that sit in L2 move 9.0 TB/s between them.",
                      "takes 960 clock cycles (485 ns), about 28 times an L1 hit", "this one has 132.",
-                     "issue 1.05 trillion warp instructions per second, and the FP32 peak is 66.9 TFLOP/s: at most 1.05 trillion "
-                     "warp FFMAs per second, × 32 lanes, × 2 FLOP",
+                     "issue 1.05 trillion warp instructions per second, and the FP32 peak is 66.9 TFLOP/s: at most "
+                     "1.05 trillion warp FFMAs per second, × 32 lanes, × 2 FLOP",
                      "(fused multiply-add) in almost every issue slot of every scheduler.",
                      "From DRAM: 3.0 TB/s × 485 ns is 1.5 MB in flight across the GPU, 11 KiB per SM: 22 warp-wide",
                      "out of 65,536, fit 2 blocks", "2 blocks, 16 warps of the 64 an SM can hold, an occupancy of 25%, "

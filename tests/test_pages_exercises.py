@@ -4,9 +4,9 @@ Chapters 1-9 and the GPU primer close with an "Exercises" section (before their 
 exercises; each exercise is numbered (sphinx-exercise), and has one folded hint before its folded solution. A page
 asks only its own chapter's questions (`gemm_lab.questions`) and write-the-kernel exercises
 (`gemm_lab.exercises.KERNEL_EXERCISES`), submits each kernel in place of that exercise's variant at legal tile sizes,
-shows the skeleton when the page builds (so the static page has it, with a copy button), leaves the submission to the reader
-(skip-execution), and shows the solution, the variant's file with the hole lines highlighted, only folded under its
-exercise. Each write-the-kernel exercise asks for a variant whose answer is not on the page: most of its hole lines
+shows the skeleton when the page builds (so the static page has it, with a copy button), leaves the submission to the
+reader (skip-execution), and shows the solution, the variant's file with the hole lines highlighted, only folded under
+its exercise. Each write-the-kernel exercise asks for a variant whose answer is not on the page: most of its hole lines
 are in no kernel of the book. Every write-the-kernel exercise appears on its chapter's page, so the book has as many
 as KERNEL_EXERCISES (at least five). The primer, chapters 0 to 7, 8b and 10 each ask at least one open "why"
 question (label ex-...-why-..., no number to type, a folded hint and answer).
@@ -87,7 +87,8 @@ def calls(page: list[Block], name: str) -> list[tuple[Block, ast.Call]]:
         except SyntaxError:  # IPython syntax: no call of ours
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == name:
+            if isinstance(node, ast.Call) and \
+                    (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == name:
                 found.append((cell, node))
     return found
 
@@ -115,7 +116,8 @@ def test_the_reader_sees_what_this_test_sees():
                      ("admonition", "Hint"), ("solution", "ex-one"), ("##", "After")]
     (group,) = exercises_of(blocks(page))
     assert group[0].options["label"] == "ex-one" and group[1].tags == {"skip-execution"}
-    assert "{note}" in group[-1].body and [a.value for _, c in calls(blocks(page), "answer") for a in c.args[:1]] == ["a"]
+    assert "{note}" in group[-1].body
+    assert [a.value for _, c in calls(blocks(page), "answer") for a in c.args[:1]] == ["a"]
 
 
 @pytest.mark.parametrize("md", [p for p in PAGES if p.stem in REQUIRED],
@@ -158,7 +160,8 @@ def test_each_exercise_is_numbered_with_one_folded_hint_before_its_folded_soluti
             f"{md.name}: {label}'s hint and solution are folded (:class: dropdown)"
         assert solution.argument == label, f"{md.name}: the solution after {label} names {solution.argument!r}"
         if solution.kind == "solution-start":
-            assert any(b.kind == "solution-end" for b in rest[solutions[0] + 1:]), f"{md.name}: close {label}'s solution"
+            assert any(b.kind == "solution-end" for b in rest[solutions[0] + 1:]), \
+                f"{md.name}: close {label}'s solution"
 
 
 def test_exercise_labels_are_unique_in_the_book():
@@ -173,7 +176,7 @@ def _names(page: list[Block], function: str) -> list[str]:
 @pytest.mark.parametrize("md", PAGES, ids=IDS)
 def test_a_page_asks_its_own_questions_and_glues_what_it_asks(md):
     page = blocks(md.read_text())
-    answered, published = _names(page, "answer"), [n for n in _names(page, "publish")]
+    answered, published = _names(page, "answer"), _names(page, "publish")
     for name in answered + published:
         assert name in questions.QUESTIONS, f"{md.name}: no question {name!r} in gemm_lab/questions.py"
         assert questions.QUESTIONS[name].chapter == md.stem, f"{md.name} asks {name!r}, a question of another chapter"
@@ -196,7 +199,8 @@ def test_a_page_writes_its_own_kernels_and_shows_the_holes_in_the_solution(md):
     likes = {exercises.KERNEL_EXERCISES[n].like for n in names}
     for cell, call in calls(page, "submit"):
         like, params = (*(ast.literal_eval(a) for a in call.args[1:3]), None)[:2]
-        assert like in likes, f"{md.name}: gl.submit(..., {like!r}) stands in for no kernel whose skeleton the page gives"
+        assert like in likes, \
+            f"{md.name}: gl.submit(..., {like!r}) stands in for no kernel whose skeleton the page gives"
         catalog.validate(exercises.spec_of(like), params)  # tile sizes its rules allow
         assert "skip-execution" in cell.tags, f"{md.name}: the reader runs gl.submit (tag it skip-execution)"
     for cell, _ in calls(page, "skeleton"):

@@ -23,7 +23,7 @@ def naive(tmp_path, monkeypatch):
     path.write_text(catalog.get("naive").path.read_text())
     spec = dataclasses.replace(catalog.get("naive"), source=str(path))
     monkeypatch.setitem(catalog.KERNELS, "naive", spec)
-    hashes = dict(source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256())
+    hashes = {"source": spec.source, "source_sha256": spec.source_sha256(), "build_sha256": spec.build_sha256()}
     race = dict(kernel="naive", params={"BLOCK": 32}, m=64, n=64, k=64, precision="fp32", gflops=1.0,
                 cublas_gflops=2.0, max_rel_err=1e-7, gpu="Test GPU", recorded_at="2026-12-01T00:00:00+00:00", **hashes)
     folder = records.gpu_dir("Test GPU")

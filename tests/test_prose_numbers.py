@@ -86,7 +86,8 @@ def test_exempt_pages_are_in_the_book():
 
 
 def test_the_measure_sees_what_prose_stats_sees():
-    page = ("---\nx: 1\n---\nIt reached 48.2 TFLOP/s and 93 %, at 700 W.\n\n```{code-cell} ipython3\nprint('51 %')\n```\n"
+    page = ("---\nx: 1\n---\nIt reached 48.2 TFLOP/s and 93 %, at 700 W.\n\n"
+            "```{code-cell} ipython3\nprint('51 %')\n```\n"
             "| 12 % |\n:::{dropdown} Lab notes\nA run gave 99 %.\n:::\n```{note}\nNote 3 GB/s here.\n```\n"
             "Published: {glue:text}`tflops` TFLOP/s, `4 %` in code, 120 ns.\n")
     assert typed_numbers(page) == ["48.2 TFLOP/s", "93 %", "700 W", "3 GB/s", "120 ns"]

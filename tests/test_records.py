@@ -39,10 +39,10 @@ def sandbox(tmp_path, monkeypatch):
 def _row(kernel="naive", **over):
     """A fresh measurement row of a catalogued kernel at its defaults (naive: BLOCK=32), or of a pseudo-kernel."""
     spec = catalog.KERNELS.get(kernel)
-    row = dict(kernel=kernel, source=spec.source if spec else "", source_sha256=spec.source_sha256() if spec else "",
-               params=spec.full_params() if spec else {}, m=64, n=64, k=64,
-               precision=records.precision_of(kernel) or "fp32", gflops=1.0, cublas_gflops=2.0, max_rel_err=1e-7,
-               gpu="Test GPU", recorded_at="2026-11-23T00:00:00+00:00")
+    row = {"kernel": kernel, "source": spec.source if spec else "",
+           "source_sha256": spec.source_sha256() if spec else "", "params": spec.full_params() if spec else {},
+           "m": 64, "n": 64, "k": 64, "precision": records.precision_of(kernel) or "fp32", "gflops": 1.0,
+           "cublas_gflops": 2.0, "max_rel_err": 1e-7, "gpu": "Test GPU", "recorded_at": "2026-11-23T00:00:00+00:00"}
     row.update(over)
     return row
 
@@ -171,10 +171,10 @@ def test_lookup_says_what_was_recorded(sandbox):
 
 def _sanitizer_row(kernel, tool, **over):
     spec = catalog.get(kernel)
-    row = dict(kernel=kernel, source=spec.source, source_sha256=spec.source_sha256(),
-               build_sha256=spec.build_sha256(), tool=tool, errors=0,
-               cases=[{"params": spec.full_params(), "shapes": [[1, 1, 1]]}], gpu="Test GPU",
-               recorded_at="2026-11-23T00:00:00+00:00", versions={"compute_sanitizer": "2025.3.1.0"})
+    row = {"kernel": kernel, "source": spec.source, "source_sha256": spec.source_sha256(),
+           "build_sha256": spec.build_sha256(), "tool": tool, "errors": 0,
+           "cases": [{"params": spec.full_params(), "shapes": [[1, 1, 1]]}], "gpu": "Test GPU",
+           "recorded_at": "2026-11-23T00:00:00+00:00", "versions": {"compute_sanitizer": "2025.3.1.0"}}
     row.update(over)
     return row
 
@@ -262,9 +262,11 @@ def test_latency_rows_need_their_seconds(tmp_path):
     folder.mkdir()
     good = {"kernel": "smem_tiled", "open_s": 3.2, "cold_s": [0.4, 0.5], "warm_s": [0.1], "recorded_at": "2026-11-24"}
     bad = {**good, "kernel": "warp_tiling", "cold_s": ["fast"]}
-    (folder / "widget_latency.json").write_text(json.dumps({"format": 1, "rows": [good, {**good, "open_s": None}, bad]}))
+    rows = [good, {**good, "open_s": None}, bad]
+    (folder / "widget_latency.json").write_text(json.dumps({"format": 1, "rows": rows}))
     problems = freshness.problems(tmp_path)
-    assert len(problems) == 2 and "'open_s' must be float" in problems[0] and "'cold_s' must list seconds" in problems[1]
+    assert len(problems) == 2
+    assert "'open_s' must be float" in problems[0] and "'cold_s' must list seconds" in problems[1]
     with pytest.raises(records.RecordError, match="open_s"):
         freshness.save_latency([{**good, "open_s": "3 s", "gpu": "Some GPU"}])
 
@@ -272,9 +274,9 @@ def test_latency_rows_need_their_seconds(tmp_path):
 def test_a_tensor_core_headline_is_the_median_of_its_rounds():
     """The share of cuBLAS that a tensor-core row reports lies within its rounds (the pooled medians of the two sides
     could lie outside every round); an FP32 row keeps the ratio of its medians."""
-    common = dict(source="", source_sha256="", params={}, m=8, n=8, k=8, gflops=100.0, cublas_gflops=80.0,
-                  max_rel_err=0.0, gpu="G", recorded_at="2026-11-25T00:00:00+00:00",
-                  rounds_pct=[98.0, 103.0, 99.0, 120.0])
+    common = {"source": "", "source_sha256": "", "params": {}, "m": 8, "n": 8, "k": 8, "gflops": 100.0,
+              "cublas_gflops": 80.0, "max_rel_err": 0.0, "gpu": "G", "recorded_at": "2026-11-25T00:00:00+00:00",
+              "rounds_pct": [98.0, 103.0, 99.0, 120.0]}
     tc = records.Measurement(kernel="wgmma_ws_tf32", precision="tf32", **common)
     assert tc.pct_cublas == 101.0 and tc.pct_range == (98.0, 120.0)
     fp32 = records.Measurement(kernel="naive", precision="fp32", **common)
@@ -291,11 +293,12 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
     whole."""
     spec = catalog.get("wgmma_ws_tf32")
     side = {"sm_clock_mhz": 1500.0, "timed_ms": 8400.0, "energy_j": 2.3, "mean_power_w": 690.0}
-    base = dict(kernel=spec.name, source=spec.source, source_sha256=spec.source_sha256(), build_sha256=spec.build_sha256(),
-                params=spec.full_params(), m=8192, n=8192, k=8192, precision="tf32", time_ms=3.3, cublas_time_ms=3.2)
+    base = {"kernel": spec.name, "source": spec.source, "source_sha256": spec.source_sha256(),
+            "build_sha256": spec.build_sha256(), "params": spec.full_params(), "m": 8192, "n": 8192, "k": 8192,
+            "precision": "tf32", "time_ms": 3.3, "cublas_time_ms": 3.2}
     settles = turns.SUSTAINED.turn_settle_ms
-    sustained = dict(method="sustained", turn_settle_ms=settles, timed_per=turns.TIMED_PER)
-    cases = {"short": dict(method="short", telemetry=side, cublas_telemetry=side),
+    sustained = {"method": "sustained", "turn_settle_ms": settles, "timed_per": turns.TIMED_PER}
+    cases = {"short": {"method": "short", "telemetry": side, "cublas_telemetry": side},
              "no joules": dict(sustained, telemetry={"timed_ms": 8400.0}, cublas_telemetry=side),
              "too brief": dict(sustained, telemetry={**side, "timed_ms": 400.0}, cublas_telemetry=side),
              "2 s turns": dict(sustained, telemetry={**side, "timed_ms": 2400.0}, cublas_telemetry=side),
@@ -313,7 +316,7 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
         assert bool(problems) == (not what.startswith("sustained")), what
         assert what != "2 s turns" or "8 s timed a side" in problems[0]
     ffma = dict(sustained, turn_settle_ms=0.0)  # an FP32 race takes no turn settles
-    for what, over in {"short": dict(method="short"), "events around each launch": dict(ffma, timed_per="launch"),
+    for what, over in {"short": {"method": "short"}, "events around each launch": dict(ffma, timed_per="launch"),
                        "sustained, no joules": ffma}.items():
         records.upsert(sandbox / "g" / "naive.json", [_row(m=8192, n=8192, k=8192, **over)], records.BENCH_KEY)
         problems = [p for p in plan.unsustained(sandbox) if "naive" in p]

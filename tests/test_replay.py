@@ -45,7 +45,8 @@ def test_every_headline_case_is_recorded():
     assert [r[0] for r in pivot.rows] == list(kernels)
     assert len(pivot.columns) == 1 + len(plan.SIZES)
     assert all(c.endswith("%)") for r in pivot.rows for c in r[1:])
-    assert all(cli._recorded(name, params, size, device.DEFAULT_REPLAY_GPU, sustained=False) for name, params, size in plan.headline_cases())
+    assert all(cli._recorded(name, params, size, device.DEFAULT_REPLAY_GPU, sustained=False)
+               for name, params, size in plan.headline_cases())
 
 
 def test_autotuning_is_recorded_at_every_size_and_best_picks_the_fastest():
@@ -55,7 +56,8 @@ def test_autotuning_is_recorded_at_every_size_and_best_picks_the_fastest():
     for name, sizes in plan.AUTOTUNE.items():
         for size in (*sizes, plan.AUTOTUNE_CONFIRM[0]):
             found = [x for x in records.measurements(name) if (x.m, x.n, x.k) == (size,) * 3]
-            space = min(200, len(catalog.legal_grid(name, plan.AUTOTUNE_SPACE.get(name))))  # most of it survives pruning
+            # most of it survives pruning
+            space = min(200, len(catalog.legal_grid(name, plan.AUTOTUNE_SPACE.get(name))))
             assert len(found) >= (plan.AUTOTUNE_CONFIRM[1] if size == plan.AUTOTUNE_CONFIRM[0] else space)
             assert sweeps.best(name, size).gflops == max(x.gflops for x in found)
     with pytest.raises(LookupError, match="gemm-lab sweep warp_tiling --size 3000"):

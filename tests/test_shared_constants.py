@@ -21,6 +21,7 @@ from gemm_lab import catalog, compiler, device, tma
 from gemm_lab.models import gpus, memory, model
 from gemm_lab.pages import diagrams
 from gemm_lab.precision import int8, ozaki
+from gemm_lab.spec import ceil_div
 
 KERNELS = catalog.ROOT / "kernels"
 
@@ -261,7 +262,11 @@ def test_ozaki_constants_are_where_the_kernels_read_them():
     (split,) = found(r"x \* 0x1p-(\d+)f", OZAKI, OZAKI_AT)  # Split20: x = hi 2^20 + lo
     for moduli in (6, 7, 9):
         consts, mods = ozaki.constants(moduli, 4096), ozaki.MODULI[:moduli]
-        at = lambda text, pattern: cxx(re.search(pattern, text)[1], MODULI=moduli, l=0)  # noqa: E731
+
+        def at(text: str, pattern: str, moduli: int = moduli) -> int:
+            """The index into consts that the kernel reads where `pattern` matches `text`."""
+            return cxx(re.search(pattern, text)[1], MODULI=moduli, l=0)
+
         inv_p, c20 = at(prime, r"inv_p\(float\(consts\[(.+?)\]\)\)"), at(prime, r"c20\(float\(consts\[(.+?)\]\)\)")
         big, inv_big = at(rebuild, r"double P = consts\[(.+?)\],"), at(rebuild, r"inv_P = consts\[(.+?)\];")
         weight = at(rebuild, r"w = consts\[(.+?)\];")
@@ -417,7 +422,8 @@ def test_the_register_split_of_the_warp_specialised_kernels():
 
 
 LAUNCHED = [(spec, spec.function, spec.param_names) for spec in catalog.KERNELS.values()] + \
-    [(catalog.get("ozaki"), catalog.PROBES[catalog.INT8_PRODUCT].functions[0], catalog.PROBES[catalog.INT8_PRODUCT].params)]
+    [(catalog.get("ozaki"), catalog.PROBES[catalog.INT8_PRODUCT].functions[0],
+      catalog.PROBES[catalog.INT8_PRODUCT].params)]
 
 
 @pytest.mark.parametrize("spec,function,names", LAUNCHED, ids=[f for _, f, _ in LAUNCHED])
@@ -462,7 +468,7 @@ def test_grids_cover_every_tile_once_with_clusters_stacked_along_y():
         for m, n in ((1, 1), (bm * cluster * 3 + 1, bn * 9 - 4), (bm * cluster * 20, bn * 3)):
             gx, gy, _ = spec.grid(p, m, n, slots=132 if spec.persistent(p) else 0)
             assert gy % cluster == 0, f"catalog's {name}.grid {gx, gy} for clusters of {cluster} along y"
-            rows, cols = -(-(-(-m // bm)) // cluster), -(-n // bn)
+            rows, cols = ceil_div(ceil_div(m, bm), cluster), ceil_div(n, bn)
             seen = []
             for y in range(gy):
                 for x in range(gx):
@@ -672,7 +678,8 @@ def test_tensor_core_peaks_count_the_kernels_work(fake_cuda, monkeypatch):
     (wgmmas,) = found(r"for \(int kk = 0; kk < (\d+); \+\+kk\) Wgmma<N>::rs", peak, "kernels/tensor_core_peak.cu")
     (floats,) = found(r"i < N \* (\d+); i \+= blockDim\.x", peak, "kernels/tensor_core_peak.cu")
     shape = found(r"wgmma\.mma_async\.sync\.aligned\.m(\d+)n256k(\d+)", source("wgmma.cuh"), "kernels/wgmma.cuh")
-    assert mma[:2] == (diagrams.tensor_cores.MMA_M, diagrams.tensor_cores.MMA_N), "diagrams MMA_M, MMA_N against kernels/tf32.cuh's mma.sync"
+    assert mma[:2] == (diagrams.tensor_cores.MMA_M, diagrams.tensor_cores.MMA_N), \
+        "diagrams MMA_M, MMA_N against kernels/tf32.cuh's mma.sync"
     for key, launch, flop in hardware.peak_launches(100):
         n = int(re.search(r"<(\d+)>", launch.func.name)[1])
         (blocks,), (threads,), _ = launch.args

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from gemm_lab import catalog, compiler
-from gemm_lab.pages import warmup
-from gemm_lab.pages import grids
+from gemm_lab.pages import grids, warmup
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 

@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
 def _bench(args: argparse.Namespace) -> int:
     params = dict(_parse_param(x) for x in args.param)
     shape = tuple(args.shape) if args.shape else args.size
-    maths = dict.fromkeys(yardstick.BASELINE[catalog.get(name).precision] for name in args.kernels)  # cuBLAS beside them
+    # cuBLAS beside them
+    maths = dict.fromkeys(yardstick.BASELINE[catalog.get(name).precision] for name in args.kernels)
     ms = [timing.cublas(shape, math) for math in maths]
     for name in args.kernels:
         spec = catalog.get(name)

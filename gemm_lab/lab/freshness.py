@@ -112,7 +112,8 @@ def problems(root: Path | None = None) -> list[str]:
             if records.is_bench(path):
                 for r in rows:
                     Measurement.from_row(r, str(path))
-            runs = [sanitize.SanitizerRun.from_row(r, str(path)) for r in rows] if path.stem == records.SANITIZER else []
+            runs = ([sanitize.SanitizerRun.from_row(r, str(path)) for r in rows]
+                    if path.stem == records.SANITIZER else [])
             if path.stem == records.MEMORY:
                 for r in rows:
                     memory.MemoryRecord.from_row(r, str(path))
@@ -244,8 +245,8 @@ def pinned_builds(root: Path | None = None) -> dict[tuple[str, str, str], dict[s
         sass = row.get("sass")
         if not all(isinstance(row.get(k), str) for k in (*BUILDS_KEY, "nvrtc")) or not isinstance(sass, dict) \
                 or not all(isinstance(v, str) for v in sass.values()):
-            raise records.RecordError(f"{path}: a row needs the strings {', '.join(BUILDS_KEY)} and 'nvrtc', and 'sass' "
-                              f"(instance -> sha256): {records.short(row)}")
+            raise records.RecordError(f"{path}: a row needs the strings {', '.join(BUILDS_KEY)} and 'nvrtc', and "
+                                      f"'sass' (instance -> sha256): {records.short(row)}")
         out[_build_key(row)] = row
     return out
 

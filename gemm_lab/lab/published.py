@@ -186,9 +186,9 @@ def cublas_ways(size: int = 2048) -> CublasWays:
                    f"our best FFMA kernel ({best.kernel}) as % of it"), rows,
                   f"M = N = K = {size}; cuBLAS {'timed live' if device.live() else 'recorded'} on {first['gpu']}, "
                   f"{first['recorded_at'][:10]}. k8's counterpart: "
-                  f"{kernel} ({params_text(params)}), {k8.gflops:,.0f} GFLOP/s; our best: the fastest recorded instance "
-                  f"of {' and '.join(BEST_FFMA)}, {best.kernel} ({params_text(best.params)}), {best.gflops:,.0f} "
-                  f"GFLOP/s; {provenance([k8, best])}.", wrap=(0,))
+                  f"{kernel} ({params_text(params)}), {k8.gflops:,.0f} GFLOP/s; our best: the fastest recorded "
+                  f"instance of {' and '.join(BEST_FFMA)}, {best.kernel} ({params_text(best.params)}), "
+                  f"{best.gflops:,.0f} GFLOP/s; {provenance([k8, best])}.", wrap=(0,))
     book = ways["book"]
 
     def cost(way: str) -> str:
@@ -198,11 +198,12 @@ def cublas_ways(size: int = 2048) -> CublasWays:
         return f"{100 * k8.gflops / ways[way]['gflops']:.0f} %"
 
     setup = ways["first_call"]["time_ms"] - book["time_ms"]
-    return CublasWays(table, dict(
-        ways_book_ms=f"{book['time_ms']:.2f} ms", ways_warm_ms=f"{ways['one_warm_call']['time_ms']:.2f} ms",
-        ways_host_cost=cost("host_clock"), ways_transposes_cost=cost("transposes"), ways_k8_book=k8_share("book"),
-        ways_k8_host=k8_share("host_clock"), ways_k8_transposes=k8_share("transposes"),
-        ways_setup_ms=f"{setup:,.0f} ms", ways_setup_times=f"{setup / book['time_ms']:,.0f}"))
+    return CublasWays(table, {
+        "ways_book_ms": f"{book['time_ms']:.2f} ms", "ways_warm_ms": f"{ways['one_warm_call']['time_ms']:.2f} ms",
+        "ways_host_cost": cost("host_clock"), "ways_transposes_cost": cost("transposes"),
+        "ways_k8_book": k8_share("book"), "ways_k8_host": k8_share("host_clock"),
+        "ways_k8_transposes": k8_share("transposes"),
+        "ways_setup_ms": f"{setup:,.0f} ms", "ways_setup_times": f"{setup / book['time_ms']:,.0f}"})
 
 
 BEST_FFMA = ("warp_tiling", "pipelined_warp_tiling")  # the FFMA kernels whose recorded instances compete for "our best"

@@ -8,9 +8,10 @@ memcheck knows its true bounds. The error count comes from the tool's summary. E
 records/<gpu>/sanitizer.json as soon as it ends, and a later call skips the clean runs recorded from
 the current kernel build with the same cases, so an interrupted `gemm-lab sanitize` resumes.
 
-Racecheck of the kernels that wait on TMA copies runs one child per case instead, each retried when it runs past RACECHECK_CASE_S:
-their warps spin on mbarriers, and under racecheck's instrumentation the same one-block launch of kernel 14 took
-2, 21, 2 and over 45 s on an H100 (plain, 1-2 s every time), so one slow case must not sink the whole run.
+Racecheck of the kernels that wait on TMA copies runs one child per case instead, each retried when it runs past
+RACECHECK_CASE_S: their warps spin on mbarriers, and under racecheck's instrumentation the same one-block launch of
+kernel 14 took 2, 21, 2 and over 45 s on an H100 (plain, 1-2 s every time), so one slow case must not sink the whole
+run.
 """
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ class SanitizerRun:
     def from_row(cls, row: dict[str, Any], where: str = "") -> SanitizerRun:
         values = records.typed_fields(cls, row, tuple(f.name for f in fields(cls)), where)
         if values["tool"] not in SANITIZER_TOOLS:
-            raise records.RecordError(f"{where}: field 'tool' must be one of {', '.join(SANITIZER_TOOLS)}: {records.short(row)}")
+            raise records.RecordError(f"{where}: field 'tool' must be one of {', '.join(SANITIZER_TOOLS)}: "
+                                      f"{records.short(row)}")
         if values["errors"] < 0:
             raise records.RecordError(f"{where}: field 'errors' must be a count (0 or more): {records.short(row)}")
         return cls(**values)
@@ -241,8 +243,9 @@ def summary(runs: Iterable[SanitizerRun]) -> Table:
     errors = {(r.kernel, r.tool): str(r.errors) for r in runs}
     dates = sorted({r.recorded_at[:10] for r in runs})
     versions = sorted({r.versions.get("compute_sanitizer", "?") for r in runs})
-    caption = (f"errors found by compute-sanitizer {', '.join(versions)} on {', '.join(sorted({r.gpu for r in runs}))}, "
-               f"{' to '.join(dict.fromkeys([dates[0], dates[-1]]))}" if runs else "no sanitizer runs")
+    caption = (f"errors found by compute-sanitizer {', '.join(versions)} on "
+               f"{', '.join(sorted({r.gpu for r in runs}))}, {' to '.join(dict.fromkeys([dates[0], dates[-1]]))}"
+               if runs else "no sanitizer runs")
     return Table(("kernel", *tools), tuple((k, *(errors.get((k, t), "-") for t in tools)) for k in kernels), caption)
 
 

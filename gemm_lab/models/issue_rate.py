@@ -8,8 +8,9 @@ the instruction mix; the second is latency hiding: a slot goes idle when every w
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .. import catalog, timing
 from ..records import Measurement
@@ -70,14 +71,13 @@ def rows(cases: Sequence[tuple[str, str, dict[str, int] | None]], size: int = 40
         p = catalog.validate(kernel, params)
         mix = sass.main_loop_mix(kernel, p)
         out.append(Row(label, kernel, p, mix["FFMA"] / sum(mix.values()), peak,
-                       _or_none(lambda: hardware.counters(kernel, (size,) * 3, p)),
-                       _or_none(lambda: timing.bench(kernel, size, p))))
+                       _or_none(hardware.counters, kernel, (size,) * 3, p), _or_none(timing.bench, kernel, size, p)))
     return out
 
 
-def _or_none(read):
+def _or_none(read: Callable[..., Any], *args: Any) -> Any:
     try:
-        return read()
+        return read(*args)
     except (LookupError, RuntimeError):  # not recorded (replay), or ncu could not run and nothing was recorded
         return None
 

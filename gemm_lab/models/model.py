@@ -248,8 +248,9 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
       at 32 banks x 4 bytes per clock per SM.
     * registers: the register-bank conflicts of the main loop's FFMAs, the same loop the issue row counts
       (`sass.loop_report`, the Volta model of two banks; an assumption for Hopper, see `sass`): a conflict costs the
-      FFMA a second cycle, so the FFMA peak x FFMAs / (FFMAs + conflicts). Occupancy x ILP by Little's law never binds here (even the naive kernel keeps 16 warps per
-      scheduler against a 4-clock FFMA latency), so it is not the register-level ceiling we show.
+      FFMA a second cycle, so the FFMA peak x FFMAs / (FFMAs + conflicts). Occupancy x ILP by Little's law never
+      binds here (even the naive kernel keeps 16 warps per scheduler against a 4-clock FFMA latency), so it is not the
+      register-level ceiling we show.
     * L2: every global request (`global_load_bytes` + the stores of C) goes through the L2: shown when `l2_gbs`,
       a measured L2 bandwidth, is given.
     * DRAM: the least traffic, A and B read once and C read (beta) and written once, at the device record's
@@ -269,7 +270,8 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
     instruction = math_instruction(spec)
     if instruction == "FFMA":
         out.append(Ceiling("FFMA peak", ceilings["peak_gflops"] / 1e3,
-                           f"{sms} SMs x {ceilings['fp32_lanes_per_sm']} lanes x 2 FLOP x {ceilings['clock_mhz']:.0f} MHz"))
+                           f"{sms} SMs x {ceilings['fp32_lanes_per_sm']} lanes x 2 FLOP x "
+                           f"{ceilings['clock_mhz']:.0f} MHz"))
     else:
         key = "wgmma_tf32_gflops" if instruction == "wgmma" else "mma_sync_tf32_gflops"
         share = 3 if spec.precision == "3xtf32" else 1
@@ -313,7 +315,8 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
     if l2_gbs:
         requested = global_load_bytes(spec, m, n, k, p) + stores
         out.append(Ceiling("L2", flop / requested * l2_gbs / 1e3,
-                           f"{flop / requested:.3g} FLOP per requested byte x {l2_gbs / 1e3:,.1f} TB/s (an L2 copy, measured: an estimate)"))
+                           f"{flop / requested:.3g} FLOP per requested byte x {l2_gbs / 1e3:,.1f} TB/s "
+                           "(an L2 copy, measured: an estimate)"))
     least = compulsory_bytes(m, n, k) + stores
     out.append(Ceiling("DRAM", flop / least * ceilings["dram_gbs"] / 1e3,
                        f"{flop / least:.0f} FLOP per byte (A, B read, C read and written once) x "

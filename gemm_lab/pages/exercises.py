@@ -92,8 +92,12 @@ def _variant(base: str, name: str, file: str, title: str, notes: str, column_maj
 
 def _thread_tile_1d_n() -> Variant:
     """Chapter 3's 1-D thread tile turned along N: each thread computes TN consecutive outputs of one row."""
-    threads = lambda p: p["BM"] * (p["BN"] // p["TN"])  # noqa: E731
-    smem = lambda p: 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
+    def threads(p: Params) -> int:
+        return p["BM"] * (p["BN"] // p["TN"])
+
+    def smem(p: Params) -> int:
+        return 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])
+
     limits = families.block_limits(threads, smem)
     return _variant(
         "thread_tile_1d", "thread_tile_1d_n", "03_thread_tile_1d_n.cu", "1-D thread tile along N",
@@ -101,7 +105,8 @@ def _thread_tile_1d_n() -> Variant:
         choices={"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TN": (4, 8, 16)},
         defaults={"BM": 64, "BN": 64, "BK": 8, "TN": 8}, threads=threads, smem_bytes=smem,
         rules=(families.positive("BM", "BN", "BK", "TN"),
-               Rule("TN must divide BN (each thread owns TN whole columns of the tile)", lambda p: p["BN"] % p["TN"] == 0),
+               Rule("TN must divide BN (each thread owns TN whole columns of the tile)",
+                    lambda p: p["BN"] % p["TN"] == 0),
                Rule("at most 512 threads per block, as for chapter 3's kernels", lambda p: threads(p) <= 512), *limits))
 
 
@@ -109,8 +114,14 @@ def _prefetch_ring() -> Variant:
     """Chapter 6's prefetching kernel with a ring of BUFFERS shared buffers; its rules are chapter 6's kernel's with
     PREFETCH = 1, and the shared memory of BUFFERS copies of the tiles."""
     base = catalog.get("prefetch")
-    smem = lambda p: 4 * p["BUFFERS"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"])  # noqa: E731
-    as_prefetch = lambda p: {**{k: v for k, v in p.items() if k != "BUFFERS"}, "PREFETCH": 1}  # noqa: E731
+
+    def smem(p: Params) -> int:
+        return 4 * p["BUFFERS"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"])
+
+    def as_prefetch(p: Params) -> dict[str, int]:
+        """The instance of chapter 6's kernel whose rules this one keeps: BUFFERS dropped, PREFETCH = 1."""
+        return {**{k: v for k, v in p.items() if k != "BUFFERS"}, "PREFETCH": 1}
+
     rules = (
         Rule("BUFFERS must be 2 to 4 (a step reads one buffer while the next tiles are written to another)",
              lambda p: 2 <= p["BUFFERS"] <= 4),
@@ -129,8 +140,9 @@ def _prefetch_ring() -> Variant:
 VARIANTS = {v.spec.name: v for v in (
     _variant("coalesced", "colmajor_coalesced", "01_colmajor_coalesced.cu", "Coalesced, column-major",
              "chapter 1's one thread per output with A, B and C column-major, as BLAS stores them", ("A", "B", "C")),
-    _variant("smem_tiled", "smem_tiled_a_colmajor", "02_smem_tiled_a_colmajor.cu", "Shared-memory tiling, A column-major",
-             "chapter 2's tiling with A column-major (stored as its transpose)", ("A",)),
+    _variant("smem_tiled", "smem_tiled_a_colmajor", "02_smem_tiled_a_colmajor.cu",
+             "Shared-memory tiling, A column-major", "chapter 2's tiling with A column-major (stored as its transpose)",
+             ("A",)),
     _thread_tile_1d_n(),
     _variant("vectorized", "vectorized_colmajor", "04_vectorized_colmajor.cu", "Vectorized, A and B column-major",
              "chapter 4's float4 copies and tiles with A and B column-major: B's copy now transposes", ("A", "B")),
@@ -231,7 +243,8 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
     try:  # NVRTC names FILE and the reader's own line numbers, and quotes the lines
         if here:  # compiled once for this GPU and kept on disk: a second submission of the same text only loads it
             fn = compiler.load(inst)
-            attempt.registers, attempt.spills, attempt.smem_bytes = fn.num_regs, fn.local_size_bytes, fn.shared_size_bytes
+            attempt.registers, attempt.spills = fn.num_regs, fn.local_size_bytes
+            attempt.smem_bytes = fn.shared_size_bytes
         else:
             _, ptxas, _ = compiler.offline(sub, (sub.name_expression(inst.params),), sub.arch or compiler.OFFLINE_ARCH)
             if ptxas:
@@ -242,12 +255,13 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
     attempt.compiled = True
     if not here:
         attempt.note = ("Checking and timing need a GPU that runs this kernel (here: "
-                        f"{'replay, no GPU' if not device.live() else device.gpu().name}); in Colab, pick a GPU runtime.")
+                        f"{'replay, no GPU' if not device.live() else device.gpu().name}); "
+                        "in Colab, pick a GPU runtime.")
         return attempt
     attempt.wrong, attempt.checked = check(sub, inst.params, size, column_major_of(like))
     if not attempt.wrong:  # checked at the timing size too: the timing finds nothing new to refuse
-        attempt.timed = [timing.raced(catalog.instance(sub, inst.params, (size,) * 3), attempt.checked[-1][1], method=METHOD),
-                         _book(like, size, inst.params)]
+        at_size = catalog.instance(sub, inst.params, (size,) * 3)
+        attempt.timed = [timing.raced(at_size, attempt.checked[-1][1], method=METHOD), _book(like, size, inst.params)]
         _remember(attempt.timed[0], like)
     return attempt
 
@@ -292,7 +306,11 @@ def _run_and_judge(sub: Submission, params: dict[str, int], shape: Shape, alpha:
     import cupy
 
     inst = catalog.instance(sub, params, shape)
-    matmul = lambda x, y: cupy.asnumpy(cupy.asarray(x) @ cupy.asarray(y))  # noqa: E731 - float64 on the GPU: fast at scale
+
+    def matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The float64 reference product, on the GPU: fast at scale."""
+        return cupy.asnumpy(cupy.asarray(x) @ cupy.asarray(y))
+
     return judge(_device_launch(inst, alpha, beta), shape, sub.tile(params), sub.precision, alpha=alpha, beta=beta,
                  k_tail=k_tail, column_major=column_major, passed=passed, matmul=matmul)
 
@@ -404,7 +422,10 @@ def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tupl
             "it (a missing __syncthreads)")
     if (first != second).any():
         return f"{said}, and two runs of the same inputs disagree: a race, {race}"
-    layout = lambda name: "column-major" if name in column_major else "row-major"  # noqa: E731
+
+    def layout(name: str) -> str:
+        return "column-major" if name in column_major else "row-major"
+
     if m == n and np.abs(c - ref.T).max() <= tolerance * scale:
         return (f"{said}: C is the transpose of the product, so the output's row and column indices are swapped "
                 f"(C is {layout('C')}: {INDEX['C', 'C' in column_major]})")
@@ -415,8 +436,9 @@ def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tupl
     if passed:
         return (f"{said}, though the {passed} smaller shapes with tails of every tile came out right: what only a "
                 f"large shape shows is most likely a race, which one or two steps along K rarely lose: {race}")
-    return (f"{said}: wrong products, so check the indices of A ({layout('A')} M x K: {INDEX['A', 'A' in column_major]})"
-            f" and B ({layout('B')} K x N: {INDEX['B', 'B' in column_major]}) and which tile each thread reads"
+    return (f"{said}: wrong products, so check the indices of A ({layout('A')} M x K: "
+            f"{INDEX['A', 'A' in column_major]}) and B ({layout('B')} K x N: {INDEX['B', 'B' in column_major]}) "
+            "and which tile each thread reads"
             + (f", and the store ({layout('C')} C: {INDEX['C', True]})" if "C" in column_major else ""))
 
 
@@ -433,7 +455,8 @@ def _book(like: str, size: int, params: dict[str, int]) -> Measurement:
 
 def report(attempt: Attempt) -> Markdown:
     """The attempt as the page shows it."""
-    text = [f"**Your kernel in place of `{attempt.like}`** ({', '.join(f'{k}={v}' for k, v in attempt.params.items())})"]
+    params = ", ".join(f"{k}={v}" for k, v in attempt.params.items())
+    text = [f"**Your kernel in place of `{attempt.like}`** ({params})"]
     if not attempt.compiled:
         return Markdown("\n\n".join(text + ["It does not compile:", f"```text\n{attempt.compile_log}\n```"]))
     text.append(f"Compiled: {attempt.registers} registers per thread, {attempt.spills} bytes of local memory (spills), "
@@ -518,7 +541,8 @@ KERNEL_EXERCISES = {e.name: e for e in (
         Hole("__syncthreads();  // the tiles are complete before anyone reads them",
              "no thread may read the tiles before the whole block has written them"),
         Hole("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
-             "this thread's part of its dot product: A(row0 + tr, k0 + kk) times B(k0 + kk, col0 + tc), from the tiles"),
+             "this thread's part of its dot product: A(row0 + tr, k0 + kk) times B(k0 + kk, col0 + tc), from the "
+             "tiles"),
         Hole("__syncthreads();  // everyone is done reading before the next copy overwrites them",
              "no thread may overwrite the tiles while others still read them"),
     ), (("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
@@ -546,7 +570,8 @@ KERNEL_EXERCISES = {e.name: e for e in (
              "which float4 of the A tile this i is: consecutive i, consecutive addresses of A"),
         Hole("*reinterpret_cast<float4*>(&As[r][c]) = load4(A, k0 + r, row0 + c, K, M, vec_a);  // already As[k][m]",
              "copy it into As[k][m] (load4 in tiles.cuh reads four floats of a row-major matrix, zeros outside)"),
-        Hole("const int r = i / (BK / 4), c = i % (BK / 4) * 4;  // a float4 of row col0 + r of B^T: k0 + c .. k0 + c + 3",
+        Hole("const int r = i / (BK / 4), c = i % (BK / 4) * 4;  "
+             "// a float4 of row col0 + r of B^T: k0 + c .. k0 + c + 3",
              "which float4 of the B tile this i is: consecutive i, consecutive addresses of B"),
         Hole("const float4 v = load4(B, col0 + r, k0 + c, N, K, vec_b);", "load it into v"),
         Hole("Bs[c + 0][r] = v.x;  // the transposing store, now of B", "store v into Bs[k][n]: its first value"),
@@ -572,12 +597,14 @@ KERNEL_EXERCISES = {e.name: e for e in (
     KernelExercise("contiguous_lane_tiles", "ch07_warp_tiling", "warp_tiling_contiguous", (
         Hole("const int row = warp / (BN / WN) * WM + lane_m * TM, col = warp % (BN / WN) * WN + lane_n * TN;  "
              "// its tile, whole", "the first row and column of this lane's TM x TN outputs inside the block tile"),
-        Hole("const float4 v = *reinterpret_cast<const float4*>(&As[buf][kk][row + 4 * g]);  // rows row .. row + TM - 1",
+        Hole("const float4 v = *reinterpret_cast<const float4*>(&As[buf][kk][row + 4 * g]);  "
+             "// rows row .. row + TM - 1",
              "the g-th float4 of this lane's TM values of row kk of the A tile (As is transposed: As[k][m])"),
         Hole("const float4 v = *reinterpret_cast<const float4*>(&Bs[buf][kk][col + 4 * h]);  "
              "// columns col .. col + TN - 1", "the h-th float4 of its TN values of row kk of the B tile"),
         Hole("store4(C, row0 + row + i, col0 + col + j, M, N, alpha, beta,",
-             "the first line of the store of acc[i][j .. j + 3]: store4(C, <row of C>, <column of C>, M, N, alpha, beta,"),
+             "the first line of the store of acc[i][j .. j + 3]: "
+             "store4(C, <row of C>, <column of C>, M, N, alpha, beta,"),
     ), (("const int row = warp / (BN / WN) * WM + lane_m * TM, col = warp % (BN / WN) * WN + lane_n * TN;  "
          "// its tile, whole",
          "const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_n * 4;",

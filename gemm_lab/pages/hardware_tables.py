@@ -111,8 +111,8 @@ def missing_note(names: Sequence[str]) -> Banner | None:
     if not missing:
         return None
     return Banner(f"The memory probes are not yet recorded on {' or '.join(missing)}, so the numbers that need them "
-                  f"read {memory.MISSING}. On that GPU, the command gemm-lab record --only memory records them (under a "
-                  "minute), and this page then shows them.")
+                  f"read {memory.MISSING}. On that GPU, the command gemm-lab record --only memory records them "
+                  "(under a minute), and this page then shows them.")
 
 
 def memory_table(names: Sequence[str]) -> Table:

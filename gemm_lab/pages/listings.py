@@ -136,8 +136,8 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
         shown += [Line(o0 + i, None, "-", old_lines[o0 + i - 1]) for i in range(i1, i2)]
         shown += [Line(None, n0 + j, "+", new_lines[n0 + j - 1]) for j in range(j1, j2)]
     if not any(x.kind in "+-" for x in shown):
-        raise ValueError(f"{spec.name} and {old.name}: no line of {'the files' if whole_file else 'their kernel functions'}"
-                         " differs")
+        raise ValueError(f"{spec.name} and {old.name}: no line of "
+                         f"{'the files' if whole_file else 'their kernel functions'} differs")
     what = "the files" if whole_file else f"{old_fn} → {new_fn}"
     title = f"{_name(old.path)} → {_name(spec.path)}: {what} (+ new, − gone)"
     return Listing(title, spec.path, old.path, tuple(shown))

@@ -426,7 +426,8 @@ def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K 
         ax.plot([x.k for x in xs], [x.max_rel_err for x in xs], marker=PRECISION_MARKERS.get(xs[0].precision, "o"),
                 color=color(xs[0].kernel), label=_same_line([name for name, _ in same]), **dashed)
     ks = sorted({x.k for x in ms})
-    for name, u, grows in (("FP32 u·√K", run.UNIT_ROUNDOFF["fp32"], True), ("TF32 u", run.UNIT_ROUNDOFF["tf32"], False)):
+    for name, u, grows in (("FP32 u·√K", run.UNIT_ROUNDOFF["fp32"], True),
+                           ("TF32 u", run.UNIT_ROUNDOFF["tf32"], False)):
         ax.plot(ks, [u * k**0.5 if grows else u for k in ks], ":", color="grey", linewidth=1.5, label=f"model: {name}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -736,7 +737,8 @@ def power_turns(rows: Sequence[tuple[float, Measurement]], cap_w: float | None =
     fig.tight_layout()
     handles, labels = share.get_legend_handles_labels()
     if cap_w:
-        handles, labels = handles + power.get_legend_handles_labels()[0][-1:], labels + [power.get_legend_handles_labels()[1][-1]]
+        power_handles, power_labels = power.get_legend_handles_labels()
+        handles, labels = handles + power_handles[-1:], labels + [power_labels[-1]]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, frameon=False)
     return stamp(fig, "each race after an idle pause, one untimed turn, no settling; mean power: joules of NVML's "
                  "energy counter over each side's timed seconds; " + provenance([x for _, x in rows], races=False))

@@ -26,8 +26,8 @@ def speed_of_light_table(sizes: Sequence[int], moduli: Sequence[int]) -> Table:
 
 
 def stage_table(size: int, params: dict[str, int] | None = None) -> Table:
-    """Each stage of the pipeline at M = N = K = `size`: its time (`emulation.stage_ms`) and the rate that explains it, the
-    least bytes it must move (`ozaki.traffic`) per second against the DRAM copy bandwidth of the device record for
+    """Each stage of the pipeline at M = N = K = `size`: its time (`emulation.stage_ms`) and the rate that explains it,
+    the least bytes it must move (`ozaki.traffic`) per second against the DRAM copy bandwidth of the device record for
     the memory-bound stages, and INT8 operations per second for the products."""
     from ..models.hardware import ceilings
 
@@ -98,12 +98,13 @@ def race_table(ms: Sequence[Any]) -> Table:
                  f"{turns.LONG_TURNS.turn_ms / 1e3:g} s; the incoming side first runs "
                  f"{turns.SUSTAINED.turn_settle_ms:g} ms untimed); % of cuBLAS SGEMM "
                  "timed in the same race: the median of the rounds; power: the joules of NVML's energy counter over "
-                 "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms), wrap=(3, 5))
+                 "the timed turns' seconds; GFLOP/J: 2MNK over the joules of one launch; " + provenance(ms),
+                 wrap=(3, 5))
 
 
 def int8_table(sizes: Sequence[int]) -> Table:
-    """Kernel 15 beside cuBLAS's INT8 GEMM at each M = N = K (`int8.bench`): TOP/s, the share (median of the rounds, their
-    range) and each side's clock and power."""
+    """Kernel 15 beside cuBLAS's INT8 GEMM at each M = N = K (`int8.bench`): TOP/s, the share (median of the rounds,
+    their range) and each side's clock and power."""
     ms = [int8.bench(s) for s in sizes]
 
     def share(x: records.Measurement) -> str:

@@ -51,9 +51,9 @@ def _resident(kernel: str = OCCUPANCY_KERNEL) -> tuple[catalog.KernelSpec, dict[
 def _occupancy() -> tuple[float, str]:
     _, _, r, _ = _resident()
     how = ", ".join(f"{k} {v}" for k, v in r["limits"].items())
-    return r["blocks"], (f"The blocks each limit allows on its own: {how}. The smallest wins: {r['blocks']} blocks per SM "
-                         f"({r['warps']} warps), held back by {r['limited_by']} (registers are allocated in multiples "
-                         "of 8 per thread).")
+    return r["blocks"], (f"The blocks each limit allows on its own: {how}. The smallest wins: {r['blocks']} blocks "
+                         f"per SM ({r['warps']} warps), held back by {r['limited_by']} (registers are allocated in "
+                         "multiples of 8 per thread).")
 
 
 def _occupancy_ask() -> str:
@@ -187,9 +187,9 @@ def _predicted_speed_ask() -> str:
     return (f"Chapter 7's kernel with {p['TM']} x {p['TN']} thread tiles in a {p['BM']} x {p['BN']} block (WM = "
             f"{p['WM']}, WN = {p['WN']}) compiles to a main loop of {total:,} instructions, {ffma:,} of them FFMAs. "
             f"Each of the GPU's {c['sms']} SMs issues at most 4 warp instructions per clock, at {c['clock_mhz']:,.0f} "
-            f"MHz, and an FFMA does 32 lanes x 2 FLOP. The chapter's default instance issued in {100 * busy:.0f}\u00a0% "
-            "of its slots at 4096 (Nsight Compute). Predict this instance's speed at 4096, in TFLOP/s, if it issues "
-            "in as many of its slots.")
+            f"MHz, and an FFMA does 32 lanes x 2 FLOP. The chapter's default instance issued in "
+            f"{100 * busy:.0f}\u00a0% of its slots at 4096 (Nsight Compute). Predict this instance's speed at 4096, "
+            "in TFLOP/s, if it issues in as many of its slots.")
 
 
 def _predicted_speed() -> tuple[float, str]:
@@ -258,8 +258,8 @@ FRAGMENT_ELEMENT = (13, 6)  # the element of A whose lane chapter 8's question a
 def _fragment_lane() -> tuple[float, str]:
     row, col = FRAGMENT_ELEMENT
     g, t = row % 8, col % 4
-    return 4 * g + t, (f"Row {row} is g + 8 with g = {g}, column {col} is t + 4 with t = {t} (rows g and g + 8, columns "
-                       f"t and t + 4 belong to lane 4g + t): lane 4 x {g} + {t} = {4 * g + t}, in its register "
+    return 4 * g + t, (f"Row {row} is g + 8 with g = {g}, column {col} is t + 4 with t = {t} (rows g and g + 8, "
+                       f"columns t and t + 4 belong to lane 4g + t): lane 4 x {g} + {t} = {4 * g + t}, in its register "
                        f"{(row // 8) + 2 * (col // 4)} (the picture above has it).")
 
 
@@ -270,8 +270,9 @@ def _wgmma_accumulators() -> tuple[float, str]:
     bm = WGMMA_ACCUMULATORS_BM
     return 64 * bm // 128, (f"One wgmma m64n{bm}k8 adds into a 64 x {bm} tile: {64 * bm:,} FP32 values spread over the "
                             f"warpgroup's 128 threads, {64 * bm // 128} each (16 rows per warp, {16 * bm // 32} values "
-                            f"per lane). They stay in registers for the whole K loop: of the {catalog.MAX_REGISTERS_PER_THREAD} "
-                            "registers a thread can have, that leaves little for fragments and addresses.")
+                            f"per lane). They stay in registers for the whole K loop: of the "
+                            f"{catalog.MAX_REGISTERS_PER_THREAD} registers a thread can have, that leaves little for "
+                            "fragments and addresses.")
 
 
 def _tma_stage_bytes() -> tuple[float, str]:
@@ -413,11 +414,11 @@ QUESTIONS = {q.name: q for q in (
         "block run?").format(tiles=_stream_k_givens()[1], steps=_stream_k_givens()[2], slots=_stream_k_givens()[3],
                               **_stream_k_givens()[0]), "k-steps", _stream_k_steps, 0.01),
     Question("wavefronts_per_k", "ch07b_pipelined_warp_tiling", lambda: (
-        "With its {TM} x {TN} thread tile, each lane of kernel 10b loads {a} float4s of A and {b} of B per k. The warp's "
-        "lanes form a grid of {rows} rows (of A) by {cols} columns (of B), and a quarter-warp is 4 lanes along the "
-        "wide side by 2 along the narrow one. By the rule of step 2 (the two quarter-warps of a half-warp share one "
-        "wavefront when each reads at most two distinct float4s; otherwise each takes its own), how many wavefronts "
-        "do a warp's fragment loads take per k?").format(
+        "With its {TM} x {TN} thread tile, each lane of kernel 10b loads {a} float4s of A and {b} of B per k. The "
+        "warp's lanes form a grid of {rows} rows (of A) by {cols} columns (of B), and a quarter-warp is 4 lanes along "
+        "the wide side by 2 along the narrow one. By the rule of step 2 (the two quarter-warps of a half-warp share "
+        "one wavefront when each reads at most two distinct float4s; otherwise each takes its own), how many "
+        "wavefronts do a warp's fragment loads take per k?").format(
         a=_spec("pipelined_warp_tiling")[1]["TM"] // 4, b=_spec("pipelined_warp_tiling")[1]["TN"] // 4,
         rows=_spec("pipelined_warp_tiling")[1]["WM"] // _spec("pipelined_warp_tiling")[1]["TM"],
         cols=32 * _spec("pipelined_warp_tiling")[1]["TM"] // _spec("pipelined_warp_tiling")[1]["WM"],
@@ -435,8 +436,8 @@ QUESTIONS = {q.name: q for q in (
         "In mma.sync m16n8k8, lane 4g + t holds A[g][t], A[g + 8][t], A[g][t + 4] and A[g + 8][t + 4]. Which lane "
         "holds A[{}][{}]?").format(*FRAGMENT_ELEMENT), "", _fragment_lane, 0),
     Question("wgmma_accumulators", "ch08a_wgmma", lambda: (
-        f"With BM = {WGMMA_ACCUMULATORS_BM}, kernel 12 issues wgmma m64n{WGMMA_ACCUMULATORS_BM}k8. How many FP32 accumulators does each thread of a "
-        "warpgroup hold?"), "accumulators", _wgmma_accumulators, 0),
+        f"With BM = {WGMMA_ACCUMULATORS_BM}, kernel 12 issues wgmma m64n{WGMMA_ACCUMULATORS_BM}k8. How many FP32 "
+        "accumulators does each thread of a warpgroup hold?"), "accumulators", _wgmma_accumulators, 0),
     Question("tma_stage_bytes", "ch08c_data_movers", lambda: (
         "Kernel 13 at its defaults (BM = {BM}, BN = {BN}) fills one stage per 32-deep step: a box of A (BM rows x 32 "
         "floats) and the BN / 32 boxes of B (32 x 32 floats). How many bytes must land before the stage's full "

@@ -116,7 +116,8 @@ def compile_all(cases: Sequence[tuple[str, Mapping[str, int], str]], workers: in
         try:
             with ProcessPoolExecutor(workers or max(1, min(len(cases), (os.cpu_count() or 2) - 1)),
                                      mp_context=multiprocessing.get_context("spawn")) as pool:
-                for future in [pool.submit(_compile, name, tuple(params.items()), arch) for name, params, arch in cases]:
+                for future in [pool.submit(_compile, name, tuple(params.items()), arch)
+                               for name, params, arch in cases]:
                     future.exception()  # an instance that fails compiles again, with its error, when a race loads it
         except BrokenProcessPool:
             return

@@ -70,7 +70,8 @@ def inputs(m: int, n: int, k: int, phi: float | None, seed: int = SEED, family: 
     def draw(shape: tuple[int, int]) -> Any:
         if phi is None:
             return rng.standard_normal(shape, dtype=cupy.float32)
-        return ((rng.random(shape, dtype=cupy.float32) - 0.5) * cupy.exp(phi * rng.standard_normal(shape, dtype=cupy.float32))).astype(cupy.float32)
+        return ((rng.random(shape, dtype=cupy.float32) - 0.5)
+                * cupy.exp(phi * rng.standard_normal(shape, dtype=cupy.float32))).astype(cupy.float32)
 
     a, b = draw((m, k)), draw((k, n))
     if family == OUTLIER:

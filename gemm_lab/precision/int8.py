@@ -87,8 +87,8 @@ def cublas_launcher(a: Any, bt: Any, c: Any) -> Callable[[], Any]:
 
     def launch() -> Any:
         cublas.gemmEx(handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k, one.ctypes.data, bt.data.ptr, CUDA_R_8I,
-                      k, a.data.ptr, CUDA_R_8I, k, zero.ctypes.data, c.data.ptr, CUDA_R_32I, n, cublas.CUBLAS_COMPUTE_32I,
-                      cublas.CUBLAS_GEMM_DEFAULT)
+                      k, a.data.ptr, CUDA_R_8I, k, zero.ctypes.data, c.data.ptr, CUDA_R_32I, n,
+                      cublas.CUBLAS_COMPUTE_32I, cublas.CUBLAS_GEMM_DEFAULT)
         return c
 
     return launch

@@ -256,7 +256,8 @@ class Estimate:
 
     def ratio(self, moduli: int) -> float:
         """The scheme's median relative error over SGEMM's, with that many moduli (on the sample)."""
-        return self.median[moduli] / self.sgemm_median if self.sgemm_median else 0.0 if not self.median[moduli] else math.inf
+        return (self.median[moduli] / self.sgemm_median if self.sgemm_median
+                else 0.0 if not self.median[moduli] else math.inf)
 
     def qualifies(self, moduli: int) -> bool:
         """No larger an error than SGEMM's, in the median and at the largest, on the sample."""
@@ -377,7 +378,8 @@ class Pipeline:
         self.kernels["ozaki_equilibrate"]((ceil_div(k, 256),), threads,
                                           (i32(k), z["col_exp"], z["col_count"], z["row_exp"], z["row_count"],
                                            self.shift, z["flags"]))
-        self.kernels["ozaki_rescale_a"]((ceil_div(m, 8),), threads, (i32(m), i32(k), self.a, self.shift, z["flags"], z["rn2"]))
+        self.kernels["ozaki_rescale_a"]((ceil_div(m, 8),), threads,
+                                        (i32(m), i32(k), self.a, self.shift, z["flags"], z["rn2"]))
         self.kernels["ozaki_rescale_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
                                         (i32(k), i32(n), self.b, self.shift, z["flags"], z["cn2_eq"]))
 
@@ -392,8 +394,8 @@ class Pipeline:
         self.kernels["ozaki_gather_b"]((ceil_div(k, 256), SAMPLE_COLS), (256,),
                                        (i32(k), i32(n), self.b, self.cols, z["best"], self.bt))
         self.kernels["ozaki_sample"]((SAMPLE_ROWS * SAMPLE_COLS // 4,), (128,),
-                                     (i32(m), i32(n), i32(k), i32(split_k(m, n, k, device.gpu().sms)), self.a, self.bt, self.rows,
-                                      self.cols, z["best"],
+                                     (i32(m), i32(n), i32(k), i32(split_k(m, n, k, device.gpu().sms)), self.a, self.bt,
+                                      self.rows, self.cols, z["best"],
                                       self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample))
         self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict))
         self.verdict[:VERDICT].get(out=self.host[:VERDICT], stream=cupy.cuda.get_current_stream(), blocking=False)
@@ -494,8 +496,8 @@ class Pipeline:
         if moduli not in self._instances:
             inst = catalog.instance(self.inst.spec, {**self.inst.params, "MODULI": moduli}, self.inst.shape)
             bm, bn = inst.spec.tile(inst.params)
-            maps = [(tma.planes_map(self.planes_a, bm, k0, k1), tma.planes_map(self.planes_b, bn // inst.params["CLUSTER"],
-                                                                                 k0, k1)) for k0, k1 in self.chunks]
+            maps = [(tma.planes_map(self.planes_a, bm, k0, k1),
+                     tma.planes_map(self.planes_b, bn // inst.params["CLUSTER"], k0, k1)) for k0, k1 in self.chunks]
             self._instances[moduli] = (compiler.load(inst), compiler.companions(inst), maps,
                                        cupy.asarray(constants(moduli, self.inst.shape[2])))
         return self._instances[moduli]

@@ -50,7 +50,7 @@ __all__ = [
     "DESCRIPTOR_FIELDS", "RING_STATES", "bank_grid", "cluster_reads", "crt", "descriptor_fields", "float4_lanes",
     "gpu_diagram", "handoff_schedule", "k_major_desc", "lane_position", "ldmatrix_rows", "ldmatrix_x4", "levels",
     "load_latency", "loop_nest", "mbarrier_handoff", "mbarrier_ring", "mma_fragment", "mma_fragments",
-    "outer_product", "outlier_channel", "ozaki_pipeline", "package_layers", "pipeline", "producer_consumer", "quarter_warps",
-    "ring_moment", "stream_k", "swizzle_offset", "tiling", "tma_boxes", "tma_swizzle", "transposed_a",
+    "outer_product", "outlier_channel", "ozaki_pipeline", "package_layers", "pipeline", "producer_consumer",
+    "quarter_warps", "ring_moment", "stream_k", "swizzle_offset", "tiling", "tma_boxes", "tma_swizzle", "transposed_a",
     "warp_access", "warp_tiles", "warpgroup", "wgmma_descriptor",
 ]

@@ -130,7 +130,7 @@ def quarter_warps(params: dict[str, int] | None = None) -> Figure:
         lanes.set_xlabel("its column: float4 of B")
         if c == 0:
             lanes.set_ylabel("its row:\nfloat4 of A")
-        for r, (operand, float4s, per_k) in enumerate(banks.fragment_loads(kernel, p), start=1):
+        for r, (operand, float4s, _) in enumerate(banks.fragment_loads(kernel, p), start=1):
             ax = fig.add_subplot(grid[r, c])
             quarters = [float4s[i:i + 8] for i in range(0, 32, 8)]
             for q, quarter in enumerate(quarters):

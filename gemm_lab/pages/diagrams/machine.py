@@ -80,7 +80,7 @@ def levels(kernel: str, params: dict[str, int], ceilings: dict, registers: int, 
                            peak / model.shared_bandwidth_gbs(ceilings)),
     }
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(WIDTH, 3.8), gridspec_kw={"width_ratios": [1.6, 1]})
-    for i, (name, (intensity, ridge)) in enumerate(levels_.items()):
+    for i, (intensity, ridge) in enumerate(levels_.values()):
         ok = intensity >= ridge
         ax.bar(i, intensity, color="C2" if ok else "C3", width=0.6)
         ax.plot([i - 0.4, i + 0.4], [ridge, ridge], "k--", linewidth=1)

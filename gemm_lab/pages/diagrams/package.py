@@ -28,12 +28,12 @@ COLOURS = ("#c6dbef", "#d9f0d3", "#fdd0a2", "#dadaeb", "#f2f2f2")
 def layer_modules(folder: str) -> dict[str, int]:
     """A layer's modules (a subpackage counts as one, by its folder name) and their lines of code."""
     root = PACKAGE / folder if folder else PACKAGE
+    wings = {f for _, f, _ in LAYERS}  # the layers' folders: a wing is a band of its own, not the core's module
     out = {}
     for path in sorted(root.iterdir()):
         if path.suffix == ".py" and path.stem != "__init__":
             out[path.stem] = len(path.read_text().splitlines())
-        elif path.is_dir() and (path / "__init__.py").exists() and (folder or path.name not in dict(
-                (f, 0) for _, f, _ in LAYERS)):
+        elif path.is_dir() and (path / "__init__.py").exists() and (folder or path.name not in wings):
             out[path.name + "/"] = sum(len(p.read_text().splitlines()) for p in path.glob("*.py"))
     return out
 

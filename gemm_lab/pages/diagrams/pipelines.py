@@ -305,7 +305,8 @@ def mbarrier_handoff(params: dict[str, int] | None = None, steps: int | None = N
     ax.set_ylim(warp_row + 0.6, -0.6)
     ax.set_yticks(range(warp_row + 1), ("thread 0: TMA", *(f"stage {s}" for s in range(stages)), "warps: mma.sync"))
     ax.set_xlabel(wrap("clock cycles (model durations). Hatched: the copy of step i in flight; ▼ its full barrier "
-                       "completes as it lands. Solid: the warps read it until they release it: ▲ empty completes", TEXT))
+                       "completes as it lands. Solid: the warps read it until they release it: ▲ empty completes",
+                       TEXT))
     full_bytes = (p["BM"] + p["BN"]) * 32 * 4
     columns = min(steps, 2 * stages)
     table_rows = (("step i", lambda r: r["step"]), ("stage i % S", lambda r: r["stage"]),

@@ -170,7 +170,8 @@ def tma_swizzle(rows: int = 32, cols: int = 32, span: int = 128, shown: int = 16
         ax.set_xlabel("16-byte chunk\n(banks 4c to 4c + 3)")
     per_line = LINE // row_bytes  # box rows in one 128-byte line
     axes[0].set_yticks([i + 0.5 for i in range(lines)],
-                       [str(i) if per_line == 1 else f"{per_line * i}-{per_line * i + per_line - 1}" for i in range(lines)])
+                       [str(i) if per_line == 1 else f"{per_line * i}-{per_line * i + per_line - 1}"
+                        for i in range(lines)])
     axes[0].set_ylabel("box row" + ("" if per_line == 1 else "s") + " (one 128-byte line)")
     total = ceil_div(rows * row_bytes, LINE)
     part = f" (the first {lines} of its {total} lines: the pattern repeats every 1,024 bytes)" if lines < total else ""

@@ -196,8 +196,8 @@ def loop_nest(params: dict[str, int] | None = None, size: int = 4096, kernel: st
     levels = (
         ("global", "for each block tile of C:", f"{tiles_m} x {tiles_n} = {tiles_m * tiles_n:,} blocks of {bm} x {bn},"
                                                 " one thread block each"),
-        ("shared", f"for k0 in 0, {bk}, ..., K - {bk}:", f"{ceil_div(size, bk):,} steps: A {bm} x {bk} and B {bk} x {bn} into "
-                                                          "shared memory"),
+        ("shared", f"for k0 in 0, {bk}, ..., K - {bk}:", f"{ceil_div(size, bk):,} steps: A {bm} x {bk} and B "
+                                                          f"{bk} x {bn} into shared memory"),
         ("shared", "for each warp tile of the block:", f"{(bm // wm) * (bn // wn)} warps of {wm} x {wn}, at once "
                                                        f"({bm // wm} x {bn // wn})"),
         ("registers", f"for kk in 0, ..., {bk - 1}:", f"each lane reads {(tm + tn) // 4} float4s of A and B into "
@@ -311,8 +311,8 @@ def stream_k(params: dict[str, int] | None = None, size: int = 4096, slots: int 
     note.text(0, 0.5, "\n".join([
         f"{tiles:,} tiles of {p['BM']} x {p['BN']},", f"{steps:,} k-steps each;", f"{slots} blocks at once.", "",
         f"blue: {whole // slots} whole waves,", f"{whole:,} tiles, light and dark", "",
-        f"orange: {shared} tiles left over,", f"cut along K into {slots} runs", f"of about {shared * steps / slots:,.0f} "
-        "k-steps"]), va="center", ha="left")
+        f"orange: {shared} tiles left over,", f"cut along K into {slots} runs",
+        f"of about {shared * steps / slots:,.0f} k-steps"]), va="center", ha="left")
     shown = sorted({round(x) for x in np.linspace(0, slots - 1, 6)})
     one_per_tile = [[schedule.Piece(t, 0, steps) for t in range(b, tiles, slots)] for b in range(slots)]
     for ax, plan_, label in ((per_tile, one_per_tile, "one block per tile"), (streamed, pieces, "stream-K")):
