@@ -64,8 +64,8 @@ __all__ = [  # the catalog's names: the registry's own, and those of the spec mo
     "PROBES", "PRODUCER_REGISTERS", "REGISTERS_PER_SM", "ROOT", "SCHEDULERS_PER_SM", "SM90_SMEM_PER_SM",
     "SM90_SMEM_RESERVED", "STATIC_SMEM_LIMIT", "TENSOR_CORES_CHAPTER", "WGMMA_BK", "WGMMA_CHAPTER", "WGMMA_N",
     "Instance", "KernelSpec", "Params", "Probe", "Rule", "Shape", "SourceFile", "a_pad", "buffers", "check_smem",
-    "code_only", "consumer_registers", "expand_includes", "get", "instance", "legal_grid", "register_budget",
-    "tail_shapes", "unsupported", "validate", "waits_on_tma",
+    "code_only", "consumer_registers", "expand_includes", "get", "instance", "is_key_share", "legal_grid",
+    "register_budget", "tail_shapes", "unsupported", "validate", "waits_on_tma",
 ]
 
 
@@ -74,6 +74,12 @@ __all__ = [  # the catalog's names: the registry's own, and those of the spec mo
 # their races take turns.LONG_TURNS.
 KEY_SHARES = tuple((name, size) for size in (4096, 8192)
                    for name in ("wgmma_ws_tf32", "wgmma_ws_3xtf32", "ozaki", INT8_PRODUCT))
+
+
+def is_key_share(kernel: str, params: Params, shape: Shape) -> bool:
+    """Is this race one of the KEY_SHARES (a square size, the kernel at its defaults)?"""
+    key = any(kernel == k and tuple(shape) == (s,) * 3 for k, s in KEY_SHARES)
+    return key and (kernel not in KERNELS or dict(params) == KERNELS[kernel].full_params())
 
 
 def get(kernel: str | KernelSpec) -> KernelSpec:

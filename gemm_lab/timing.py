@@ -17,7 +17,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from . import device, liverun, records, run, turns
+from . import catalog, device, liverun, records, run, turns
 from .catalog import Instance, KernelSpec, Params, Probe, Shape
 from .records import Measurement
 from .turns import Method, Timed
@@ -39,6 +39,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
     inst, here = run.resolve(kernel, params, shape_of(size))
     method = method or default_method(inst.spec.name, inst.params, inst.shape)
     label = f"{inst.describe()} at {'x'.join(map(str, inst.shape))}, {method.name}"
+    kind = "races" if catalog.is_key_share(inst.spec.name, inst.params, inst.shape) else kind  # always quoted live
     with liverun.work(kind, label, race_seconds(inst.spec.name, inst.params, inst.shape, method),
                       instances=compiled_for(inst)) as task:
         if not (here and task.live):

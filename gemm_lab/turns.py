@@ -98,7 +98,8 @@ class Method:
         for ms in (mine_ms, theirs_ms):
             per_turn = self.per_turn(ms, runs or self.min_runs)
             warm = 2 if ms >= SLOW_MS else 2 * WARMUP
-            launches = warm + self.lead_in(ms, per_turn) + self.rounds * per_turn + (self.rounds - 1) * self.turn_lead(ms)
+            launches = (warm + self.lead_in(ms, per_turn) + self.rounds * per_turn
+                        + (self.rounds - 1) * self.turn_lead(ms))
             total += launches * ms
         return total / 1e3
 
@@ -121,9 +122,7 @@ BRIEF = replace(SUSTAINED, name="sustained, 4 rounds", rounds=4)
 def reader_method(kernel: str, params: dict[str, int], shape: tuple[int, int, int]) -> Method:
     """The race a book page runs live: BRIEF (settled, sustained) for a key share at its defaults (the numbers the book
     leads with, whose clock the power cap sets), SHORT for the rest, so that a page runs in its budget (`liverun`)."""
-    key = any(kernel == k and tuple(shape) == (s,) * 3 for k, s in catalog.KEY_SHARES)
-    at_defaults = kernel not in catalog.KERNELS or params == catalog.get(kernel).full_params()
-    return BRIEF if key and at_defaults else SHORT
+    return BRIEF if catalog.is_key_share(kernel, params, shape) else SHORT
 
 
 @dataclass(frozen=True)
@@ -206,7 +205,8 @@ class _Turns:
         if method.side_ms <= 0 or all(method.capped(ms) for ms in self.settled):
             return []
         self.done()
-        timed = [(sum(t.ms for t in mine), sum(t.launches for t in mine)) for mine in map(self.of, range(len(self.sides)))]
+        timed = [(sum(t.ms for t in mine), sum(t.launches for t in mine))
+                 for mine in map(self.of, range(len(self.sides)))]
         short = max(method.side_ms - ms for (ms, _), each in zip(timed, self.settled) if not method.capped(each))
         if short <= 0:
             return []

@@ -94,7 +94,8 @@ def write(chosen: list[str] | None = None) -> dict[str, Any]:
     for page in chosen or pages():
         started = time.perf_counter()
         ledgers[page] = run_page(page)
-        print(f"{page}: {len(ledgers[page]['work'])} pieces of work ({time.perf_counter() - started:.0f} s)", flush=True)
+        print(f"{page}: {len(ledgers[page]['work'])} pieces of work ({time.perf_counter() - started:.0f} s)",
+              flush=True)
     wanted = {_key(i): i for ledger in ledgers.values() for x in ledger["work"] if x["planned"]
               for i in x["instances"]}
     times = compile_seconds(list(wanted.values()))

@@ -42,8 +42,9 @@ class Table:
         """Columns `at` and after as a second table under the first, both keyed by the first column: a table too
         wide for the page, read in two parts. The caption goes under the second."""
         def part(columns: list[int], caption: str) -> Table:
-            return Table(tuple(self.columns[i] for i in columns), tuple(tuple(r[i] for i in columns) for r in self.rows),
-                         caption, tuple(columns.index(i) for i in self.wrap if i in columns))
+            return Table(tuple(self.columns[i] for i in columns),
+                         tuple(tuple(r[i] for i in columns) for r in self.rows), caption,
+                         tuple(columns.index(i) for i in self.wrap if i in columns))
 
         return Tables((part(list(range(at)), ""), part([0, *range(at, len(self.columns))], self.caption)))
 
@@ -189,7 +190,8 @@ class Banner:
         return self.text
 
     def _repr_html_(self) -> str:
-        return f"<div style='border-left:4px solid #36c;padding:4px 10px;background:#f4f7fc'>{html.escape(self.text)}</div>"
+        look = "border-left:4px solid #36c;padding:4px 10px;background:#f4f7fc"
+        return f"<div style='{look}'>{html.escape(self.text)}</div>"
 
 
 def replay_reason() -> str:
@@ -304,7 +306,8 @@ def by_size(ms: Sequence[Measurement]) -> Table:
     return Table(("kernel", *(f"{s}³" for s in sizes)),
                  tuple((k, *(cell.get((k, s), "-") for s in sizes)) for k in kernels),
                  f"GFLOP/s at M = N = K and, in brackets, % of {_baselines(ms)} timed in the same run"
-                 + ("; for tensor-core kernels the median of the rounds of turns, then the rounds' range" if ranged else "")
+                 + ("; for tensor-core kernels the median of the rounds of turns, then the rounds' range"
+                    if ranged else "")
                  + "; " + provenance(ms))
 
 
@@ -340,7 +343,8 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
     def clock(t: dict[str, float]) -> str:
         return f"{t['sm_clock_mhz']:,.0f}" if "sm_clock_mhz" in t else "-"
 
-    return Table(("size", "kernel", "TFLOP/s", "% of cuBLAS (rounds)", "MHz", "GFLOP/J", "cuBLAS MHz", "cuBLAS GFLOP/J"),
+    return Table(("size", "kernel", "TFLOP/s", "% of cuBLAS (rounds)", "MHz", "GFLOP/J", "cuBLAS MHz",
+                  "cuBLAS GFLOP/J"),
                  tuple((shape_text(x.m, x.n, x.k), name(x), f"{x.gflops / 1e3:,.1f}", share(x), clock(x.telemetry),
                         gflop_per_joule(x), clock(x.cublas_telemetry), gflop_per_joule(x, cublas=True)) for x in ms),
                  f"% of {_baselines(ms)}, timed in the same run, in turns: the median of the rounds' shares, their "
@@ -430,8 +434,8 @@ def kernels_table() -> Table:
     from .. import catalog
 
     return Table(("kernel", "chapter", "what it changes", "source"),
-                 tuple((s.name, s.chapter[2:].split("_")[0].lstrip("0") or "0", s.notes, s.source.removeprefix("kernels/"))
-                       for s in catalog.KERNELS.values()),
+                 tuple((s.name, s.chapter[2:].split("_")[0].lstrip("0") or "0", s.notes,
+                        s.source.removeprefix("kernels/")) for s in catalog.KERNELS.values()),
                  "source: the file in kernels/", wrap=(2,))
 
 
@@ -500,7 +504,8 @@ def gpu_comparison(kernels: Sequence[str], sizes: Sequence[int], gpus: Sequence[
                 cells.append(f"{x.gflops:,.0f} ({x.pct_cublas:.0f}%)")
             rows.append((kernel, str(size), *cells))
     return Table(("kernel", "M = N = K", *(f"{g}: GFLOP/s (% cuBLAS)" for g in gpus)), tuple(rows),
-                 "recorded: " + "; ".join(sorted(dates)) + ". Each % is against cuBLAS SGEMM timed in the same run on that GPU.")
+                 "recorded: " + "; ".join(sorted(dates))
+                 + ". Each % is against cuBLAS SGEMM timed in the same run on that GPU.")
 
 
 @dataclass(frozen=True)
@@ -558,8 +563,9 @@ class BudgetView:
                                          f"({html.escape(taught)}</span>" if taught else "")
             cells.append(f"<tr style='{weight}'><td style='padding:0.1em 0.5em;white-space:nowrap'>"
                          f"{label}</td><td style='padding:0.1em 0.5em;text-align:right'>"
-                         f"{'-' if t is None else f'{t:,.1f}'}</td><td style='width:30%;padding:0.1em 0.5em'><div style='display:"
-                         f"flex;align-items:center;gap:2px'>{bar}</div></td><td style='padding:0.1em 0.5em;"
+                         f"{'-' if t is None else f'{t:,.1f}'}</td><td style='width:30%;padding:0.1em 0.5em'>"
+                         f"<div style='display:flex;align-items:center;gap:2px'>{bar}</div></td>"
+                         "<td style='padding:0.1em 0.5em;"
                          f"font-size:0.9em;{'' if weight else 'color:#555'}'>{html.escape(how)}</td></tr>")
         return (f"<div style='overflow-x:auto'><table style='font-size:0.85em;line-height:1.35;margin:0;width:100%'>"
                 f"<caption style='caption-side:bottom;text-align:left;font-size:0.92em'>{html.escape(self.caption())}"

@@ -3,9 +3,10 @@
 Live, every change is validated, compiled (cached), verified against float64 and timed beside
 cuBLAS; the chart keeps every configuration tried so far. The explorer opens at once on the recorded result of its
 starting instance (labelled so) and measures it in a thread of its own; meanwhile the kernel's whole legal grid
-starts compiling in background processes (`warmup`), nearest the sliders first, so a move finds its kernel compiled. Where no kernel runs (replay, and so the book's static page), sliders
-could not move: the explorer is the in-page Vega-Lite heatmap of the recorded grid (`explorers`) instead.
-The sliders sit in a grid that wraps at the page's width, so six to eight of them keep their labels.
+starts compiling in background processes (`warmup`), nearest the sliders first, so a move finds its kernel compiled.
+Where no kernel runs (replay, and so the book's static page), sliders could not move: the explorer is the in-page
+Vega-Lite heatmap of the recorded grid (`explorers`) instead. The sliders sit in a grid that wraps at the page's
+width, so six to eight of them keep their labels.
 """
 from __future__ import annotations
 
