@@ -257,10 +257,12 @@ def measurements(kernel: str | None = None, gpu: str | None = None) -> list[Meas
 
 
 def lookup(kernel: str, params: dict[str, int], m: int, n: int, k: int, gpu: str | None = None) -> Measurement:
-    """The recorded measurement of exactly this instance and shape, or a LookupError saying what exists."""
-    found = [x for x in measurements(kernel, gpu) if x.params == params and (x.m, x.n, x.k) == (m, n, k)]
-    if found:
-        return found[0]
+    """The recorded measurement of exactly this instance and shape, or a LookupError saying what exists. Without a named
+    `gpu`, a row the replayed GPU lacks is read from the book's own (`device.DEFAULT_REPLAY_GPU`); its `gpu` says so."""
+    for where in (gpu,) if gpu else dict.fromkeys((device.replay_gpu(), device.DEFAULT_REPLAY_GPU)):
+        found = [x for x in measurements(kernel, where) if x.params == params and (x.m, x.n, x.k) == (m, n, k)]
+        if found:
+            return found[0]
     have = sorted({(x.m, x.n, x.k) for x in measurements(kernel, gpu) if x.params == params})
     what = catalog.get(kernel).describe(params) if kernel in catalog.KERNELS else kernel
     raise LookupError(

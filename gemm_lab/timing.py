@@ -108,13 +108,13 @@ def sides(inst: Instance) -> tuple[list[run.Launch], list[Callable[[], Any]]]:
 
 
 def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = 0,
-           method: Method | None = None) -> Measurement:
+           method: Method | None = None, kind: str = "races") -> Measurement:
     """cuBLAS alone in `precision`'s math ("fp32": SGEMM; "tf32": TF32 tensor cores), as a measurement of its
-    pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded)."""
+    pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded; `kind` as for `bench`)."""
     m, n, k = shape_of(size)
     kernel = cublas_kernel(precision)
     method = method or default_method(kernel, {}, (m, n, k))
-    with liverun.work("races", f"{kernel} at {m}x{n}x{k}, {method.name}",
+    with liverun.work(kind, f"{kernel} at {m}x{n}x{k}, {method.name}",
                       race_seconds(kernel, {}, (m, n, k), method) / 2) as task:
         if not task.live:
             return records.lookup(kernel, {}, m, n, k)

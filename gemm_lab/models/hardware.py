@@ -128,11 +128,13 @@ def _recorded_or_raise(name: str, p: dict[str, int], size: tuple[int, int, int],
 
 def recorded_counters(kernel: str | KernelSpec, params: dict[str, int], size: tuple[int, int, int],
                       gpu: str | None = None) -> dict | None:
-    """The recorded ncu row of exactly this instance (or "cublas") and shape, if any."""
+    """The recorded ncu row of exactly this instance (or "cublas") and shape, if any: `gpu`'s, or else the replayed
+    GPU's and then the book's own (`device.DEFAULT_REPLAY_GPU`); the row's `gpu` says whose."""
     name = kernel if isinstance(kernel, str) else kernel.name
-    for row in records.read_kind("ncu", gpu):
-        if row["kernel"] == name and row["params"] == params and (row["m"], row["n"], row["k"]) == size:
-            return row
+    for where in (gpu,) if gpu else dict.fromkeys((device.replay_gpu(), device.DEFAULT_REPLAY_GPU)):
+        for row in records.read_kind("ncu", where):
+            if row["kernel"] == name and row["params"] == params and (row["m"], row["n"], row["k"]) == size:
+                return row
     return None
 
 
