@@ -29,8 +29,8 @@
 // per resident slot (G of them); the tiles left over after whole waves (tiles % G) are cut along K into G
 // equal runs of k-steps, one per block, and then each block takes every G-th remaining whole tile. A piece
 // that covers only part of a tile adds its share into C under a per-tile lock (end of `pipelined_block`).
-// On the H100 it pays at 4096 and 8192, where it passes cuBLAS, and not at 2048, where one block per tile stays
-// ahead (chapter 7b measures both).
+// On the H100 it pays most at 1024, where the default's tiles are too few to fill the GPU; from 2048 up it gains or
+// loses a few points against one block per tile, depending on the size (chapter 7b measures each).
 #include "cp_async.cuh"
 #include "tiles.cuh"
 
