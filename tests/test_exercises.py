@@ -15,7 +15,7 @@ import pytest
 
 import gemm_lab as gl
 from gemm_lab import catalog, compiler, device, run, timing
-from gemm_lab.pages import exercises
+from gemm_lab.pages import exercises, variants
 
 SOURCE = (catalog.ROOT / "kernels" / "03_smem_tiling.cu").read_text()
 
@@ -225,16 +225,16 @@ def test_submit_reports_the_race_and_times_nothing(monkeypatch):
 
 def test_variants_are_refused_before_compiling_when_their_rules_break(monkeypatch):
     monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
-    ring = (catalog.ROOT / exercises.SOLUTIONS / "06_multistage_full_ring.cu").read_text()
+    ring = (catalog.ROOT / variants.SOLUTIONS / "06_multistage_full_ring.cu").read_text()
     with pytest.raises(ValueError, match="STAGES must be 2, 3 or 4"):
         gl.submit(ring, "multistage_full_ring", {"STAGES": 5})
     with pytest.raises(ValueError, match="static shared memory"):
         gl.submit(ring, "multistage_full_ring", {"BM": 128, "BN": 128, "BK": 32, "STAGES": 4})
     with pytest.raises(ValueError, match="BK must be a multiple of 8"):
-        gl.submit((catalog.ROOT / exercises.SOLUTIONS / "07_warp_tiling_along_k.cu").read_text(),
+        gl.submit((catalog.ROOT / variants.SOLUTIONS / "07_warp_tiling_along_k.cu").read_text(),
                   "warp_tiling_along_k", {"BK": 4})
     with pytest.raises(ValueError, match="TN must divide BN"):
-        gl.submit((catalog.ROOT / exercises.SOLUTIONS / "03_thread_tile_1d_n.cu").read_text(), "thread_tile_1d_n",
+        gl.submit((catalog.ROOT / variants.SOLUTIONS / "03_thread_tile_1d_n.cu").read_text(), "thread_tile_1d_n",
                   {"BN": 32, "TN": 16 + 8})
     with pytest.raises(ValueError, match="unknown kernel 'nope'.*colmajor_coalesced"):
         gl.submit(SOURCE, "nope")
@@ -328,9 +328,9 @@ def test_each_variant_is_a_kernel_the_book_does_not_show(name):
     A, B and C column-major."""
     variant = exercises.VARIANTS[name]
     spec = variant.spec
-    assert spec.path.parent == catalog.ROOT / exercises.SOLUTIONS and f"{spec.function}(" in spec.path.read_text()
+    assert spec.path.parent == catalog.ROOT / variants.SOLUTIONS and f"{spec.function}(" in spec.path.read_text()
     assert name not in catalog.KERNELS and catalog.validate(spec) == spec.full_params()
-    assert set(variant.column_major) <= set(exercises.OPERANDS)
+    assert set(variant.column_major) <= set(variants.OPERANDS)
     headers = re.findall(r'^#include "([^"]+)"', spec.path.read_text(), re.M)  # found in kernels/, as a submission's
     assert all(f'#line 1 "{h}"' in spec.source_text() for h in headers)
 
