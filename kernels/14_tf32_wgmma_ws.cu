@@ -14,7 +14,9 @@
 //   the swizzled box; which columns a lane takes is ours to choose, so lane g takes 16-byte chunk
 //   CH[g] = 0,0,4,4,1,1,5,5 (+2 for the odd warps) of a box: each half-warp covers 32 banks once.
 // - PERSIST: one block per SM walks the tiles (each cluster takes every G-th), so a tile's epilogue
-//   overlaps the copies of the next; else one block per tile.
+//   overlaps the copies of the next; else one block per tile. The device code is the same either way (its tile loop
+//   takes every G-th tile of whatever grid it gets): the host reads PERSIST to size the grid (`spec.persistent`),
+//   and it stays a template parameter so that the two launches are two instances, recorded apart.
 // - CLUSTER = 2: two blocks stacked along M share B's tile: each copies half the boxes and TMA multicasts
 //   them into both, so L2 hands out B once per pair.
 // - GROUP: tiles are taken in bands of GROUP cluster-rows, column by column, so the tiles in flight share

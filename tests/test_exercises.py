@@ -1,8 +1,11 @@
-"""`gl.submit`: a reader's kernel is refused before compiling when it breaks the contract or the rules, compiled
-offline with errors at the reader's own lines, and (on a GPU) checked on guarded buffers: the book's kernel passes,
-and a wrong index, a missing barrier (at small shapes or only at the timing size) and a tail left out are each caught
-and named. On the CPU: `diagnose` with made-up buffers, `judge` with launches emulated in NumPy (the column-major
-layouts of the variants), and `check` and `submit` with fake trials (a kernel wrong only at the timing size)."""
+"""`gl.submit`: a reader's kernel (a string, or a file's path) is refused before compiling when it breaks the contract
+(with a TMA kernel's tensor maps) or the rules, compiled offline with errors at the reader's own lines, and (on a GPU)
+checked on guarded buffers: the book's kernel passes, and a wrong index, a missing barrier (at small shapes or only at
+the timing size) and a tail left out are each caught and named. On the CPU: `diagnose` with made-up buffers (and a
+variant's own cause), `judge` with launches emulated in NumPy (the column-major layouts of the variants), `check` and
+`submit` with fake trials (a kernel wrong only at the timing size, a launch that never finishes), and every
+write-the-kernel exercise's solution and planted mistakes compiled offline. On a GPU: each solution passes and each
+planted mistake is named, those that may hang the GPU in a process of their own."""
 import contextlib
 import math
 import re
@@ -12,7 +15,7 @@ import pytest
 
 import gemm_lab as gl
 from gemm_lab import catalog, compiler, device, run, timing
-from gemm_lab.pages import exercises
+from gemm_lab.pages import exercises, variants
 
 SOURCE = (catalog.ROOT / "kernels" / "03_smem_tiling.cu").read_text()
 
@@ -173,7 +176,7 @@ def _fake_trial(wrong_at: int | None, differs: bool = False):
     run disagrees, if `differs`), judged by `diagnose` as `_run_and_judge` would."""
     calls = []
 
-    def trial(sub, params, shape, alpha=1.0, beta=0.0, k_tail=False, column_major=(), passed=0):
+    def trial(sub, params, shape, alpha=1.0, beta=0.0, k_tail=False, column_major=(), cause="", passed=0):
         calls.append((shape, passed))
         m, n, _ = shape
         ref = np.ones((m, n))
@@ -182,7 +185,7 @@ def _fake_trial(wrong_at: int | None, differs: bool = False):
             c[1, 2] = 3.0
         second = ref.copy() if differs and shape == (wrong_at,) * 3 else c
         return exercises.diagnose(_guarded(c), _guarded(second), ref, (m, n), 1e-5, 1.0, sub.tile(params), k_tail,
-                                  column_major=column_major, passed=passed), 0.0
+                                  column_major=column_major, cause=cause, passed=passed), 0.0
     return trial, calls
 
 
@@ -222,18 +225,101 @@ def test_submit_reports_the_race_and_times_nothing(monkeypatch):
 
 def test_variants_are_refused_before_compiling_when_their_rules_break(monkeypatch):
     monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
-    ring = (catalog.ROOT / exercises.SOLUTIONS / "06_prefetch_ring.cu").read_text()
-    with pytest.raises(ValueError, match="BUFFERS must be 2 to 4"):
-        gl.submit(ring, "prefetch_ring", {"BUFFERS": 1})
+    ring = (catalog.ROOT / variants.SOLUTIONS / "06_multistage_full_ring.cu").read_text()
+    with pytest.raises(ValueError, match="STAGES must be 2, 3 or 4"):
+        gl.submit(ring, "multistage_full_ring", {"STAGES": 5})
     with pytest.raises(ValueError, match="static shared memory"):
-        gl.submit(ring, "prefetch_ring", {"BM": 128, "BN": 128, "BK": 32, "BUFFERS": 4})
+        gl.submit(ring, "multistage_full_ring", {"BM": 128, "BN": 128, "BK": 32, "STAGES": 4})
+    with pytest.raises(ValueError, match="BK must be a multiple of 8"):
+        gl.submit((catalog.ROOT / variants.SOLUTIONS / "07_warp_tiling_along_k.cu").read_text(),
+                  "warp_tiling_along_k", {"BK": 4})
     with pytest.raises(ValueError, match="TN must divide BN"):
-        gl.submit((catalog.ROOT / exercises.SOLUTIONS / "03_thread_tile_1d_n.cu").read_text(), "thread_tile_1d_n",
+        gl.submit((catalog.ROOT / variants.SOLUTIONS / "03_thread_tile_1d_n.cu").read_text(), "thread_tile_1d_n",
                   {"BN": 32, "TN": 16 + 8})
     with pytest.raises(ValueError, match="unknown kernel 'nope'.*colmajor_coalesced"):
         gl.submit(SOURCE, "nope")
     with pytest.raises(ValueError, match="sgemm_colmajor_coalesced"):
         gl.submit(SOURCE, "colmajor_coalesced")  # the chapter's kernel is not the variant
+
+
+def test_a_tma_kernel_takes_the_tensor_maps_after_the_contract(monkeypatch):
+    """A stand-in for a TMA kernel takes A's and B's tensor maps after C (and C's where it stores by TMA): the refusal
+    spells out that contract."""
+    monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused kernel"))
+    ring = exercises.spec_of("ring_producer").path.read_text()
+    two_maps = "const void* __restrict__ map_a, const void* __restrict__ map_b"
+    assert exercises.contract(exercises.spec_of("ring_producer")).endswith("float* C, const void* map_a, "
+                                                                          "const void* map_b)")
+    assert exercises.contract(catalog.get("wgmma_ws_tf32")).endswith("const void* map_b, const void* map_c)")
+    assert exercises.contract(catalog.get("smem_tiled")) == exercises.CONTRACT
+    with pytest.raises(ValueError, match="must take the book's contract .*float\\* C, const void\\* map_a"):
+        gl.submit(ring.replace(f", {two_maps}", ""), "ring_producer")
+
+
+def test_submit_takes_a_files_path_and_errors_name_the_file(tmp_path, monkeypatch):
+    """`submit` reads a kernel from a path (a Path, or a string naming a .cu file), and compile errors name that file
+    at the reader's lines; `Source.save` writes a skeleton to edit and never overwrites the reader's work."""
+    pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no file 'missing.cu'"):
+        gl.submit("missing.cu", "smem_tiled")
+    broken = exercises.Source(SOURCE.replace("acc += As[tr][kk] * Bs[kk][tc];", "acc += As[tr][kk] * Bs[kk][tc]"))
+    path = broken.save("mine.cu")
+    assert path.resolve() == (tmp_path / "mine.cu").resolve()
+    assert exercises.Source("other").save("mine.cu").read_text() == broken  # the reader's file is kept
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "__syncthreads();  // everyone" in text)
+    for source in (path, "mine.cu"):
+        attempt = gl.submit(source, "smem_tiled", {"BM": 16, "BN": 16, "BK": 8})
+        assert not attempt.compiled and f"mine.cu({line}): error" in attempt.compile_log, attempt.compile_log
+    path.write_text(SOURCE)
+    assert gl.submit(str(path), "smem_tiled", {"BM": 16, "BN": 16, "BK": 8}).compiled
+
+
+def test_a_launch_that_never_finishes_is_named_and_ends_the_check(monkeypatch):
+    """`finished` gives up after its deadline with the usual causes of a kernel that never returns; `check` stops at
+    the first such launch (nothing else can run on the GPU) and reports it as the diagnosis."""
+    with pytest.raises(exercises.Hung, match="did not finish within 0 s.*mbarrier.*restart the Python kernel"):
+        exercises.finished((64, 64, 64), within=0.01, is_done=lambda: False)
+    exercises.finished((64, 64, 64), within=0.01, is_done=lambda: True)
+    monkeypatch.setattr(run, "faults", lambda *a, **k: contextlib.nullcontext())
+    calls = []
+
+    def trial(sub, params, shape, **_):
+        calls.append(shape)
+        if len(calls) == 2:
+            raise exercises.Hung("it did not finish")
+        return "", 0.0
+
+    sub = exercises.submission(SOURCE, "smem_tiled")
+    why, passed = exercises.check(sub, catalog.validate(sub, {"BM": 16, "BN": 16, "BK": 16}), 64, trial=trial)
+    assert why == "it did not finish" and len(passed) == 1 and len(calls) == 2
+
+
+def test_a_variant_names_its_own_likelier_cause():
+    """Where a variant names a cause of its own, a wrong value and a race are explained by it instead of the generic
+    indices or __syncthreads."""
+    rng = np.random.default_rng(0)
+    ref = rng.uniform(-1, 1, (6, 5))
+    c = ref.copy()
+    c[3, 2] += 0.5
+    cause = exercises.cause_of("ozaki_by_thread")
+    wrong = exercises.diagnose(_guarded(c), _guarded(c), ref, c.shape, 1e-5, 1.0, (4, 4), False, cause=cause)
+    assert wrong.endswith(cause) and "indices" not in wrong, wrong
+    raced = exercises.diagnose(_guarded(c), _guarded(ref), ref, c.shape, 1e-5, 1.0, (4, 4), False, cause=cause)
+    assert "a race" in raced and cause in raced and "__syncthreads" not in raced, raced
+    assert exercises.cause_of("smem_tiled") == "" and exercises.cause_of("ring_producer")
+
+
+def test_the_ozaki_exercise_carries_the_schemes_constants():
+    """The one-thread Ozaki kernel's moduli, CRT weights and P are `ozaki`'s for eight moduli, as doubles."""
+    from gemm_lab.precision import ozaki
+
+    text = exercises.spec_of("ozaki_by_thread").path.read_text()
+    moduli = [int(x) for x in re.search(r"MODULUS\[MODULI\] = \{([^}]*)\}", text).group(1).split(",")]
+    weights = [float(x) for x in re.search(r"WEIGHT\[MODULI\] = \{([^}]*)\}", text).group(1).split(",")]
+    assert int(re.search(r"constexpr int MODULI = (\d+);", text).group(1)) == len(moduli) == 8
+    assert tuple(moduli) == ozaki.MODULI[:8] and weights == [float(w) for w in ozaki.weights(8)]
+    assert float(re.search(r"constexpr double P = ([^;]+);", text).group(1)) == float(ozaki.product(8))
 
 
 @pytest.mark.parametrize("name", list(exercises.VARIANTS))
@@ -242,9 +328,9 @@ def test_each_variant_is_a_kernel_the_book_does_not_show(name):
     A, B and C column-major."""
     variant = exercises.VARIANTS[name]
     spec = variant.spec
-    assert spec.path.parent == catalog.ROOT / exercises.SOLUTIONS and f"{spec.function}(" in spec.path.read_text()
+    assert spec.path.parent == catalog.ROOT / variants.SOLUTIONS and f"{spec.function}(" in spec.path.read_text()
     assert name not in catalog.KERNELS and catalog.validate(spec) == spec.full_params()
-    assert set(variant.column_major) <= set(exercises.OPERANDS)
+    assert set(variant.column_major) <= set(variants.OPERANDS)
     headers = re.findall(r'^#include "([^"]+)"', spec.path.read_text(), re.M)  # found in kernels/, as a submission's
     assert all(f'#line 1 "{h}"' in spec.source_text() for h in headers)
 
@@ -279,9 +365,10 @@ def test_each_broken_variant_is_caught_with_its_diagnosis(bug):
 
 @pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
 def test_each_write_the_kernel_exercise_has_its_holes_and_its_solution_compiles(name):
-    """The skeleton removes every hole's line (each in the file exactly once), each broken solution applies to the
-    file, and the solution (the variant's file) compiles offline as a submission, at the exercise's parameters and at
-    the variant's defaults (CPU: CI runs this)."""
+    """The skeleton removes every hole's line (each in the file exactly once); the solution (the variant's file)
+    compiles offline as a submission, at the exercise's parameters and at the variant's defaults, without spills; and
+    each planted mistake applies to the file and compiles too, so that on a GPU it is the check that names it (CPU:
+    CI runs this)."""
     pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
     exercise = exercises.KERNEL_EXERCISES[name]
     assert exercise.like in exercises.VARIANTS and exercises.spec_of(exercise.like).chapter == exercise.chapter
@@ -289,23 +376,57 @@ def test_each_write_the_kernel_exercise_has_its_holes_and_its_solution_compiles(
     skeleton = exercises.skeleton(name)
     assert skeleton.count("// TODO: ") == len(exercise.holes)
     assert all(hole.line not in skeleton for hole in exercise.holes)
-    assert all(source.count(old) == 1 for old, _, _ in exercise.bugs)
-    for params in (exercise.params, None):
+    assert all(source.count(m.line) == 1 and m.written != m.line and m.named for m in exercise.mistakes)
+    defaults = exercises.spec_of(exercise.like).full_params()
+    for params in [exercise.params] + ([defaults] if defaults != exercise.params else []):
         attempt = gl.submit(source, exercise.like, params)
         assert attempt.compiled and attempt.spills == 0, attempt.compile_log
+    for mistake in exercise.mistakes:
+        attempt = gl.submit(source.replace(mistake.line, mistake.written), exercise.like, exercise.params)
+        assert attempt.compiled, (mistake.written, attempt.compile_log)
+
+
+def _planted(name: str, mistake: exercises.Mistake | None = None) -> exercises.Attempt:
+    """Exercise `name`'s solution, or the solution with `mistake` planted, submitted at the exercise's parameters."""
+    exercise = exercises.KERNEL_EXERCISES[name]
+    source = exercises.spec_of(exercise.like).path.read_text()
+    return gl.submit(source.replace(mistake.line, mistake.written) if mistake else source, exercise.like,
+                     exercise.params)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
 def test_each_solution_passes_and_each_broken_one_is_named(name):
-    """At the default timing size (2048), which `submit` checks too: a race that small shapes miss shows there."""
-    exercise = exercises.KERNEL_EXERCISES[name]
-    source = exercises.spec_of(exercise.like).path.read_text()
-    attempt = gl.submit(source, exercise.like, exercise.params)
+    """At the default timing size (2048), which `submit` checks too: a race that small shapes miss shows there. The
+    mistakes that may hang the GPU are the next test's."""
+    attempt = _planted(name)
     assert attempt.ok and attempt.checked[-1][0] == (2048,) * 3 and len(attempt.timed) == 2, attempt.wrong
-    for old, new, words in exercise.bugs:
-        attempt = gl.submit(source.replace(old, new), exercise.like, exercise.params)
-        assert attempt.compiled and attempt.wrong and any(w in attempt.wrong for w in words), (old, attempt.wrong)
+    for mistake in (m for m in exercises.KERNEL_EXERCISES[name].mistakes if not m.hangs):
+        attempt = _planted(name, mistake)
+        assert attempt.compiled and attempt.wrong and any(w in attempt.wrong for w in mistake.named), \
+            (mistake.written, attempt.wrong)
+
+
+HANGING = [(name, i) for name, e in exercises.KERNEL_EXERCISES.items() for i, m in enumerate(e.mistakes) if m.hangs]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,index", HANGING, ids=[f"{n}-{i}" for n, i in HANGING])
+def test_a_mistake_that_may_hang_is_named_in_a_process_of_its_own(name, index):
+    """A wait that nothing completes leaves the GPU running the kernel until its process ends: each such mistake is
+    submitted in a fresh process, which prints the diagnosis and leaves without waiting for the GPU (os._exit)."""
+    import subprocess
+    import sys
+
+    mistake = exercises.KERNEL_EXERCISES[name].mistakes[index]
+    code = ("import os, sys\nsys.path.insert(0, 'tests')\nfrom test_exercises import _planted\n"
+            "from gemm_lab.pages import exercises\n"
+            f"mistake = exercises.KERNEL_EXERCISES[{name!r}].mistakes[{index}]\n"
+            f"attempt = _planted({name!r}, mistake)\n"
+            "print('WRONG:', attempt.compiled, attempt.wrong, flush=True)\nos._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         cwd=catalog.ROOT).stdout
+    assert "WRONG: True" in out and any(w in out for w in mistake.named), (mistake.written, out)
 
 
 @pytest.mark.parametrize("name", list(gl.questions.QUESTIONS))

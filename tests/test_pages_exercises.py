@@ -22,7 +22,7 @@ from test_book_pages import toc_pages
 
 import gemm_lab as gl
 from gemm_lab import catalog
-from gemm_lab.pages import exercises, questions
+from gemm_lab.pages import exercises, questions, variants
 
 PAGES = toc_pages()
 IDS = [p.stem for p in PAGES]
@@ -241,7 +241,7 @@ def test_the_answer_is_not_on_the_page(name):
     new = [h.line for h in holes if _code(h.line) not in BOOK_CODE]
     assert 2 * len(new) >= len(holes), f"{name}: only {new} of its holes are not in the book's kernels"
     page = (catalog.ROOT / "book" / f"{exercises.KERNEL_EXERCISES[name].chapter}.md").read_text()
-    assert exercises.SOLUTIONS not in page.replace(f"{exercises.SOLUTIONS}/", ""), f"{name}: the page names the file"
+    assert variants.SOLUTIONS not in page.replace(f"{variants.SOLUTIONS}/", ""), f"{name}: the page names the file"
 
 
 @pytest.mark.parametrize("md", [p for p in PAGES if p.stem in WHY], ids=[p.stem for p in PAGES if p.stem in WHY])

@@ -33,7 +33,8 @@ LIVE_REQUIRED = {"page": str, "source_sha256": str, "gpu": str, "recorded_at": s
                  "warm_s": float, "startup_s": float, "cold_slowest": list, "warm_slowest": list, "errors": list}
 
 
-LIVE_FROM_LEDGER = {"compile_s": float, "work": list}  # where the package left its ledger of the cold run
+# where the package left its ledger of the cold run
+LIVE_FROM_LEDGER = {"compile_s": float, "background_compile_s": float, "work": list}
 
 
 MEASURED_BY_KERNELS = ("accuracy", "ozaki_stages")  # emulation's records: rows of kernel measurements, not races

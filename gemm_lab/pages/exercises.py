@@ -1,24 +1,27 @@
 """The reader's own kernels: `submit` compiles, checks, diagnoses and times a kernel written to the contract of one of
-the book's (`like`), or of a variant the book asks for and does not show (`VARIANTS`), and keeps a personal scoreboard.
+the book's (`like`), or of a variant the book asks for and does not show (`variants.VARIANTS`), and keeps a personal
+scoreboard.
 
-A submission is the text of a CUDA kernel template with the book's contract, `(M, N, K, alpha, A, B, beta, C)`, and
-the template parameters of the kernel it stands in for, in the same order: the grid, block, shared memory and rules
-of that kernel apply to it, and it may `#include` the headers of kernels/. The book's kernels take row-major float32
-matrices; a variant may store some of them column-major (`Variant.column_major`), and is checked on those layouts.
+A submission is the text of a CUDA kernel template (or the path of a file that holds it) with the book's contract,
+`(M, N, K, alpha, A, B, beta, C)` and the tensor maps a TMA kernel takes after C, and the template parameters of the
+kernel it stands in for, in the same order: the grid, block, shared memory and rules of that kernel apply to it, and it
+may `#include` the headers of kernels/. The book's kernels take row-major float32 matrices; a variant may store some of
+them column-major (`Variant.column_major`), and is checked on those layouts.
 
 - Without a GPU it is compiled offline (NVRTC, as CI does): errors quote the reader's lines; otherwise registers,
   spills and shared memory are reported. Checking and timing need a GPU, and the report says so.
 - On a GPU it runs on guarded buffers (C poisoned with one NaN, the words around C with another, A and B padded with
   a third) on shapes with tails of every tile, with alpha and beta, and at the size it will be timed at, against
   float64; the first wrong element is named with what that pattern usually means (wrong only at the timing size,
-  after the small shapes passed: most likely a race). Then it is timed beside the book's kernel (a variant's: the
-  book's solution) and cuBLAS, in the same run, and added to the scoreboard (`scoreboard`, kept under the compile
-  cache's folder).
-A kernel that never returns cannot be stopped from the host: interrupt the Python kernel, then restart it.
+  after the small shapes passed: most likely a race; a variant may name its own likelier cause, `Variant.cause`).
+  A launch that does not finish within HANG_S is named too (a wait that nothing completes): it cannot be stopped from
+  the host, so the Python kernel must be restarted afterwards. Then it is timed beside the book's kernel (a
+  variant's: the book's solution) and cuBLAS, in the same run, and added to the scoreboard (`scoreboard`, kept under
+  the compile cache's folder).
 
 Write-the-kernel exercises are data (`KERNEL_EXERCISES`): a variant's solution (a file of kernels/exercises/) with its
-key lines removed (`skeleton`), and broken versions whose diagnosis the GPU tests check. `solution` shows the file
-with the lines the reader writes highlighted; a page folds it under its exercise.
+key lines removed (`skeleton`), and planted mistakes (`Mistake`) whose diagnosis the GPU tests check. `solution` shows
+the file with the lines the reader writes highlighted; a page folds it under its exercise.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,122 +38,27 @@ from typing import Any
 
 import numpy as np
 
-from .. import catalog, compiler, device, families, records, run, timing, turns
-from ..catalog import KernelSpec, Params, Rule, Shape
+from .. import catalog, compiler, device, records, run, timing, turns
+from ..catalog import KernelSpec, Params, Shape
 from ..records import Measurement
 from ..spec import round_up
 from . import listings
 from .tables import Markdown
+from .variants import VARIANTS
 
 FILE = "exercise.cu"  # what compile errors call the reader's source
-SOLUTIONS = "kernels/exercises"  # the variants' solutions, from the repository root
 POISON, CANARY, PADDING = 0x7FC0BEEF, 0x7FC0DEAD, 0x7FC0FACE  # NaN payloads: unwritten C, around C, around A and B
 GUARD = 1024  # words of canary or padding on each side of a matrix (4 KiB: C stays 16-byte aligned)
 METHOD = turns.SHORT  # a reader waits on a submission: short turns, labelled as such in the record
 RUNS = 3  # launches of each case on the same inputs: a race rarely gives the same wrong words three times
+HANG_S = 20.0  # seconds a launch of a check (milliseconds, even at the timing size) may take before it is named hung
+POLL_S = 0.005  # between two looks at whether a launch has finished
 CONTRACT = "(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)"
-OPERANDS = ("A", "B", "C")
 INDEX = {  # where element (row, k) of A, (k, col) of B and (row, col) of C lie, per layout
     ("A", False): "A[row * K + k]", ("A", True): "A[k * M + row]",
     ("B", False): "B[k * N + col]", ("B", True): "B[col * K + k]",
     ("C", False): "C[row * N + col]", ("C", True): "C[col * M + row]",
 }
-
-
-@dataclass(frozen=True)
-class VariantSpec(KernelSpec):
-    """A variant's spec: its file lies in kernels/exercises/, and its headers, like a submission's, in kernels/."""
-
-    def source_text(self) -> str:
-        return catalog.expand_includes(catalog.ROOT / "kernels" / self.path.name, self.path.read_text())
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A kernel the book asks the reader to write and does not show: the spec it is launched and checked by (its
-    `source` the solution's file in kernels/exercises/, its grid, block, shared memory and rules its own) and which
-    of its operands are column-major (stored as their transposes, row by row: element (i, j) of an R x C matrix at
-    i + j * R)."""
-
-    spec: KernelSpec
-    column_major: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if set(self.column_major) - set(OPERANDS):
-            raise ValueError(f"{self.spec.name}: column_major names operands among {OPERANDS}, not "
-                             f"{self.column_major}")
-
-
-def _variant(base: str, name: str, file: str, title: str, notes: str, column_major: tuple[str, ...] = (),
-             **changes: Any) -> Variant:
-    """The catalogued kernel `base` as the variant `name`: its function `sgemm_<name>` in kernels/exercises/`file`,
-    everything not in `changes` (choices, defaults, threads, smem_bytes, rules, ...) kept."""
-    fields = {f.name: getattr(catalog.get(base), f.name) for f in dataclasses.fields(KernelSpec)}
-    spec = VariantSpec(**{**fields, "name": name, "source": f"{SOLUTIONS}/{file}", "function": f"sgemm_{name}",
-                          "title": title, "notes": notes, **changes})
-    return Variant(spec, column_major)
-
-
-def _thread_tile_1d_n() -> Variant:
-    """Chapter 3's 1-D thread tile turned along N: each thread computes TN consecutive outputs of one row."""
-    def threads(p: Params) -> int:
-        return p["BM"] * (p["BN"] // p["TN"])
-
-    def smem(p: Params) -> int:
-        return 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])
-
-    limits = families.block_limits(threads, smem)
-    return _variant(
-        "thread_tile_1d", "thread_tile_1d_n", "03_thread_tile_1d_n.cu", "1-D thread tile along N",
-        "each thread computes TN consecutive outputs of a row from registers",
-        choices={"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TN": (4, 8, 16)},
-        defaults={"BM": 64, "BN": 64, "BK": 8, "TN": 8}, threads=threads, smem_bytes=smem,
-        rules=(families.positive("BM", "BN", "BK", "TN"),
-               Rule("TN must divide BN (each thread owns TN whole columns of the tile)",
-                    lambda p: p["BN"] % p["TN"] == 0),
-               Rule("at most 512 threads per block, as for chapter 3's kernels", lambda p: threads(p) <= 512), *limits))
-
-
-def _prefetch_ring() -> Variant:
-    """Chapter 6's prefetching kernel with a ring of BUFFERS shared buffers; its rules are chapter 6's kernel's with
-    PREFETCH = 1, and the shared memory of BUFFERS copies of the tiles."""
-    base = catalog.get("prefetch")
-
-    def smem(p: Params) -> int:
-        return 4 * p["BUFFERS"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"])
-
-    def as_prefetch(p: Params) -> dict[str, int]:
-        """The instance of chapter 6's kernel whose rules this one keeps: BUFFERS dropped, PREFETCH = 1."""
-        return {**{k: v for k, v in p.items() if k != "BUFFERS"}, "PREFETCH": 1}
-
-    rules = (
-        Rule("BUFFERS must be 2 to 4 (a step reads one buffer while the next tiles are written to another)",
-             lambda p: 2 <= p["BUFFERS"] <= 4),
-        *(Rule(r.why, lambda p, r=r: r.holds(as_prefetch(p))) for r in base.rules if not r.why.startswith("PREFETCH")),
-        Rule(f"static shared memory must fit in {catalog.STATIC_SMEM_LIMIT // 1024} KiB per block: BUFFERS copies of "
-             "the A and B tiles", lambda p: smem(p) <= catalog.STATIC_SMEM_LIMIT),
-    )
-    return _variant(
-        "prefetch", "prefetch_ring", "06_prefetch_ring.cu", "Prefetch into a ring of buffers",
-        "the next tiles load into registers while the current ones are multiplied, then go to the next of BUFFERS "
-        "shared buffers", choices={**{k: v for k, v in base.choices.items() if k != "PREFETCH"}, "BUFFERS": (2, 3)},
-        defaults={**{k: v for k, v in base.defaults.items() if k != "PREFETCH"}, "BUFFERS": 3}, smem_bytes=smem,
-        rules=rules)
-
-
-VARIANTS = {v.spec.name: v for v in (
-    _variant("coalesced", "colmajor_coalesced", "01_colmajor_coalesced.cu", "Coalesced, column-major",
-             "chapter 1's one thread per output with A, B and C column-major, as BLAS stores them", ("A", "B", "C")),
-    _variant("smem_tiled", "smem_tiled_a_colmajor", "02_smem_tiled_a_colmajor.cu",
-             "Shared-memory tiling, A column-major", "chapter 2's tiling with A column-major (stored as its transpose)",
-             ("A",)),
-    _thread_tile_1d_n(),
-    _variant("vectorized", "vectorized_colmajor", "04_vectorized_colmajor.cu", "Vectorized, A and B column-major",
-             "chapter 4's float4 copies and tiles with A and B column-major: B's copy now transposes", ("A", "B")),
-    _prefetch_ring(),
-    _variant("warp_tiling", "warp_tiling_contiguous", "07_warp_tiling_contiguous.cu", "Warp tiling, whole lane tiles",
-             "chapter 7's warp tiling with each lane's TM x TN outputs in one piece"),
-)}
 
 
 def spec_of(like: str) -> KernelSpec:
@@ -167,15 +76,23 @@ def column_major_of(like: str) -> tuple[str, ...]:
     return VARIANTS[like].column_major if like in VARIANTS else ()
 
 
+def cause_of(like: str) -> str:
+    """What a wrong result of a kernel in place of `like` most likely means, if it has a cause of its own
+    (`Variant.cause`); "" for the generic ones."""
+    return VARIANTS[like].cause if like in VARIANTS else ""
+
+
 @dataclass(frozen=True)
 class Submission(KernelSpec):
-    """A reader's kernel standing in for a catalogued one: everything but its code is that kernel's."""
+    """A reader's kernel standing in for a catalogued one: everything but its code is that kernel's. `file` is what
+    compile errors call it (the reader's file, or FILE for a string)."""
 
     text: str = ""
+    file: str = FILE
 
     @property
     def path(self) -> Path:
-        return catalog.ROOT / "kernels" / FILE  # includes resolve against kernels/; errors name FILE
+        return catalog.ROOT / "kernels" / self.file  # includes resolve against kernels/; errors name the file
 
     def source_text(self) -> str:
         return catalog.expand_includes(self.path, self.text)
@@ -184,27 +101,52 @@ class Submission(KernelSpec):
         return hashlib.sha256(catalog.code_only(self.text).encode()).hexdigest()
 
 
-def submission(source: str, like: str, name: str = "") -> Submission:
-    """The reader's `source` as a stand-in for kernel `like` (catalogued, or a variant), after checking that it is a
-    kernel template of that kernel's name with its template parameters and the book's contract (a ValueError says
-    what differs); `name` is what its measurements are called (default: "your <like>")."""
+KernelText = str | os.PathLike  # a kernel's text, or the path of a file that holds it
+
+
+def _read(source: KernelText) -> tuple[str, str]:
+    """The kernel's text and what errors call it: a path (a PathLike, or one line naming a .cu or .cuh file) is read,
+    anything else is the text itself."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+                                           and source.strip().endswith((".cu", ".cuh"))):
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"no file {str(path)!r} (from {Path.cwd()}): submit takes a kernel's source as a "
+                                    "string, or the path of a .cu file that holds it")
+        return path.read_text(), path.name
+    return source, FILE
+
+
+def contract(spec: KernelSpec) -> str:
+    """The arguments a kernel in place of `spec` takes: the book's, then the tensor maps of a TMA kernel."""
+    maps = ("map_a", "map_b")[:2 * spec.tma] + ("map_c",) * spec.tma_c
+    return CONTRACT[:-1] + "".join(f", const void* {m}" for m in maps) + ")"
+
+
+def submission(source: KernelText, like: str, name: str = "") -> Submission:
+    """The reader's `source` (a string, or a file's path) as a stand-in for kernel `like` (catalogued, or a variant),
+    after checking that it is a kernel template of that kernel's name with its template parameters and the book's
+    contract (a ValueError says what differs); `name` is what its measurements are called (default: "your <like>")."""
     spec = spec_of(like)
-    if not isinstance(source, str) or "__global__" not in source:
-        raise TypeError("submit takes the CUDA source of a kernel as a string (it has no __global__ function)")
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"submit takes the CUDA source of a kernel as a string, or a file's path, not {source!r}")
+    source, file = _read(source)
+    if "__global__" not in source:
+        raise TypeError(f"submit takes the CUDA source of a kernel ({file} has no __global__ function)")
     names = ", ".join(f"int {p}" for p in spec.param_names)
     head = re.search(rf"template\s*<([^>]*)>\s*__global__[^;{{]*?\b{spec.function}\s*\(([^)]*)\)", source)
     if head is None:
-        raise ValueError(f"no kernel `template <{names}> __global__ void {spec.function}{CONTRACT}` in the source: "
-                         f"your kernel stands in for {like} (chapter {spec.chapter}), so it needs its name and "
+        raise ValueError(f"no kernel `template <{names}> __global__ void {spec.function}{contract(spec)}` in the "
+                         f"source: your kernel stands in for {like} (chapter {spec.chapter}), so it needs its name and "
                          "template parameters")
     params = [p.split()[-1] for p in head.group(1).split(",") if p.strip()]
     if params != list(spec.param_names):
         raise ValueError(f"{spec.function}'s template parameters are <{', '.join(params)}>; {like}'s are <{names}>, "
                          "in this order (the grid, block and shared memory are derived from them)")
-    if len([a for a in head.group(2).split(",") if a.strip()]) != 8:
-        raise ValueError(f"{spec.function} must take the book's contract {CONTRACT}")
+    if len([a for a in head.group(2).split(",") if a.strip()]) != contract(spec).count(",") + 1:
+        raise ValueError(f"{spec.function} must take the book's contract {contract(spec)}")
     base = {f.name: getattr(spec, f.name) for f in dataclasses.fields(KernelSpec)}
-    return Submission(**{**base, "name": name or f"your {like}"}, text=source)
+    return Submission(**{**base, "name": name or f"your {like}"}, text=source, file=file)
 
 
 @dataclass
@@ -232,15 +174,15 @@ class Attempt:
         return str(report(self))
 
 
-def submit(source: str, like: str, params: Params | None = None, *, size: int = 2048) -> Attempt:
-    """Compile, check and time the reader's kernel in place of kernel `like` (see the module), timed at M = N = K =
-    `size`. Bad input (not a kernel, a wrong signature, tile sizes the rules forbid, a size they cannot launch) is
-    refused before anything compiles."""
+def submit(source: KernelText, like: str, params: Params | None = None, *, size: int = 2048) -> Attempt:
+    """Compile, check and time the reader's kernel (its text, or the path of its .cu file) in place of kernel `like`
+    (see the module), timed at M = N = K = `size`. Bad input (not a kernel, a wrong signature, tile sizes the rules
+    forbid, a size they cannot launch) is refused before anything compiles."""
     sub = submission(source, like)
     inst = catalog.instance(sub, params)
     catalog.instance(sub, inst.params, (size,) * 3)  # the timing size too, before anything compiles
     attempt, here = Attempt(like, inst.params), device.runs_here(sub)
-    try:  # NVRTC names FILE and the reader's own line numbers, and quotes the lines
+    try:  # NVRTC names the reader's file (FILE for a string) and their own line numbers, and quotes the lines
         if here:  # compiled once for this GPU and kept on disk: a second submission of the same text only loads it
             fn = compiler.load(inst)
             attempt.registers, attempt.spills = fn.num_regs, fn.local_size_bytes
@@ -258,7 +200,7 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
                         f"{'replay, no GPU' if not device.live() else device.gpu().name}); "
                         "in Colab, pick a GPU runtime.")
         return attempt
-    attempt.wrong, attempt.checked = check(sub, inst.params, size, column_major_of(like))
+    attempt.wrong, attempt.checked = check(sub, inst.params, size, column_major_of(like), cause=cause_of(like))
     if not attempt.wrong:  # checked at the timing size too: the timing finds nothing new to refuse
         at_size = catalog.instance(sub, inst.params, (size,) * 3)
         attempt.timed = [timing.raced(at_size, attempt.checked[-1][1], method=METHOD), _book(like, size, inst.params)]
@@ -266,42 +208,52 @@ def submit(source: str, like: str, params: Params | None = None, *, size: int = 
     return attempt
 
 
-Trial = Callable[..., tuple[str, float]]  # (sub, params, shape, *, alpha, beta, k_tail, column_major, passed)
+Trial = Callable[..., tuple[str, float]]  # (sub, params, shape, *, alpha, beta, k_tail, column_major, cause, passed)
+
+
+class Hung(RuntimeError):
+    """A launch that did not finish within HANG_S: its message is the diagnosis."""
 
 
 def check(sub: Submission, params: dict[str, int], size: int = 0, column_major: tuple[str, ...] = (),
-          trial: Trial | None = None) -> tuple[str, list[tuple[Shape, float]]]:
+          trial: Trial | None = None, cause: str = "") -> tuple[str, list[tuple[Shape, float]]]:
     """Run on every tail shape of the tile (`catalog.tail_shapes`), then with alpha and beta, then at M = N = K =
     `size` (0: not), each three times (a race shows as results that differ), with the operands in `column_major`
-    stored column-major; the first failure explained, or "" and what passed. `trial` runs and judges one case
-    (default: on the GPU, `_run_and_judge`; the tests pass fakes)."""
+    stored column-major; the first failure explained (`cause`: the likelier cause a variant names), or "" and what
+    passed. A launch that hangs ends the check at once: nothing more can run on the GPU. `trial` runs and judges one
+    case (default: on the GPU, `_run_and_judge`; the tests pass fakes)."""
     trial = trial or _run_and_judge
     passed: list[tuple[Shape, float]] = []
     shapes = [(m, n, k) for m, n, k in catalog.tail_shapes(sub, params)]
     bk = params.get("BK", 1)
-    with run.faults(sub, params):
-        for shape in shapes:
-            why, err = trial(sub, params, shape, column_major=column_major)
-            if why and shape[2] % bk:  # right once K is a whole number of tiles deep? then the partial step is wrong
-                whole = (shape[0], shape[1], round_up(shape[2], bk))
-                if not trial(sub, params, whole, column_major=column_major)[0]:
-                    why = trial(sub, params, shape, k_tail=True, column_major=column_major)[0]
+    layout = {"column_major": column_major, "cause": cause}
+    try:
+        with run.faults(sub, params):
+            for shape in shapes:
+                why, err = trial(sub, params, shape, **layout)
+                if why and shape[2] % bk:  # right once K is whole tiles deep? then the partial step is wrong
+                    whole = (shape[0], shape[1], round_up(shape[2], bk))
+                    if not trial(sub, params, whole, **layout)[0]:
+                        why = trial(sub, params, shape, k_tail=True, **layout)[0]
+                if why:
+                    return why, passed
+                passed.append((shape, err))
+            why, err = trial(sub, params, shapes[-1], alpha=0.5, beta=-2.0, **layout)
             if why:
-                return why, passed
-            passed.append((shape, err))
-        why, err = trial(sub, params, shapes[-1], alpha=0.5, beta=-2.0, column_major=column_major)
-        if why:
-            return f"with alpha = 0.5 and beta = -2: {why}", passed
-        if size:  # what only scale shows (a race that small shapes rarely lose) is named here, not as a timing error
-            why, err = trial(sub, params, (size,) * 3, column_major=column_major, passed=len(passed))
-            if why:
-                return f"at M = N = K = {size}: {why}", passed
-            passed.append(((size,) * 3, err))
+                return f"with alpha = 0.5 and beta = -2: {why}", passed
+            if size:  # what only scale shows (a race small shapes rarely lose) is named here, not by the timing
+                why, err = trial(sub, params, (size,) * 3, passed=len(passed), **layout)
+                if why:
+                    return f"at M = N = K = {size}: {why}", passed
+                passed.append(((size,) * 3, err))
+    except Hung as hung:
+        return str(hung), passed
     return "", passed
 
 
 def _run_and_judge(sub: Submission, params: dict[str, int], shape: Shape, alpha: float = 1.0, beta: float = 0.0,
-                   k_tail: bool = False, column_major: tuple[str, ...] = (), passed: int = 0) -> tuple[str, float]:
+                   k_tail: bool = False, column_major: tuple[str, ...] = (), cause: str = "",
+                   passed: int = 0) -> tuple[str, float]:
     """One case on the GPU: `judge` with a launch of the validated instance on device copies of the guarded words."""
     import cupy
 
@@ -312,7 +264,7 @@ def _run_and_judge(sub: Submission, params: dict[str, int], shape: Shape, alpha:
         return cupy.asnumpy(cupy.asarray(x) @ cupy.asarray(y))
 
     return judge(_device_launch(inst, alpha, beta), shape, sub.tile(params), sub.precision, alpha=alpha, beta=beta,
-                 k_tail=k_tail, column_major=column_major, passed=passed, matmul=matmul)
+                 k_tail=k_tail, column_major=column_major, cause=cause, passed=passed, matmul=matmul)
 
 
 Launch = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # guarded words of A, B, C -> C's after a launch
@@ -329,10 +281,35 @@ def _device_launch(inst: catalog.Instance, alpha: float, beta: float) -> Launch:
         bufs = [cupy.asarray(w).view(cupy.float32) for w in (a_words, b_words, c_words)]
         a, b, c = (buf[GUARD:GUARD + r * s].reshape(r, s) for buf, (r, s) in zip(bufs, ((m, k), (k, n), (m, n))))
         run.launcher(inst, a, b, alpha=alpha, beta=beta, out=c)()
-        cupy.cuda.Device().synchronize()
+        finished(inst.shape)
         return cupy.asnumpy(bufs[2]).view(np.uint32)
 
     return launch
+
+
+def finished(shape: Shape, within: float = HANG_S, is_done: Callable[[], bool] | None = None) -> None:
+    """Return once the GPU has done the work queued so far, or raise Hung after `within` seconds with what a kernel
+    that never finishes usually means: it cannot be stopped from the host, so naming it is all a check can do.
+    `is_done` says whether the work is done (default: whether a CUDA event recorded now has completed)."""
+    if is_done is None:
+        import cupy
+
+        event = cupy.cuda.Event(disable_timing=True)
+        event.record()
+
+        def is_done() -> bool:
+            return bool(event.done)
+    deadline = time.monotonic() + within
+    while not is_done():
+        if time.monotonic() > deadline:
+            m, n, k = shape
+            raise Hung(f"at M = {m}, N = {n}, K = {k} the kernel did not finish within {within:.0f} s, where it "
+                       "needs milliseconds: a thread waits for what never comes (an mbarrier wait whose phase no "
+                       "arrival completes: a wrong parity, an arrival count larger than the arrivals, more bytes "
+                       "expected than land; a __syncthreads that some threads never reach; or a loop that never "
+                       "ends). The GPU still runs it and cannot be stopped from here: restart the Python kernel "
+                       "before you use the GPU again")
+        time.sleep(POLL_S)
 
 
 def stored(x: np.ndarray, column_major: bool) -> np.ndarray:
@@ -358,8 +335,8 @@ def row_major_c(words: np.ndarray, m: int, n: int, column_major: bool) -> np.nda
 
 
 def judge(launch: Launch, shape: Shape, tile: tuple[int, int], precision: str = "fp32", *, alpha: float = 1.0,
-          beta: float = 0.0, k_tail: bool = False, column_major: tuple[str, ...] = (), passed: int = 0,
-          matmul: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.matmul) -> tuple[str, float]:
+          beta: float = 0.0, k_tail: bool = False, column_major: tuple[str, ...] = (), cause: str = "",
+          passed: int = 0, matmul: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.matmul) -> tuple[str, float]:
     """Run `launch` RUNS times on the seeded inputs of `shape` (A, B and, with beta, C stored as `column_major`
     says; with beta = 0, C poisoned), and judge the first result against float64 (`diagnose`, which hears of a
     second that differs): the diagnosis ("" when right) and the largest relative error. `matmul` multiplies the
@@ -377,17 +354,18 @@ def judge(launch: Launch, shape: Shape, tile: tuple[int, int], precision: str = 
     tolerance = run.tolerance(k, precision)
     differs = next((x for x in outs[1:] if (x != outs[0]).any()), outs[0])
     return diagnose(outs[0], differs, ref, (m, n), tolerance, floor, tile, k_tail, column_major=column_major,
-                    passed=passed), \
+                    cause=cause, passed=passed), \
         run.max_rel_err(outs[0][GUARD:GUARD + m * n].view(np.float32).reshape(m, n), ref, floor)
 
 
 def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tuple[int, int], tolerance: float,
              floor: float, tile: tuple[int, int], k_tail: bool, *, column_major: tuple[str, ...] = (),
-             passed: int = 0) -> str:
+             cause: str = "", passed: int = 0) -> str:
     """The first thing wrong with a guarded C (the words of one launch and of another of the same inputs, uint32, GUARD
     words around M x N in row-major order) against the float64 reference, and what it usually means; "" when all is
-    right. `column_major`: the operands the kernel takes column-major (named in the hint on indices); `passed`: the
-    smaller shapes this kernel got right before this one (then a wrong result is most likely a race)."""
+    right. `column_major`: the operands the kernel takes column-major (named in the hint on indices); `cause`: what a
+    wrong value of this kernel most likely means, named instead of a missing __syncthreads or wrong indices; `passed`:
+    the smaller shapes this kernel got right before this one (then a wrong result is most likely a race)."""
     m, n = shape
     guard = np.concatenate([first[:GUARD], first[GUARD + m * n:]])
     if (guard != CANARY).any():
@@ -411,15 +389,16 @@ def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tupl
     if bad_nan.any():
         i, j = np.argwhere(bad_nan)[0]
         return (f"C[{i}][{j}] is NaN: the kernel read the NaN padding around A or B, so a load index runs past the "
-                "edge of a matrix (a missing bound check on the loads, or zero-filling left out)")
+                "edge of a matrix (a missing bound check on the loads, or zero-filling left out)"
+                + (f"; or {cause}" if cause else ""))
     scale = max(float(np.abs(ref).max()), floor) or 1.0
     wrong = np.abs(c - ref) > tolerance * scale
     if not wrong.any():
         return ""
     i, j = np.argwhere(wrong)[0]
     said = f"C[{i}][{j}] is {c[i, j]:.6g}, not {ref[i, j]:.6g} ({int(wrong.sum())} of {m * n} outputs wrong)"
-    race = ("threads reading shared memory before others have written it, or overwriting it while others still read "
-            "it (a missing __syncthreads)")
+    race = cause or ("threads reading shared memory before others have written it, or overwriting it while others "
+                     "still read it (a missing __syncthreads)")
     if (first != second).any():
         return f"{said}, and two runs of the same inputs disagree: a race, {race}"
 
@@ -436,6 +415,8 @@ def diagnose(first: np.ndarray, second: np.ndarray, ref: np.ndarray, shape: tupl
     if passed:
         return (f"{said}, though the {passed} smaller shapes with tails of every tile came out right: what only a "
                 f"large shape shows is most likely a race, which one or two steps along K rarely lose: {race}")
+    if cause:
+        return f"{said}: {cause}"
     return (f"{said}: wrong products, so check the indices of A ({layout('A')} M x K: "
             f"{INDEX['A', 'A' in column_major]}) and B ({layout('B')} K x N: {INDEX['B', 'B' in column_major]}) "
             "and which tile each thread reads"
@@ -505,19 +486,38 @@ class Hole:
 
 
 @dataclass(frozen=True)
+class Mistake:
+    """A broken solution: the `line` of the solution's file (stripped, as the file has it) as a reader might write it
+    (`written`; "" leaves it out). `submit`'s diagnosis must contain one of the words `named`; `hangs`: the kernel may
+    never finish, so the GPU tests submit it in a process of its own (a hung GPU serves nothing else)."""
+
+    line: str
+    written: str
+    named: tuple[str, ...]
+    hangs: bool = False
+
+
+@dataclass(frozen=True)
 class KernelExercise:
     """Write the kernel: chapter `chapter`'s variant `like` (a key of VARIANTS, whose solution is a file of
-    kernels/exercises/) with its key lines removed (`holes`). `bugs` are broken solutions (a line as the file has it,
-    the line as a reader might write it, "" to leave it out, and words one of which the diagnosis must contain),
-    which the GPU tests check `submit` catches; `params` a small instance, quick to check."""
+    kernels/exercises/) with its key lines removed (`holes`); `mistakes` are what the GPU tests check `submit` names;
+    `params` a small instance, quick to check."""
 
     name: str
     chapter: str
     like: str
     holes: tuple[Hole, ...]
-    bugs: tuple[tuple[str, str, tuple[str, ...]], ...]
+    mistakes: tuple[Mistake, ...]
     params: dict[str, int] = field(default_factory=dict)
 
+
+RING_WAIT = "mbar_wait(empty0 + 8 * stage, phase ^ 1);  // the trip before was released (a fresh barrier: at once)"
+RING_NEXT = "if (++stage == STAGES) stage = 0, phase ^= 1;  // past the last stage: the next trip, the other parity"
+RING_ARRIVALS = ("mbar_init(empty0 + 8 * s, CONSUMERS * 4 * CLUSTER);  // every consumer warp of the cluster, when "
+                 "done with it")
+
+ALONG_K_LOAD = ("for (int i = 0; i < TM; ++i) a4[i] = *reinterpret_cast<const float4*>(&As[buf][row + i * LANES_M]"
+                "[kk]);")
 
 KERNEL_EXERCISES = {e.name: e for e in (
     KernelExercise("column_major_index", "ch01_naive_coalesced", "colmajor_coalesced", (
@@ -529,9 +529,10 @@ KERNEL_EXERCISES = {e.name: e for e in (
         Hole("for (int k = 0; k < K; ++k) acc += A[k * M + row] * B[col * K + k];  // A(row, k) and B(k, col)",
              "acc = the sum over k of A(row, k) * B(k, col), with A and B column-major"),
         Hole("float* c = &C[col * M + row];  // C(row, col)", "c points at C(row, col), column-major"),
-    ), (("for (int k = 0; k < K; ++k) acc += A[k * M + row] * B[col * K + k];  // A(row, k) and B(k, col)",
-         "for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];", ("indices",)),
-        ("float* c = &C[col * M + row];  // C(row, col)", "float* c = &C[row * N + col];", ("indices", "transpose"))),
+    ), (Mistake("for (int k = 0; k < K; ++k) acc += A[k * M + row] * B[col * K + k];  // A(row, k) and B(k, col)",
+                "for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];", ("indices",)),
+        Mistake("float* c = &C[col * M + row];  // C(row, col)", "float* c = &C[row * N + col];",
+                ("indices", "transpose"))),
         {"BLOCK": 16}),
     KernelExercise("colmajor_tile_loop", "ch02_smem_tiling", "smem_tiled_a_colmajor", (
         Hole("__shared__ float As[BK][BM];  // the A tile as A^T's tile: row kk holds column k0 + kk of A",
@@ -545,9 +546,9 @@ KERNEL_EXERCISES = {e.name: e for e in (
              "tiles"),
         Hole("__syncthreads();  // everyone is done reading before the next copy overwrites them",
              "no thread may overwrite the tiles while others still read them"),
-    ), (("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
-         "for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];", ("indices", "transpose", "NaN")),
-        ("__syncthreads();  // everyone is done reading before the next copy overwrites them", "", ("race",))),
+    ), (Mistake("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
+                "for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];", ("indices", "transpose", "NaN")),
+        Mistake("__syncthreads();  // everyone is done reading before the next copy overwrites them", "", ("race",))),
         {"BM": 16, "BN": 16, "BK": 16}),  # as the planted bug of issue 40: without its second barrier, wrong at 2048
     KernelExercise("thread_tile_along_n", "ch03_register_blocking", "thread_tile_1d_n", (
         Hole("const int tr = threadIdx.x / (BN / TN);       // this thread's row of the tile: BN / TN threads share it",
@@ -560,10 +561,10 @@ KERNEL_EXERCISES = {e.name: e for e in (
              "its TN multiply-adds, one per output"),
         Hole("for (int j = 0; j < TN; ++j) store_c(C, row0 + tr, col0 + tc + j, M, N, alpha, beta, acc[j]);",
              "store its TN outputs (store_c in tiles.cuh checks the edges of C)"),
-    ), (("const int tc = threadIdx.x % (BN / TN) * TN;  // the first of its TN columns",
-         "const int tc = threadIdx.x % (BN / TN);", ("never written",)),
-        ("for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc + j];",
-         "for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc];", ("indices",))),
+    ), (Mistake("const int tc = threadIdx.x % (BN / TN) * TN;  // the first of its TN columns",
+                "const int tc = threadIdx.x % (BN / TN);", ("never written",)),
+        Mistake("for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc + j];",
+                "for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc];", ("indices",))),
         {"BM": 64, "BN": 64, "BK": 8, "TN": 8}),
     KernelExercise("transposing_store_of_b", "ch04_vectorized", "vectorized_colmajor", (
         Hole("const int r = i / (BM / 4), c = i % (BM / 4) * 4;  // a float4 of row k0 + r of A^T: column k0 + r of A",
@@ -578,38 +579,72 @@ KERNEL_EXERCISES = {e.name: e for e in (
         Hole("Bs[c + 1][r] = v.y;", "(second value)"),
         Hole("Bs[c + 2][r] = v.z;", "(third value)"),
         Hole("Bs[c + 3][r] = v.w;", "(fourth value)"),
-    ), (("Bs[c + 1][r] = v.y;", "Bs[c + 1][r] = v.x;", ("indices", "wrong")),
-        ("*reinterpret_cast<float4*>(&As[r][c]) = load4(A, k0 + r, row0 + c, K, M, vec_a);  // already As[k][m]",
-         "*reinterpret_cast<float4*>(&As[r][c]) = load4(A, row0 + c, k0 + r, M, K, vec_a);",
-         ("indices", "NaN", "wrong"))),
+    ), (Mistake("Bs[c + 1][r] = v.y;", "Bs[c + 1][r] = v.x;", ("indices", "wrong")),
+        Mistake("*reinterpret_cast<float4*>(&As[r][c]) = load4(A, k0 + r, row0 + c, K, M, vec_a);  // already As[k][m]",
+                "*reinterpret_cast<float4*>(&As[r][c]) = load4(A, row0 + c, k0 + r, M, K, vec_a);",
+                ("indices", "NaN", "wrong"))),
         {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 8}),
-    KernelExercise("buffer_ring", "ch06_prefetch", "prefetch_ring", (
-        Hole("const int cur = t % BUFFERS, next = (t + 1) % BUFFERS;  // the ring: step t reads one buffer, fills the "
-             "next", "cur: the buffer step t multiplies from; next: the one its staged tiles go to"),
-        Hole("staged.store(As[next], Bs[next]);  // last read BUFFERS - 1 steps ago",
-             "write the staged tiles of step t + 1 into their buffer"),
-        Hole("__syncthreads();  // the tiles of step t + 1 are complete before anyone reads them",
-             "the barrier(s) this step needs, if any"),
-    ), (("staged.store(As[next], Bs[next]);  // last read BUFFERS - 1 steps ago", "staged.store(As[cur], Bs[cur]);",
-         ("race", "wrong")),
-        ("__syncthreads();  // the tiles of step t + 1 are complete before anyone reads them", "", ("race",))),
-        {"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8, "BUFFERS": 3}),
-    KernelExercise("contiguous_lane_tiles", "ch07_warp_tiling", "warp_tiling_contiguous", (
-        Hole("const int row = warp / (BN / WN) * WM + lane_m * TM, col = warp % (BN / WN) * WN + lane_n * TN;  "
-             "// its tile, whole", "the first row and column of this lane's TM x TN outputs inside the block tile"),
-        Hole("const float4 v = *reinterpret_cast<const float4*>(&As[buf][kk][row + 4 * g]);  "
-             "// rows row .. row + TM - 1",
-             "the g-th float4 of this lane's TM values of row kk of the A tile (As is transposed: As[k][m])"),
-        Hole("const float4 v = *reinterpret_cast<const float4*>(&Bs[buf][kk][col + 4 * h]);  "
-             "// columns col .. col + TN - 1", "the h-th float4 of its TN values of row kk of the B tile"),
-        Hole("store4(C, row0 + row + i, col0 + col + j, M, N, alpha, beta,",
-             "the first line of the store of acc[i][j .. j + 3]: "
-             "store4(C, <row of C>, <column of C>, M, N, alpha, beta,"),
-    ), (("const int row = warp / (BN / WN) * WM + lane_m * TM, col = warp % (BN / WN) * WN + lane_n * TN;  "
-         "// its tile, whole",
-         "const int row = warp / (BN / WN) * WM + lane_m * 4, col = warp % (BN / WN) * WN + lane_n * 4;",
-         ("never written", "outside C", "wrong")),),
-        {"BM": 64, "BN": 128, "BK": 8, "WM": 32, "WN": 64, "TM": 8, "TN": 8}),
+    KernelExercise("full_ring", "ch06_prefetch", "multistage_full_ring", (
+        Hole("for (int t = 0; t < STAGES; ++t) {  // every buffer starts filling before the first step",
+             "the loop over the steps whose copies start before step 0 (its body issues step t, commits one group)"),
+        Hole("wait_copies<STAGES - 1>();  // groups 0 .. t + STAGES - 1 committed: step t's is done when STAGES - 1 "
+             "remain", "wait until this thread's copies of step t have landed: how many of its groups may still be "
+                       "in flight here?"),
+        Hole("__syncthreads();  // every thread's copies of step t have landed",
+             "before any thread reads buffer s: what else must be true? (a barrier, if one is needed here)"),
+        Hole("__syncthreads();  // every thread is done reading buffer s: it may be refilled",
+             "before buffer s is refilled: what must be true? (a barrier, if one is needed here)"),
+        Hole("if (t + STAGES < steps) issue(t + STAGES);  // into buffer s, the one just read",
+             "start the copies of the step that buffer s holds next, if there is one"),
+    ), (Mistake("wait_copies<STAGES - 1>();  // groups 0 .. t + STAGES - 1 committed: step t's is done when STAGES - 1 "
+                "remain", "wait_copies<STAGES>();", ("landed",)),
+        Mistake("__syncthreads();  // every thread is done reading buffer s: it may be refilled", "", ("refilled",)),
+        Mistake("for (int t = 0; t < STAGES; ++t) {  // every buffer starts filling before the first step",
+                "for (int t = 0; t < STAGES - 1; ++t) {", ("landed",))),
+        {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "STAGES": 3}),
+    KernelExercise("rows_along_k", "ch07_warp_tiling", "warp_tiling_along_k", (
+        Hole("*reinterpret_cast<float4*>(&As[i / (BK / 4)][i % (BK / 4) * 4]) = staged.a[l];  // row i / (BK / 4), as "
+             "loaded", "store staged.a[l], the float4 this thread loaded for index i (Staging::load in staging.cuh), "
+                       "into the row-major A tile"),
+        Hole("const int row = warp / (BN / WN) * WM + lane_m, col = warp % (BN / WN) * WN + lane_n * 4;  // rows "
+             "LANES_M apart", "the first row of this lane's TM rows in the block tile (where must the others lie?), "
+                              "and its first column (kernel 10's)"),
+        Hole(ALONG_K_LOAD, "a4[i]: the float4 of k-values kk .. kk + 3 of this lane's i-th row"),
+        Hole("store4(C, row0 + row + i * LANES_M, col0 + col + j / 4 * STRIDE_N, M, N, alpha, beta,",
+             "the first line of the store of acc[i][j .. j + 3]: store4(C, <row of C>, <column of C>, M, N, alpha, "
+             "beta,"),
+    ), (Mistake("const int row = warp / (BN / WN) * WM + lane_m, col = warp % (BN / WN) * WN + lane_n * 4;  // rows "
+                "LANES_M apart",
+                "const int row = warp / (BN / WN) * WM + lane_m * TM, col = warp % (BN / WN) * WN + lane_n * 4;",
+                ("never written", "outside C", "wrong")),
+        Mistake(ALONG_K_LOAD, ALONG_K_LOAD.replace("row + i * LANES_M", "row + i"),
+                ("indices", "wrong"))),
+        {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}),
+    KernelExercise("ring_producer", "ch09_hopper_pipeline", "ring_producer", (
+        Hole(RING_ARRIVALS, "the empty barrier of stage s: how many arrivals complete one of its phases?"),
+        Hole(RING_WAIT, "wait until the consumers have released what this stage held on the trip before (which "
+                        "parity?)"),
+        Hole("mbar_arrive_expect(full, STAGE_BYTES);  // A, and every box of B: the partner multicasts its half here "
+             "too",
+             "arrive on the full barrier, announcing the bytes that will land in this block's stage"),
+        Hole(RING_NEXT, "move stage and phase on to the next step's"),
+    ), (Mistake(RING_WAIT, "mbar_wait(empty0 + 8 * stage, phase);", ("did not finish",), hangs=True),
+        Mistake(RING_NEXT, "if (++stage == STAGES) stage = 0;", ("did not finish", "refilled"), hangs=True),
+        Mistake(RING_ARRIVALS, "mbar_init(empty0 + 8 * s, CONSUMERS * 4);", ("did not finish", "refilled"),
+                hangs=True)),
+        {"BM": 256, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "PERSIST": 1, "GROUP": 8}),
+    KernelExercise("signed_residues", "ch10_ozaki", "ozaki_by_thread", (
+        Hole("const double r = x - rint(x / p) * p;  // the residue nearest zero, in [-p/2, p/2]",
+             "r: x modulo p, as an int8 can hold it"),
+        Hole("for (int l = 0; l < MODULI; ++l) sums[l] += residue(x, MODULUS[l]) * residue(y, MODULUS[l]);",
+             "for each modulus, add the product of the residues of x and y to its sum"),
+        Hole("const double c = s - rint(s / P) * P;  // |c| <= P / 4",
+             "c: the integer whose residues the sums are (which of the integers s stands for modulo P?)"),
+    ), (Mistake("const double r = x - rint(x / p) * p;  // the residue nearest zero, in [-p/2, p/2]",
+                "const double r = x - floor(x / p) * p;", ("residues",)),
+        Mistake("const double c = s - rint(s / P) * P;  // |c| <= P / 4", "const double c = s - floor(s / P) * P;",
+                ("nearest zero",))),
+        {"BLOCK": 16}),
 )}
 
 
@@ -634,10 +669,18 @@ class Source(str):
     def _repr_markdown_(self) -> str:
         return f"```cuda\n{self}```\n"
 
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the source to `path` (a .cu file to edit, then `submit` by its path), unless that file exists: a
+        second call keeps the reader's work. Returns the path."""
+        path = Path(path).expanduser()
+        if not path.exists():
+            path.write_text(self)
+        return path
+
 
 def skeleton(name: str) -> Source:
     """The source of write-the-kernel exercise `name`: its solution's file with each hole's line replaced by a TODO
-    that says what the line must do (the reader fills them in and passes the text to `submit`)."""
+    that says what the line must do (the reader fills them in and passes the text, or a file's path, to `submit`)."""
     lines, found = _hole_indices(name)
     for hole, i in zip(KERNEL_EXERCISES[name].holes, found):
         indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]

@@ -227,10 +227,18 @@ def _stream_k_steps() -> tuple[float, str]:
                    f"about {value:.0f} each (a run may span two tiles).")
 
 
+WAVEFRONT_PARAMS = {"BN": 128, "WN": 32, "TN": 8}  # kernel 10b, 8 x 8 thread tiles: not the instance its page counts
+
+
+def _wavefront_instance() -> dict[str, int]:
+    return catalog.get("pipelined_warp_tiling").full_params(WAVEFRONT_PARAMS)
+
+
 def _wavefronts_per_k() -> tuple[float, str]:
     from ..models.banks import SHARED_AT, fragment_loads, lds128_wavefronts
 
-    loads = {operand: (float4s, per_k) for operand, float4s, per_k in fragment_loads("pipelined_warp_tiling")}
+    loads = {operand: (float4s, per_k) for operand, float4s, per_k in
+             fragment_loads("pipelined_warp_tiling", _wavefront_instance())}
     (a, na), (b, nb) = loads["A"], loads["B"]
     wa, wb = lds128_wavefronts(a), lds128_wavefronts(b)
     value = na * wa + nb * wb
@@ -414,15 +422,15 @@ QUESTIONS = {q.name: q for q in (
         "block run?").format(tiles=_stream_k_givens()[1], steps=_stream_k_givens()[2], slots=_stream_k_givens()[3],
                               **_stream_k_givens()[0]), "k-steps", _stream_k_steps, 0.01),
     Question("wavefronts_per_k", "ch07b_pipelined_warp_tiling", lambda: (
-        "With its {TM} x {TN} thread tile, each lane of kernel 10b loads {a} float4s of A and {b} of B per k. The "
-        "warp's lanes form a grid of {rows} rows (of A) by {cols} columns (of B), and a quarter-warp is 4 lanes along "
-        "the wide side by 2 along the narrow one. By the rule of step 2 (the two quarter-warps of a half-warp share "
-        "one wavefront when each reads at most two distinct float4s; otherwise each takes its own), how many "
-        "wavefronts do a warp's fragment loads take per k?").format(
-        a=_spec("pipelined_warp_tiling")[1]["TM"] // 4, b=_spec("pipelined_warp_tiling")[1]["TN"] // 4,
-        rows=_spec("pipelined_warp_tiling")[1]["WM"] // _spec("pipelined_warp_tiling")[1]["TM"],
-        cols=32 * _spec("pipelined_warp_tiling")[1]["TM"] // _spec("pipelined_warp_tiling")[1]["WM"],
-        **_spec("pipelined_warp_tiling")[1]), "wavefronts", _wavefronts_per_k, 0),
+        "Kernel 10b with {TM} x {TN} thread tiles in {WM} x {WN} warp tiles: each lane loads {a} float4s of A and {b} "
+        "of B per k, and the warp's lanes form a grid of {rows} rows (of A) by {cols} columns (of B), numbered as in "
+        "step 2: a quarter-warp is 4 lanes along the wide side by 2 along the narrow one. By step 2's rule (the two "
+        "quarter-warps of a half-warp share one wavefront when each reads at most two distinct float4s; otherwise each "
+        "takes its own), how many wavefronts do a warp's fragment loads take per k?").format(
+        a=_wavefront_instance()["TM"] // 4, b=_wavefront_instance()["TN"] // 4,
+        rows=_wavefront_instance()["WM"] // _wavefront_instance()["TM"],
+        cols=_wavefront_instance()["WN"] // _wavefront_instance()["TN"], **_wavefront_instance()),
+        "wavefronts", _wavefronts_per_k, 0),
     Question("double_buffer_smem", "ch06_prefetch", lambda: (
         "How many bytes of shared memory does a block of chapter 6's kernel use at its defaults (BM = {BM}, "
         "BN = {BN}, BK = {BK}) with two buffers?").format(**_spec("prefetch")[1]), "bytes", _double_buffer_smem, 0),
