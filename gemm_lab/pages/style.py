@@ -11,6 +11,7 @@ book's build (`book_build`) makes the image's alt text.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import textwrap
 
@@ -96,8 +97,10 @@ def _describe_figures_in_ipython() -> None:
         return
     import matplotlib.pyplot as plt
 
-    # the inline backend drops every formatter of Figure when it loads (with a page's first figure): load it first
-    plt.switch_backend(mpl.get_backend())
+    # the inline backend drops every formatter of Figure when it loads (with a page's first figure): load it first;
+    # a backend this machine cannot load (a terminal's GUI one) is left for pyplot to fall back from when it draws
+    with contextlib.suppress(ImportError):
+        plt.switch_backend(mpl.get_backend())
     shell.display_formatter.formatters["text/plain"].for_type(Figure, lambda fig, p, cycle: p.text(describe(fig)))
 
 
