@@ -237,7 +237,7 @@ def test_tables_fit_the_page():
     top, bottom = t.split(2).parts
     assert top.columns == ("tile", "GFLOP/s") and bottom.columns == ("tile", "note", "registers")
     assert bottom.caption == "caption" and not top.caption and bottom.rows[0][0] == top.rows[0][0]
-    assert t.folded("open me")._repr_html_().startswith("<details><summary")
+    assert t.folded("open me")._repr_html_().startswith("<details class='lab-notes'><summary")
 
 
 def test_measurements_table_moves_what_every_row_shares_to_the_caption(replay):

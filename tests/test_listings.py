@@ -14,6 +14,12 @@ def _file(name: str) -> list[str]:
     return listings.source_path(name).read_text().splitlines()
 
 
+@pytest.fixture(autouse=True)
+def a_fresh_page(monkeypatch):
+    """Each test is a page of its own: no file's whole text folded yet."""
+    monkeypatch.setattr(listings, "_FILE_SHOWN", {})
+
+
 def test_excerpt_shows_the_files_lines_under_their_numbers():
     shown = listings.excerpt("14_tf32_wgmma_ws.cu", start_at="if (wg == 0) {", end_before="else if (HELPERS")
     lines = _file("14_tf32_wgmma_ws.cu")
@@ -82,3 +88,13 @@ def test_every_kernel_function_is_found(name):
     first, last = listings.function_span(spec.path, spec.function)
     body = "\n".join(_file(spec.path.name)[first - 1:last])
     assert re.search(rf"\b{spec.function}\s*\(", body) and body.rstrip().endswith("}")
+
+
+def test_the_whole_file_is_folded_once_per_page():
+    first = listings.excerpt("14_tf32_wgmma_ws.cu", start_at="if (wg == 0) {", end_before="else if (HELPERS")
+    later = listings.excerpt("14_tf32_wgmma_ws.cu", function="sgemm_tf32_wgmma_ws")
+    diff = listings.changes("wgmma_ws_tf32", against="wgmma_tf32")  # folds the same file, the newer of the two
+    html_first, html_later, html_diff = first._repr_html_(), later._repr_html_(), diff._repr_html_()
+    assert html_first.count("<details>") == 1 and "<details>" not in html_later + html_diff
+    assert "under this page's first listing of it" in html_later and "first listing" not in html_first
+    assert first._repr_html_() == html_first  # shown again (a cell run twice), the first listing keeps its fold

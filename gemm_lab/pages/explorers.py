@@ -39,15 +39,16 @@ def sweep_explorer(kernel: str, size: int = grids.EXPLORER_SIZE, x: str = "BN", 
             name=name, value=defaults[p] if defaults[p] in values else values[0],
             bind=alt.binding_select(options=values, name=f"{p} ")))
         chart = chart.transform_filter(f"datum.{p} == {name}")
-    top = max(r["GFLOP/s"] for r in rows)
+    # the colours span the sweep's range, not 0 to its top: its instances lie within tens of % of each other
+    low, top = min(r["GFLOP/s"] for r in rows), max(r["GFLOP/s"] for r in rows)
     base = chart.encode(x=alt.X(f"{x}:O", title=x, axis=alt.Axis(labelAngle=0)),
                         y=alt.Y(f"{y}:O", title=y, sort="descending"))
     cells = base.mark_rect().encode(
-        color=alt.Color("GFLOP/s:Q", scale=alt.Scale(domain=[0, top], scheme="viridis")),
+        color=alt.Color("GFLOP/s:Q", scale=alt.Scale(domain=[low, top], scheme="viridis")),
         tooltip=["configuration:N", "GFLOP/s:Q", "% of cuBLAS:Q"])
     labels = base.mark_text(fontSize=style.BODY_PX).encode(
         text=alt.Text("GFLOP/s:Q", format=","),
-        color=alt.condition(f"datum['GFLOP/s'] < {0.6 * top}", alt.value("white"), alt.value("black")))
+        color=alt.condition(f"datum['GFLOP/s'] < {low + 0.55 * (top - low)}", alt.value("white"), alt.value("black")))
     text = style.BODY_PX
     return (cells + labels).properties(
         width=72 * len({r[x] for r in rows}), height=40 * len({r[y] for r in rows}),

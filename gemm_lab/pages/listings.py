@@ -2,9 +2,10 @@
 
 `changes(kernel)` shows what is new against the kernel before it in the catalog (or `against=`): a diff of the
 two kernel functions, each line under its own file's number. `excerpt(source, ...)` shows one file, or a named
-part of it (a function, or the lines between two markers), with chosen lines highlighted. Both fold the whole file
-under the listing (one click away), wrap long lines instead of cutting them, and render as HTML in the book and in
-Jupyter (text in a terminal).
+part of it (a function, or the lines between two markers), with chosen lines highlighted. Both wrap long lines
+instead of cutting them, and render as HTML in the book and in Jupyter (text in a terminal). The whole file is one
+click away, folded under the first listing of it that a page shows; later listings of the file point there (a page
+that folded a 900-line file under each of seven excerpts weighed a megabyte).
 """
 from __future__ import annotations
 
@@ -25,15 +26,29 @@ _STYLE = """
 .gl-listing td{border:none;padding:0 0.4em;vertical-align:top}
 .gl-listing td.no{color:#888;text-align:right;user-select:none;width:1%;white-space:nowrap}
 .gl-listing td.mark{color:#666;user-select:none;width:1%;padding:0 0.2em}
-.gl-listing td.code{white-space:pre-wrap;overflow-wrap:anywhere;word-break:normal}
+.gl-listing td.code{white-space:pre-wrap;overflow-wrap:anywhere;word-break:normal;position:relative;
+  padding-left:calc(0.4em + 2ch);text-indent:-2ch}
+.gl-listing td.code .wrapped{position:absolute;left:0.4em;top:1.45em;bottom:0;width:2ch;
+  background:HOOK 0 0/1.6ch 1.45em repeat-y}
+.gl-listing td.code .keep{display:inline-block;text-indent:0}
+.gl-listing td.code .s:not(.keep){word-break:break-all}
 .gl-listing tr.add{background:#e6ffec}.gl-listing tr.add td.mark{color:#1a7f37}
 .gl-listing tr.del{background:#ffebe9}.gl-listing tr.del td.mark{color:#cf222e}
 .gl-listing tr.hl{background:#fff3c4}
 .gl-listing tr.gap td{color:#888;font-style:italic;background:#f0f0f0}
 .gl-listing .title{font-size:0.85em;padding:0.2em 0.5em;border-bottom:1px solid #ddd;background:#f3f3f3}
+.gl-listing .title .where{color:#666}
 .gl-listing details{border-top:1px solid #ddd}
 .gl-listing summary{cursor:pointer;font-size:0.85em;padding:0.2em 0.5em;color:#36c}
-"""
+""".replace("HOOK", "url(\"data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 20'%3E"
+               "%3Cpath d='M3 3v7a3 3 0 0 0 3 3h7M10 10l3 3-3 3' fill='none' stroke='%23999' stroke-width='1.6'/%3E"
+               "%3C/svg%3E\")")  # a hook, as _static/gemm_lab.css draws it in code cells
+# A line too long for the page wraps under a hanging indent, a hook marking each line it continues onto (the mark
+# starts one line down and spans what the cell wraps into: nothing on a line that fits). A string literal short
+# enough for a line moves to the next line whole (class "keep") rather than split at one of its spaces; a longer one
+# fills the line it starts on.
+WRAPPED = "<span class='wrapped'></span>"
+KEEP_WHOLE = 60  # characters: a string this long always fits a line of the page (about 80 at 800 px)
 
 
 @dataclass(frozen=True)
@@ -78,15 +93,23 @@ class Listing:
             kind = {"+": "add", "-": "del", "!": "hl"}.get(x.kind, "")
             numbers = (f"<td class='no'>{x.old or ''}</td>" if two else "") + f"<td class='no'>{x.new or ''}</td>"
             mark = {"+": "+", "-": "−"}.get(x.kind, "")
-            rows.append(f"<tr class='{kind}'>{numbers}<td class='mark'>{mark}</td><td class='code'>{code}</td></tr>")
+            rows.append(f"<tr class='{kind}'>{numbers}<td class='mark'>{mark}</td>"
+                        f"<td class='code'>{WRAPPED}{code}</td></tr>")
         body = f"<table>{''.join(rows)}</table>"
-        fold = "" if self.whole else (
+        carries = _FILE_SHOWN.setdefault(self.path, self) == self  # a rerun of the first listing carries it again
+        fold = "" if self.whole or not carries else (
             f"<details><summary>the whole file: {html.escape(_name(self.path))} "
             f"({len(files[self.path])} lines)</summary><table>"
-            + "".join(f"<tr><td class='no'>{i}</td><td class='code'>{code}</td></tr>"
+            + "".join(f"<tr><td class='no'>{i}</td><td class='code'>{WRAPPED}{code}</td></tr>"
                       for i, code in enumerate(files[self.path], start=1)) + "</table></details>")
+        where = "" if self.whole or carries else (
+            " <span class='where'>(the whole file: under this page's first listing of it)</span>")
         return (f"<style>{_STYLE}{_token_css()}</style><div class='{CSS_CLASS}'>"
-                f"<div class='title'>{html.escape(self.title)}</div>{body}{fold}</div>")
+                f"<div class='title'>{html.escape(self.title)}{where}</div>{body}{fold}</div>")
+
+
+# file -> the listing that folds the file's whole text on this page (a page runs in a kernel of its own)
+_FILE_SHOWN: dict[Path, Listing] = {}
 
 
 def changes(kernel: str, against: str | None = None, *, function: str | None = None,
@@ -302,7 +325,8 @@ def _highlighted(path: Path) -> list[str]:
     current: list[tuple[str, str]] = []  # (class, text) runs of the line so far, neighbours of one class merged
 
     def close_line() -> None:
-        out.append("".join(f"<span class='{c}'>{html.escape(t)}</span>" if c else html.escape(t) for c, t in current))
+        out.append("".join(f"<span class='{_keep(c, t)}'>{html.escape(t)}</span>" if c else html.escape(t)
+                           for c, t in current))
         current.clear()
 
     for ttype, value in CudaLexer(stripnl=False, ensurenl=False).get_tokens(path.read_text()):
@@ -317,6 +341,11 @@ def _highlighted(path: Path) -> list[str]:
     close_line()
     lines = _lines(path)
     return out[:len(lines)] + [""] * (len(lines) - len(out))
+
+
+def _keep(css: str, text: str) -> str:
+    """A token's classes: a short string literal also "keep", which holds it on one line."""
+    return f"{css} keep" if css in ("s", "s1", "s2", "sc") and len(text) <= KEEP_WHOLE else css
 
 
 def _plain() -> frozenset:

@@ -48,10 +48,13 @@ def bars(ms: Sequence[Measurement], title: str = "") -> Figure:
     """GFLOP/s per kernel at one shape, each bar labelled with its share of cuBLAS (same run)."""
     fig, ax = plt.subplots(figsize=(WIDTH, 0.6 * len(ms) + 1.6))
     y = range(len(ms))
-    ax.barh(y, [x.gflops for x in ms], color=[color(x.kernel) for x in ms])
+    # an outline keeps a bar of 1 % of the axis (chapter 1's naive kernel) visible as a bar
+    ax.barh(y, [x.gflops for x in ms], color=[color(x.kernel) for x in ms], edgecolor="black", linewidth=0.6)
     for i, x in enumerate(ms):
-        ax.text(x.gflops, i, f"  {x.gflops:,.0f}\n  {x.pct_cublas:.1f}% of cuBLAS", va="center",
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})  # over the cuBLAS line
+        # the label starts a few points past the bar's end, so its box (which hides the cuBLAS line) never covers it
+        ax.annotate(f"{x.gflops:,.0f}\n{x.pct_cublas:.1f}% of cuBLAS", (x.gflops, i), xytext=(6, 0),
+                    textcoords="offset points", va="center",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
     cublas = sum(x.cublas_gflops for x in ms) / len(ms)
     ax.axvline(cublas, **CUBLAS_STYLE, label=f"cuBLAS SGEMM, same runs ({cublas:,.0f})")
     ax.set_yticks(list(y), instance_labels(ms))
@@ -59,6 +62,7 @@ def bars(ms: Sequence[Measurement], title: str = "") -> Figure:
     ax.set_xlabel("GFLOP/s (higher is better)")
     ax.set_xlim(0, max(cublas, max(x.gflops for x in ms)) * 1.5)
     ax.xaxis.set_major_locator(plt.MaxNLocator(4))  # five-digit tick labels need the room beside long bar labels
+    ax.xaxis.set_major_formatter("{x:,.0f}")  # thousands written as the bars' labels write them
     shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
     _title(ax, title or f"SGEMM at M x N x K = {', '.join(shapes)}")
     fig.tight_layout()
@@ -286,7 +290,9 @@ def tile_heatmaps(ms: Sequence[Measurement], x: str, y: str, facet: str, title: 
     rows = ceil_div(len(facets), per_row)
     fig, axes = plt.subplots(rows, per_row, squeeze=False, layout="constrained",
                              figsize=(WIDTH, rows * (len(ys) * 0.42 + 1.3) + 0.6))
-    top = max(m.gflops for m in ms) / 1e3
+    # the colours span the data, not 0 to the top: a sweep's instances lie within a few tens of % of each other
+    low, top = min(m.gflops for m in ms) / 1e3, max(m.gflops for m in ms) / 1e3
+    dark = low + 0.55 * (top - low)  # viridis is dark below about here: white numbers there
     for ax in axes.flat[len(facets):]:
         ax.set_visible(False)
     for ax, f in zip(axes.flat, facets):
@@ -294,10 +300,10 @@ def tile_heatmaps(ms: Sequence[Measurement], x: str, y: str, facet: str, title: 
         for m in ms:
             if m.params[facet] == f:
                 grid[ys.index(m.params[y]), xs.index(m.params[x])] = m.gflops / 1e3
-        image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=top, aspect="auto")
+        image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=low, vmax=top, aspect="auto")
         for (r, c), v in np.ndenumerate(grid):
             if not np.isnan(v):
-                ax.text(c, r, f"{v:.1f}", ha="center", va="center", color="white" if v < 0.6 * top else "black")
+                ax.text(c, r, f"{v:.1f}", ha="center", va="center", color="white" if v < dark else "black")
         ax.set_xticks(range(len(xs)), xs)
         ax.set_yticks(range(len(ys)), ys)
         ax.set_xlabel(x)
@@ -426,9 +432,11 @@ def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K 
         ax.plot([x.k for x in xs], [x.max_rel_err for x in xs], marker=PRECISION_MARKERS.get(xs[0].precision, "o"),
                 color=color(xs[0].kernel), label=_same_line([name for name, _ in same]), **dashed)
     ks = sorted({x.k for x in ms})
-    for name, u, grows in (("FP32 u·√K", run.UNIT_ROUNDOFF["fp32"], True),
-                           ("TF32 u", run.UNIT_ROUNDOFF["tf32"], False)):
-        ax.plot(ks, [u * k**0.5 if grows else u for k in ks], ":", color="grey", linewidth=1.5, label=f"model: {name}")
+    # two models, two line styles (dotted, dash-dot), neither the dashes of cuBLAS's lines
+    for name, u, grows, style in (("FP32 u·√K", run.UNIT_ROUNDOFF["fp32"], True, ":"),
+                                  ("TF32 u", run.UNIT_ROUNDOFF["tf32"], False, "-.")):
+        ax.plot(ks, [u * k**0.5 if grows else u for k in ks], style, color="dimgray", linewidth=1.6,
+                label=f"model: {name}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(ks, [f"{k:,}" for k in ks])
@@ -496,22 +504,25 @@ def memory_latency(recs: Sequence[Any]) -> Figure:
     fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
     for i, rec in enumerate(recs):
         xs = [x["bytes"] for x in rec.sweep]
-        ax.plot(xs, [x["ns"] for x in rec.sweep], "o-", color=f"C{i}", label=rec.gpu)
+        # the L2 size is named in the legend: two GPUs' L2 lines stand too close for a label beside each
+        ax.plot(xs, [x["ns"] for x in rec.sweep], "o-", color=f"C{i}",
+                label=f"{rec.gpu} (dotted: its L2, {rec.properties['l2_bytes'] / 2**20:.0f} MiB)")
         ax.axvline(rec.properties["l2_bytes"], color=f"C{i}", linestyle=":", linewidth=1.2)
-        ax.text(rec.properties["l2_bytes"], 0.05 + 0.09 * i, f" L2: {rec.properties['l2_bytes'] / 2**20:.0f} MiB",
-                color=f"C{i}", transform=ax.get_xaxis_transform())
     ax.set_xscale("log", base=2)
+    widest = max(x["bytes"] for rec in recs for x in rec.sweep)
+    ax.set_xlim(right=widest * 2 ** 0.8)  # room for the last tick's label inside the frame
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(lambda v, _: f"{v:g}")
     ax.yaxis.set_minor_formatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else "")
-    ticks = [2**e for e in range(12, 31, 3)]
-    ax.set_xticks(ticks, [f"{t // 2**20} MiB" if t >= 2**20 else f"{t // 2**10} KiB" for t in ticks])
+    ticks = [2**e for e in range(12, 31, 3) if 2**e <= widest]
+    ax.set_xticks(ticks, [f"{t // 2**30} GiB" if t >= 2**30 else f"{t // 2**20} MiB" if t >= 2**20 else
+                          f"{t // 2**10} KiB" for t in ticks])
     ax.set_xlabel("working set of the chain")
     ax.set_ylabel("ns per load (log scale)")
     ax.set_title("One load's latency: L1, then L2, then DRAM")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper left")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.tight_layout()
+    _legend_below(fig, ax, 1)
     return stamp(fig, "; ".join(memory_provenance(rec) for rec in recs))
 
 
@@ -624,7 +635,8 @@ def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]
         ax.barh([i - 0.2 for i in y], [p for _, p, _ in items], height=0.38, color="lightgray", hatch="///",
                 edgecolor="gray", label="published, on its GPU")
         ax.barh([i + 0.2 for i in y], [x.pct_cublas for _, _, x in items], height=0.38,
-                color=[color(x.kernel) for _, _, x in items], label="ours, same idea, on the H100")
+                color=[color(x.kernel) for _, _, x in items], edgecolor="black", linewidth=0.6,
+                label="ours, same idea, on the H100")
         for i, (_, p, x) in enumerate(items):
             ax.text(max(p, x.pct_cublas) + 2, i, f"{p:.0f} → {x.pct_cublas:.0f}%", va="center",
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
@@ -633,18 +645,30 @@ def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]
         ax.axvline(100, **CUBLAS_STYLE)
         ax.set_title(wrap(source, TEXT, 3.8), fontsize=TEXT, loc="left")  # within the axes' width
     ax = axes[-1, 0]
-    right = top * 1.3
-    ax.set_xlim(0, right)
-    ax.set_xticks([t for t in range(0, int(right), 50) if t < right - 10])  # no tick label on the right edge
+    ax.set_xlim(0, top * 1.3)
     ax.set_xlabel(wrap("% of cuBLAS SGEMM timed on the same GPU (higher is better); dashed: cuBLAS", TEXT, 4.3))
     fig.suptitle(wrap(title or "Published claims beside ours: the ratio to cuBLAS, step by step", TITLE),
                  fontsize=TITLE)
     fig.tight_layout()
+    right = _room_for_labels(fig, [t for a in axes[:, 0] for t in a.texts], top * 1.3)  # as laid out
+    ax.set_xlim(0, right)
+    ax.set_xticks([t for t in range(0, int(right), 50) if t < right - 10])  # no tick label on the right edge
     handles = [Patch(facecolor="lightgray", hatch="///", edgecolor="gray", label="published, % of cuBLAS on its GPU"),
                Patch(facecolor="gray", label="ours, the same idea, % of cuBLAS on ours (colour: the kernel)")]
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, frameon=False)
     return stamp(fig, "Published: quoted as data from each source (gemm_lab.published). Ours: "
                  + provenance([x for _, items in groups for _, _, x in items]))
+
+
+def _room_for_labels(fig: Figure, texts: Sequence[Any], right: float, margin_px: float = 6.0) -> float:
+    """The right end of a shared x-axis starting at 0, at least `right`, far enough that every text written at a data
+    x (a bar's label) ends `margin_px` inside the frame: x * W / R + width + margin <= W for axes W px wide."""
+    renderer = fig.canvas.get_renderer()
+    for t in texts:
+        axes_px = t.axes.get_window_extent(renderer).width
+        width = t.get_window_extent(renderer).width
+        right = max(right, t.get_position()[0] * axes_px / max(1.0, axes_px - width - margin_px))
+    return right
 
 
 def _moduli_shade(moduli: int) -> Any:

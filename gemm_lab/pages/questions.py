@@ -101,7 +101,7 @@ def _peak() -> tuple[float, str]:
 def _at_peak() -> tuple[float, str]:
     tflops, _ = _peak()
     ms = model.flops(8192, 8192, 8192) / (tflops * 1e12) * 1e3
-    return ms, f"2 x 8192^3 = {model.flops(8192, 8192, 8192):.3g} FLOP at {tflops:.1f} TFLOP/s take {ms:.1f} ms."
+    return ms, f"2 x 8192³ = {model.flops(8192, 8192, 8192):.3g} FLOP at {tflops:.1f} TFLOP/s take {ms:.1f} ms."
 
 
 def _sectors(lanes_apart_bytes: int) -> tuple[float, str]:
@@ -306,7 +306,7 @@ def _full_parity() -> tuple[float, str]:
 
 def _tf32_roundoff() -> tuple[float, str]:
     return 2.0**-11, ("TF32 keeps 10 of FP32's 23 mantissa bits (11 with the implicit one), so rounding to nearest "
-                      "errs by at most half a unit in the last place: 2^-11, about 4.9e-4 of the value.")
+                      "errs by at most half a unit in the last place: 2⁻¹¹, about 4.9e-4 of the value.")
 
 
 def _kernel14_stage() -> tuple[float, str]:
@@ -357,8 +357,8 @@ def _crt() -> tuple[float, str]:
 
 def _bits() -> tuple[float, str]:
     bits = math.log2(ozaki.product(8))
-    return bits, (f"P = {' x '.join(map(str, ozaki.MODULI[:8]))} = 2^{bits:.1f}: the residues pin down any integer in "
-                  f"a range of 2^{bits:.1f}, about {bits:.0f} bits (one of them for the sign).")
+    return bits, (f"P = {' x '.join(map(str, ozaki.MODULI[:8]))}, and log₂ P = {bits:.1f}: the residues pin down any "
+                  f"integer in a range of P values, about {bits:.0f} bits (one of them for the sign).")
 
 
 QUESTIONS = {q.name: q for q in (

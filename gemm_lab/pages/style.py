@@ -5,9 +5,14 @@ The book's body text is 16 px; its content column is 728 px wide at 800 px and 6
 sidebars take their room (measured in headless-Chromium screenshots of the built book). A PNG is shown at its own
 size, or shrunk to the column: so a figure at most `WIDTH` inches wide at `DPI` is never shrunk, and `TEXT` points
 at `DPI` are `TEXT * DPI / 72` = 16.7 px. Importing this module sets matplotlib's defaults; `fits()` checks a figure.
+
+A figure also reads in words: in IPython, its plain-text form is `describe(fig)` (its titles and axes), which the
+book's build (`book_build`) makes the image's alt text.
 """
 from __future__ import annotations
 
+import contextlib
+import re
 import textwrap
 
 import matplotlib as mpl
@@ -59,3 +64,44 @@ def text_px(fig: Figure, column_px: int = COLUMN_PX) -> list[tuple[str, float]]:
 def fits(fig: Figure, column_px: int = COLUMN_PX) -> list[tuple[str, float]]:
     """Texts of `fig` that the page would show smaller than its body text (empty: the figure reads)."""
     return [(t, round(px, 1)) for t, px in text_px(fig, column_px) if px < BODY_PX - 0.05]
+
+
+def describe(fig: Figure) -> str:
+    """The figure in words for a reader who cannot see it (the page's alt text): its title, its panels' titles, and
+    what its first labelled panel's axes measure."""
+    def clean(text: str) -> str:
+        return re.sub(r"\s+", " ", text.replace("$", "")).strip()
+
+    title = clean(fig.get_suptitle())
+    panels = [t for t in (clean(ax.get_title(loc)) for ax in fig.axes for loc in ("center", "left")) if t]
+    if not title and panels:
+        title = panels.pop(0)
+    labelled = [ax for ax in fig.axes if ax.axison and (ax.get_xlabel() or ax.get_ylabel())]
+    axes = ""
+    if labelled:
+        x, y = clean(labelled[0].get_xlabel()), clean(labelled[0].get_ylabel())
+        axes = "; ".join(filter(None, (f"horizontal: {x}" if x else "", f"vertical: {y}" if y else "")))
+    text = ". ".join(filter(None, (title or "A picture of the text above",
+                                   "Panels: " + "; ".join(panels[:8]) if panels else "", axes)))
+    return text if len(text) <= 600 else text[:597] + "..."
+
+
+def _describe_figures_in_ipython() -> None:
+    """Make `describe` a figure's plain-text form in a running IPython kernel (a page being built or read)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    import matplotlib.pyplot as plt
+
+    # the inline backend drops every formatter of Figure when it loads (with a page's first figure): load it first;
+    # a backend this machine cannot load (a terminal's GUI one) is left for pyplot to fall back from when it draws
+    with contextlib.suppress(ImportError):
+        plt.switch_backend(mpl.get_backend())
+    shell.display_formatter.formatters["text/plain"].for_type(Figure, lambda fig, p, cycle: p.text(describe(fig)))
+
+
+_describe_figures_in_ipython()

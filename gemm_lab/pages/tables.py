@@ -15,6 +15,8 @@ from ..records import CUBLAS_KERNELS, Measurement
 if TYPE_CHECKING:
     from ..models import model
 
+FOLD_CLASS = "lab-notes"  # a folded table looks like the lab notes (_static/gemm_lab.css): evidence, one click away
+
 
 @dataclass(frozen=True)
 class Table:
@@ -40,13 +42,16 @@ class Table:
 
     def split(self, at: int) -> Tables:
         """Columns `at` and after as a second table under the first, both keyed by the first column: a table too
-        wide for the page, read in two parts. The caption goes under the second."""
-        def part(columns: list[int], caption: str) -> Table:
-            return Table(tuple(self.columns[i] for i in columns),
-                         tuple(tuple(r[i] for i in columns) for r in self.rows), caption,
-                         tuple(columns.index(i) for i in self.wrap if i in columns))
+        wide for the page, read in two parts. The caption goes under the second, which keeps only the rows with
+        something in its columns (a column of notes for a few rows is not a column of blanks)."""
+        moved = range(at, len(self.columns))
 
-        return Tables((part(list(range(at)), ""), part([0, *range(at, len(self.columns))], self.caption)))
+        def part(columns: list[int], rows: Sequence[tuple[str, ...]], caption: str) -> Table:
+            return Table(tuple(self.columns[i] for i in columns), tuple(tuple(r[i] for i in columns) for r in rows),
+                         caption, tuple(columns.index(i) for i in self.wrap if i in columns))
+
+        return Tables((part(list(range(at)), self.rows, ""),
+                       part([0, *moved], [r for r in self.rows if any(r[i].strip() for i in moved)], self.caption)))
 
     def _repr_html_(self) -> str:
         pad = "padding:0.2em 0.4em"
@@ -72,7 +77,7 @@ class Table:
                  f"<tbody>{body}</tbody></table>")
         shown = f"<div style='overflow-x:auto'>{table}</div>"  # a table wider than the page scrolls, never cut
         if self.fold:
-            return f"<details><summary style='cursor:pointer'>{html.escape(self.fold)}</summary>{shown}</details>"
+            return f"<details class='{FOLD_CLASS}'><summary>{html.escape(self.fold)}</summary>{shown}</details>"
         return shown
 
 
@@ -93,7 +98,7 @@ class Tables:
     def _repr_html_(self) -> str:
         shown = "<div style='height:0.8em'></div>".join(t._repr_html_() for t in self.parts)
         if self.fold:
-            return f"<details><summary style='cursor:pointer'>{html.escape(self.fold)}</summary>{shown}</details>"
+            return f"<details class='{FOLD_CLASS}'><summary>{html.escape(self.fold)}</summary>{shown}</details>"
         return shown
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Polygon, Rectangle
 
 from ... import catalog
 from ...models import banks
@@ -20,9 +20,12 @@ from ..style import TEXT, WIDTH, wrap
 
 
 def bank_grid(access: banks.Access, title: str = "") -> Figure:
-    """The 32 banks (columns) and the 128-byte rows of shared memory a warp's access touches, each touched word
-    labelled with the first lane that touches it (a white corner: more lanes share it, a broadcast); red columns
-    need more than one wavefront."""
+    """The 32 banks (rows) and the 128-byte rows of shared memory (columns) a warp's access touches: each lane's
+    word (or its 2 or 4 words, one per bank, at 64 and 128 bits) labelled once with the first lane that touches it,
+    a white corner where more lanes share the word (a broadcast). Red banks need more than one wavefront.
+
+    Banks run down the page so that every label stands upright at the body's size: 32 columns of two-digit lanes
+    would not fit the page's width. A bank's row reads as its queue: more cells in a red row, more wavefronts."""
     words: dict[int, list[int]] = {}
     for lane, addr in enumerate(access.addresses):
         for w in range(access.width // banks.WORD):
@@ -31,24 +34,32 @@ def bank_grid(access: banks.Access, title: str = "") -> Figure:
     load = np.zeros(banks.BANKS, dtype=int)
     for w in words:
         load[w % banks.BANKS] += 1
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.42 * len(rows) + 1.9))
+    head = 0.3 * (1 + wrap(title or "x" * 60, style.TITLE).count("\n"))  # inches of the title's lines
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.22 * banks.BANKS + head + 1.3))
     for w, lanes in words.items():
-        r, b = rows.index(w // banks.BANKS), w % banks.BANKS
-        ax.add_patch(Rectangle((b, r), 1, 1, facecolor="C3" if load[b] > access.ideal else "C0", alpha=0.8,
-                               edgecolor="white", linewidth=0.5))
+        c, b = rows.index(w // banks.BANKS), w % banks.BANKS
+        ax.add_patch(Rectangle((c, b), 1, 1, facecolor="C3" if load[b] > access.ideal else "C0", alpha=0.8,
+                               edgecolor="white", linewidth=0.8))
         if len(lanes) > 1:
-            ax.add_patch(Rectangle((b + 0.65, r), 0.35, 0.25, facecolor="white", edgecolor="none"))
-        # a column is as narrow as two digits, so the lane reads upwards, as the row's height allows
-        ax.text(b + 0.5, r + 0.55, str(lanes[0]), ha="center", va="center", color="white", rotation=90)
-    ax.set_xlim(0, banks.BANKS)
-    ax.set_ylim(len(rows), 0)
-    ax.set_xticks([b + 0.5 for b in range(0, banks.BANKS, 4)], range(0, banks.BANKS, 4))
-    step = max(1, len(rows) // 8)
-    ax.set_yticks([r + 0.5 for r in range(0, len(rows), step)], [f"{128 * rows[r]:,}" for r in
-                                                                  range(0, len(rows), step)])
-    ax.set_xlabel("bank (cells: the first lane that reads or writes the word;\n"
-                  "a white corner: more lanes share it)")
-    ax.set_ylabel("byte offset\nof the row")
+            ax.add_patch(Polygon([(c + 1, b), (c + 0.72, b), (c + 1, b + 0.45)], facecolor="white", edgecolor="none"))
+    for lane, addr in enumerate(access.addresses):
+        first = addr // banks.WORD
+        if words[first][0] != lane:
+            continue  # an earlier lane already labels this word
+        span = [w for w in range(first, first + access.width // banks.WORD) if w // banks.BANKS == first // banks.BANKS]
+        middle = (span[0] % banks.BANKS + span[-1] % banks.BANKS) / 2 + 0.5  # of the banks the lane's words take
+        ax.text(rows.index(first // banks.BANKS) + 0.5, middle, str(lane), ha="center", va="center", color="white")
+    ax.set_xlim(0, len(rows))
+    ax.set_ylim(banks.BANKS, 0)
+    column_px = (ax.get_position().width * WIDTH * style.DPI) / len(rows)
+    label_px = 0.65 * TEXT * style.DPI / 72 * len(str(rows[-1])) + 8  # the widest row number, with a gap
+    step = max(1, int(np.ceil(label_px / column_px)))
+    ax.set_xticks([c + 0.5 for c in range(0, len(rows), step)], [str(rows[c]) for c in range(0, len(rows), step)])
+    ax.set_yticks([b + 0.5 for b in range(0, banks.BANKS, 4)], range(0, banks.BANKS, 4))
+    ax.tick_params(length=0)
+    ax.set_xlabel(wrap("128-byte row of shared memory (byte address ÷ 128). Cells: the first lane that reads or "
+                       "writes the word; a white corner: more lanes share it", TEXT))
+    ax.set_ylabel("bank")
     ax.grid(False)
     ax.set_title(wrap(title or f"{access.name}: {access.width * 8}-bit, {access.wavefronts} wavefront(s), "
                       f"{access.conflicts} conflict(s)", style.TITLE), fontsize=style.TITLE)

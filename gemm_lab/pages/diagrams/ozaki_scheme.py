@@ -64,7 +64,7 @@ def ozaki_pipeline(params: dict[str, int], size: int | tuple[int, int, int]) -> 
     traffic = ozaki.traffic(moduli, m, n, k)
     what = {
         "scale": "norms of rows and columns; mean\nexponents of A's columns, B's rows",
-        "equilibrate": "A 2^s, 2^-s B along K where\nthe exponents are unbalanced",
+        "equilibrate": "$A\\,2^{s}$ and $2^{-s}B$ along K where\nthe exponents are unbalanced",
         "estimate": "64 x 32 elements: the error of\neach number of moduli vs SGEMM's",
         "split": f"scaled to integers → residues,\nint8, {moduli} planes each of A, B",
         "products": f"{moduli} exact INT8 GEMMs;\neach int32 sum mod p → a byte",

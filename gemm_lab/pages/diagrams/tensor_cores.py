@@ -194,15 +194,16 @@ def warpgroup(params: dict[str, int] | None = None) -> Figure:
     p = catalog.get("wgmma_tf32").full_params(params)
     bm, bn = p["BM"], p["BN"]
     groups = bn // 64
-    fig = plt.figure(figsize=(WIDTH, 7.0))
-    outer = fig.add_gridspec(2, 1, height_ratios=[1.05, 4.1], hspace=0.45)
+    fig = plt.figure(figsize=(WIDTH, 7.4))
+    outer = fig.add_gridspec(2, 1, height_ratios=[1.35, 4.1], hspace=0.4)
     grid = outer[1].subgridspec(2, 2, width_ratios=[1, 3.2], height_ratios=[1.0, 3.0], hspace=0.12, wspace=0.06)
     block, shared = fig.add_subplot(outer[0]), fig.add_subplot(grid[0, 1])
     note, register, acc = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
     for g in range(groups):  # the block's C tile, BM rows x BN columns, one warpgroup per 64 columns
         block.add_patch(Rectangle((64 * g, 0), 64, bm, facecolor="#f6c6ad" if g == 0 else "#eeeeee",
                                   edgecolor="black", linewidth=1.2, gid=f"warpgroup {g}"))
-        block.text(64 * g + 32, bm / 2, f"warpgroup {g}\nthreads {128 * g}–{128 * g + 127}", ha="center",
+        # three lines: "threads 128–255" on one line would fill a quarter of the strip to its borders
+        block.text(64 * g + 32, bm / 2, f"warpgroup {g}\nthreads\n{128 * g}–{128 * g + 127}", ha="center",
                    va="center")
     block.set(xlim=(0, bn), ylim=(bm, 0))
     block.set_xticks(range(0, bn + 1, 64))
@@ -218,7 +219,7 @@ def warpgroup(params: dict[str, int] | None = None) -> Figure:
                  ha="center", va="center")
     shared.add_patch(Rectangle((0, 0), bm, 8, facecolor="#cccccc", edgecolor="black", linewidth=1.2, hatch="//",
                                gid="shared operand"))
-    shared.text(bm / 2, 4, "read by the tensor cores, through a descriptor", ha="center", va="center",
+    shared.text(bm / 2, 4, "read by the tensor cores,\nthrough a descriptor", ha="center", va="center",
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
     note.text(0.5, 0.5, "warpgroup 0:\n4 warps,\n128 threads", ha="center", va="center", transform=note.transAxes)
     note.axis("off")

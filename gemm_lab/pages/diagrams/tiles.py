@@ -52,22 +52,28 @@ def tiling(bm: int, bn: int, bk: int, m: int = 256, n: int = 256, k: int = 256) 
 
 
 def warp_access(block: int = 32, k_step: int = 0) -> Figure:
-    """Which addresses of A, B and C the 32 lanes of warp 0 touch in one step, naive vs coalesced."""
-    fig, axes = plt.subplots(2, 3, figsize=(WIDTH, 5.8))
+    """Which addresses of A, B and C the 32 lanes of warp 0 touch in one step, naive vs coalesced: the floats the
+    lanes touch (dark) and the rest of each 128-byte line that moves with them (light). A lone touched float is one
+    cell of 32 in a row: the light lines show what the memory system moves for it, so the waste reads at a glance."""
+    fig, axes = plt.subplots(2, 3, figsize=(WIDTH, 6.2))
     lanes = np.arange(32)
     for row_ax, kernel in zip(axes, ("naive", "coalesced")):
         rows, cols = (lanes % block, lanes // block) if kernel == "naive" else (lanes // block, lanes % block)
         touched = {"A": (rows, np.full(32, k_step)), "B": (np.full(32, k_step), cols), "C": (rows, cols)}
         for ax, (name, (r, c)) in zip(row_ax, touched.items()):
-            grid = np.zeros((32, 32))
-            grid[r, c] = 1
-            ax.imshow(grid, cmap="Blues", vmin=0, vmax=1.3)
-            lines = len({(int(a), int(b) // 32) for a, b in zip(r, c)})  # 128-byte lines: 32 floats of a row
-            ax.set_title(f"{name}: {lines} line{'s' if lines > 1 else ''}", fontsize=TEXT)
+            lines = sorted({(int(a), int(b) // 32) for a, b in zip(r, c)})  # 128-byte lines: 32 floats of a row
+            for line_row, part in lines:
+                ax.add_patch(Rectangle((32 * part, line_row), 32, 1, facecolor="#fdd49e", edgecolor="white",
+                                       linewidth=0.5))
+            for a, b in set(zip(r.tolist(), c.tolist())):
+                ax.add_patch(Rectangle((b, a), 1, 1, facecolor="#08519c", edgecolor="none"))
+            ax.set(xlim=(0, 32), ylim=(32, 0), aspect="equal")
+            ax.set_title(f"{name}: {len(lines)} line{'s' if len(lines) > 1 else ''}", fontsize=TEXT)
             ax.set_xticks([])
             ax.set_yticks([])
         row_ax[0].set_ylabel(f"{kernel}\nrow", fontsize=TEXT)
-    fig.supxlabel("column (row-major: a row is contiguous); a line is 128 bytes", fontsize=TEXT)
+    fig.supxlabel(wrap("column (row-major: a row is contiguous). Dark: a float a lane reads or writes; light: the rest "
+                       "of its 128-byte line (32 floats), moved with it"), fontsize=TEXT)
     fig.suptitle(wrap(f"Warp 0 of a {block} x {block} block, one iteration of k: the cells its 32 lanes touch"),
                  fontsize=TEXT)
     fig.tight_layout()
