@@ -190,35 +190,12 @@ def test_listing_cells_show_only_the_code(md, cell):
 
 
 def test_intro_opens_with_the_map():
-    """The first cell after the set-up draws the scoreboard chart of every kernel; the next lists the chapters,
-    rendered as MyST so that their {doc} links resolve."""
-    setup, chart, chapters, *_ = code_cells(jupytext.read(ROOT / "book" / "intro.md"))
+    """The first cell after the set-up draws the scoreboard chart of every kernel; the next shows the book's ladder
+    (`ladder.ladder`) of the same board."""
+    setup, chart, steps, *_ = code_cells(jupytext.read(ROOT / "book" / "intro.md"))
     assert "plots.scoreboard(" in chart.source and "plan.HEADLINE" in chart.source \
         and "plan.TENSOR_CORES" in chart.source
-    assert "chapter_map(" in chapters.source
-    assert chapters.metadata.get("mystnb", {}).get("markdown_format") == "myst"
-
-
-def test_chapter_map_has_a_line_per_chapter_with_numbers_from_the_records(replay):
-    import gemm_lab as gl
-    from gemm_lab import catalog
-    from gemm_lab.lab import plan
-    from gemm_lab.pages import tables
-
-    board = gl.bench_all([(k, None, 8192) for k in (*plan.HEADLINE, *plan.TENSOR_CORES, *plan.EMULATION)],
-                         progress=False)
-    lines = str(tables.chapter_map(board, gl.cublas(8192))).splitlines()
-    chapters = sorted({catalog.get(x.kernel).chapter for x in board})  # in the book's order
-    assert [re.match(r"\* \*\*\{doc\}`(\w+)`", line)[1] for line in lines if line.startswith("*")] == \
-        [catalog.MEASURING_CHAPTER, *chapters]
-    text = "\n".join(lines)
-    for x in board:
-        pct = f"({x.pct_cublas:.0f}%" + (" of cuBLAS TF32" if x.precision == "tf32" else "")
-        rounds = "; rounds {:.0f}–{:.0f}%".format(*x.pct_range) if x.precision != "fp32" and x.pct_range else ""
-        assert f"`{x.kernel}` {x.gflops / 1e3:,.1f} TFLOP/s {pct}{rounds})" in text
-    assert "recorded on NVIDIA H100" in text
-    with pytest.raises(ValueError, match="one shape"):
-        tables.chapter_map(board, gl.cublas(4096))
+    assert "ladder.ladder(board" in steps.source
 
 
 def test_tables_fit_the_page():

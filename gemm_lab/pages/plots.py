@@ -712,7 +712,7 @@ def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title:
     ax.set_ylim(min(ys) / 4, max(ys) * 4)
     ax.set_xlim(0, max(x.gflops for x in ms) / 1e3 * 1.12)
     ax.set_xlabel("TFLOP/s, sustained (higher is better)")
-    ax.set_ylabel(wrap("median relative error vs float64 (lower is better)", TEXT, 3.6))
+    ax.set_ylabel(wrap("median element-wise error vs float64 (lower is better)", TEXT, 3.6))
     shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
     _title(ax, title or f"Median error and speed at M x N x K = {', '.join(shapes)}; Ozaki points: their moduli")
     ax.grid(True, which="both", alpha=0.3)

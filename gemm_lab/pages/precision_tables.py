@@ -54,7 +54,7 @@ def stage_table(size: int, params: dict[str, int] | None = None) -> Table:
 def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | None = None) -> Table:
     """What the default (MODULI = 0) decided on each recorded set of inputs, from its report (`Errors.details`): the
     moduli it ran (or its fallback), its estimate of its own median error over SGEMM's on the 64 x 32 sample, and the
-    measured ratio over all of C (its median relative error over cuBLAS SGEMM's, the same inputs, against float64).
+    measured ratio over all of C (its median element-wise error over cuBLAS SGEMM's, the same inputs, against float64).
     An estimate near the measurement is what makes the choice trustworthy: it is all the pipeline sees."""
     rows, seen = [], []
     for shape, phi, family in cases_ or emulation.cases():
@@ -72,9 +72,9 @@ def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | N
     return Table(("M×N×K", "inputs", "moduli chosen", "estimated / SGEMM", "measured / SGEMM", "columns shifted",
                   "fell back"), tuple(rows),
                  "the default (MODULI = 0) on each recorded set of inputs: its report (ozaki.Estimate); estimated: the "
-                 "median relative error on its 64 × 32 sample over SGEMM's modelled one; measured: its median relative "
-                 "error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell back: it ran "
-                 "SGEMM); columns shifted: by the equilibration; " + emulation.dates(seen))
+                 "median element-wise error on its 64 × 32 sample over SGEMM's modelled one; measured: its median "
+                 "element-wise error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell "
+                 "back: it ran SGEMM); columns shifted: by the equilibration; " + emulation.dates(seen))
 
 
 def race_table(ms: Sequence[Any]) -> Table:

@@ -403,37 +403,6 @@ def retimed(gpu: str | None = None) -> Retimed:
     return Retimed(table, tuple(apart), RETIME_AGREE, name, how)
 
 
-def chapter_map(ms: Sequence[Measurement], cublas: Measurement) -> Markdown:
-    """The book in one line per chapter: its title (a link) and what each kernel it adds reached in `ms`, against
-    cuBLAS timed in the same run in the kernel's own math; chapter 0 measures cuBLAS itself (`cublas`).
-
-    The lines use MyST's {doc} role, so the code cell showing them needs `markdown_format: myst` (myst-nb).
-    """
-    from .. import catalog
-
-    shapes = {(x.m, x.n, x.k) for x in (*ms, cublas)}
-    if len(shapes) != 1:
-        raise ValueError(f"chapter_map compares one shape, got {sorted(shapes)}")
-    m, n, k = shapes.pop()
-    found = {x.kernel: x for x in ms}
-    chapters: dict[str, list[Measurement]] = {}
-    for name, spec in catalog.KERNELS.items():
-        if name in found:
-            chapters.setdefault(spec.chapter, []).append(found[name])
-    lines = [f"* **{{doc}}`{catalog.MEASURING_CHAPTER}`**: cuBLAS SGEMM, {cublas.gflops / 1e3:,.1f} TFLOP/s, "
-             f"{cublas.pct_peak:.0f}% of the FP32 peak."]
-    for chapter, xs in sorted(chapters.items()):  # the book's order: ch08_..., ch08a_..., ch08b_...
-        items = [f"`{x.kernel}` {x.gflops / 1e3:,.1f} TFLOP/s ({x.pct_cublas:.0f}%"
-                 + (" of cuBLAS TF32" if baseline_name(x.precision) == "cuBLAS TF32" else "")
-                 + ("; rounds {:.0f}–{:.0f}%".format(*x.pct_range) if x.precision != "fp32" and x.pct_range else "")
-                 + ")" for x in xs]
-        lines.append(f"* **{{doc}}`{chapter}`**: " + ", ".join(items) + ".")
-    where = f"M = N = K = {m}" if m == n == k else f"M×N×K = {m}×{n}×{k}"
-    return Markdown("\n".join(lines) + f"\n\nAll at {where}; in brackets, % of cuBLAS SGEMM (of cuBLAS TF32 where "
-                    "marked) timed in the same run, for tensor-core kernels the median of the rounds of turns with "
-                    f"their range; {provenance([*ms, cublas])}.")
-
-
 def kernels_table() -> Table:
     """Every kernel of the catalog: the chapter that introduces it, what it changes and its source file."""
     from .. import catalog
