@@ -7,7 +7,8 @@ Each page with code, in the order of _toc.yml, runs twice from its .md (as tests
 in a fresh kernel: cold, with the compile caches in a new empty folder (a reader's first visit: NVRTC compiles every
 kernel), then warm, with the caches the cold run filled. A run's seconds go from its first cell to its last; the
 kernel's start-up is apart. When the package leaves its ledger (GEMM_LAB_LEDGER) after the cold run, the row keeps
-its compile seconds and work. One row per page goes to records/<gpu>/live.json as soon as the page is done.
+its compile seconds and work. One row per page goes to records/<gpu>/live.json as soon as the page is done, keyed by
+the hash of the page's code cells.
 """
 from __future__ import annotations
 
@@ -54,11 +55,13 @@ def page_path(page: str) -> Path:
 
 
 def source_sha256(page: str) -> str:
-    return hashlib.sha256(page_path(page).read_bytes()).hexdigest()
+    """sha256 of what a live run executes: the page's code cells, in order (an edit of its prose keeps its time)."""
+    cells = [c.source for c in notebook(page).cells if c.cell_type == "code"]
+    return hashlib.sha256("\n\0\n".join(cells).encode()).hexdigest()
 
 
 def fresh(row: dict[str, Any]) -> bool:
-    """Whether a row was measured from its page as the page is now."""
+    """Whether a row was measured from its page's code as it is now."""
     return page_path(row["page"]).exists() and row["source_sha256"] == source_sha256(row["page"])
 
 
