@@ -609,9 +609,8 @@ KERNEL_EXERCISES = {e.name: e for e in (
              "before buffer s is refilled: what must be true? (a barrier, if one is needed here)"),
         Hole("if (t + STAGES < steps) issue(t + STAGES);  // into buffer s, the one just read",
              "start the copies of the step that buffer s holds next, if there is one"),
-    ), (Mistake("wait_copies<STAGES - 1>();  // groups 0 .. t + STAGES - 1 committed: step t's is done when STAGES - 1 "
-                "remain", "wait_copies<STAGES>();", ("landed",)),
-        Mistake("__syncthreads();  // every thread is done reading buffer s: it may be refilled", "", ("refilled",)),
+    ), (Mistake("if (t + STAGES < steps) issue(t + STAGES);  // into buffer s, the one just read",
+                "if (t + STAGES - 1 < steps) issue(t + STAGES - 1);", ("landed",)),
         Mistake("for (int t = 0; t < STAGES; ++t) {  // every buffer starts filling before the first step",
                 "for (int t = 0; t < STAGES - 1; ++t) {", ("landed",))),
         {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "STAGES": 3}),
