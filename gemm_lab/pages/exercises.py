@@ -200,25 +200,12 @@ def submit(source: KernelText, like: str, params: Params | None = None, *, size:
                         f"{'replay, no GPU' if not device.live() else device.gpu().name}); "
                         "in Colab, pick a GPU runtime.")
         return attempt
-    attempt.wrong, attempt.checked = check(poisoned(sub), inst.params, size, column_major_of(like),
-                                           cause=cause_of(like))
+    attempt.wrong, attempt.checked = check(sub, inst.params, size, column_major_of(like), cause=cause_of(like))
     if not attempt.wrong:  # checked at the timing size too: the timing finds nothing new to refuse
         at_size = catalog.instance(sub, inst.params, (size,) * 3)
         attempt.timed = [timing.raced(at_size, attempt.checked[-1][1], method=METHOD), _book(like, size, inst.params)]
         _remember(attempt.timed[0], like)
     return attempt
-
-
-POISON_COPIES = "GEMM_LAB_POISON_COPIES"  # kernels/cp_async.cuh: each copy first writes NaN where it lands
-
-
-def poisoned(sub: Submission) -> Submission:
-    """The build `check` runs: where the kernel copies with cp.async (kernels/cp_async.cuh), one whose copies write NaN
-    first, so that reading a buffer before its copies land, or refilling it while others read it, gives NaN every
-    time, not only when the timing is unlucky; the timed build stays the reader's own."""
-    if "cp_async.cuh" not in sub.text:
-        return sub
-    return dataclasses.replace(sub, text=f"#define {POISON_COPIES}\n#line 1\n{sub.text}")
 
 
 Trial = Callable[..., tuple[str, float]]  # (sub, params, shape, *, alpha, beta, k_tail, column_major, cause, passed)
