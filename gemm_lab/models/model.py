@@ -225,8 +225,9 @@ def math_instruction(kernel: str | KernelSpec) -> str:
 
 def _operand_tile(spec: KernelSpec, p: dict[str, int]) -> tuple[int, int] | None:
     """(rows, columns) of C whose operands one shared-memory read serves: a thread's TM x TN (FFMA kernels), a warp's
-    WM x WN (mma.sync kernels, whose fragments each lane loads); None where no LDS feeds the math (naive, coalesced:
-    no shared memory; wgmma: the tensor cores read shared memory themselves)."""
+    WM x WN (mma.sync kernels, whose fragments each lane loads); None where the model counts no LDS (naive,
+    coalesced: no shared memory; wgmma: the tensor cores read their shared operand themselves, and the fragments of a
+    register operand, where threads load one, are left out)."""
     instruction = math_instruction(spec)
     if instruction == "FFMA":
         return thread_tile(spec, p) if spec.smem_bytes(p) else None
@@ -297,7 +298,9 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
     # shared memory
     tile = _operand_tile(spec, p)
     if tile is None:
-        out.append(Ceiling("shared memory", None, "no shared-memory loads feed the math"))
+        out.append(Ceiling("shared memory", None, "no shared-memory loads feed the math" if instruction == "FFMA" else
+                           "not counted: the tensor cores read their shared operand themselves (a register "
+                           "operand's fragments, where threads load one, are a small share of the bytes)"))
     else:
         smem = WORD * m * n * k * (1 / tile[0] + 1 / tile[1])
         out.append(Ceiling("shared memory", flop / smem * shared_bandwidth_gbs(ceilings) / 1e3,
