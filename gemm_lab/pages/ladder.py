@@ -49,4 +49,5 @@ def ozaki_ceiling(x: Measurement) -> tuple[str | None, float | None]:
     race = records.lookup_or_none(int8.PROBE.name, int8.full_params(), x.m, x.n, x.k)
     if not moduli or race is None:
         return None, None
-    return "INT8 products", emulation.SpeedOfLight(x.m, int(moduli), race.cublas_gflops / 1e3, x.cublas_gflops / 1e3).tflops
+    light = emulation.SpeedOfLight(x.m, int(moduli), race.cublas_gflops / 1e3, x.cublas_gflops / 1e3)
+    return "INT8 products", light.tflops

@@ -17,7 +17,7 @@ from .. import catalog, run
 from ..models import model
 from ..records import CUBLAS, CUBLAS_KERNELS, Measurement
 from ..spec import ceil_div
-from .style import TEXT, TITLE, WIDTH, stamp, wrap
+from .style import TEXT, TITLE, WIDTH, renderer, stamp, wrap
 from .tables import baseline_name, counters_provenance, ozaki_label, params_text, provenance, shape_text
 
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
@@ -663,10 +663,10 @@ def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]
 def _room_for_labels(fig: Figure, texts: Sequence[Any], right: float, margin_px: float = 6.0) -> float:
     """The right end of a shared x-axis starting at 0, at least `right`, far enough that every text written at a data
     x (a bar's label) ends `margin_px` inside the frame: x * W / R + width + margin <= W for axes W px wide."""
-    renderer = fig.canvas.get_renderer()
+    drawn = renderer(fig)
     for t in texts:
-        axes_px = t.axes.get_window_extent(renderer).width
-        width = t.get_window_extent(renderer).width
+        axes_px = t.axes.get_window_extent(drawn).width
+        width = t.get_window_extent(drawn).width
         right = max(right, t.get_position()[0] * axes_px / max(1.0, axes_px - width - margin_px))
     return right
 

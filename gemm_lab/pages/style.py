@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import re
 import textwrap
+from typing import Any
 
 import matplotlib as mpl
 from matplotlib.figure import Figure
@@ -37,11 +38,21 @@ def wrap(text: str, size: float = TEXT, width: float = WIDTH) -> str:
     return textwrap.fill(text, max(20, int(width * 72 / (0.55 * size))))
 
 
+def renderer(fig: Figure) -> Any:
+    """The renderer that lays a figure out: its canvas's, or an Agg canvas's where the figure's canvas cannot draw
+    (a live page's backend may leave a figure the base canvas, which has none)."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
 def stamp(fig: Figure, text: str) -> Figure:
     """Write the data's provenance under everything drawn so far (legends below the axes too), wrapped to the
     figure's width, in body-size type. Call it last, after the layout."""
     if text:
-        bottom = fig.get_tightbbox(fig.canvas.get_renderer()).y0 / fig.get_figheight()
+        bottom = fig.get_tightbbox(renderer(fig)).y0 / fig.get_figheight()
         fig.text(0.99, min(bottom, 0.0) - 0.01, wrap(text, TEXT, 0.95 * fig.get_figwidth()), ha="right", va="top",
                  fontsize=TEXT, color="dimgray", style="italic")
     return fig
@@ -55,7 +66,7 @@ def text_px(fig: Figure, column_px: int = COLUMN_PX) -> list[tuple[str, float]]:
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", bbox_inches="tight")
-    width_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * DPI
+    width_px = fig.get_tightbbox(renderer(fig)).width * DPI
     scale = min(1.0, column_px / width_px)
     return [(t.get_text(), t.get_fontsize() * DPI / 72 * scale)
             for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
