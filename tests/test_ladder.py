@@ -2,9 +2,9 @@
 its share of the cuBLAS it races and the binding row of its budget."""
 import gemm_lab as gl
 from gemm_lab.lab import plan
-from gemm_lab.precision import emulation
 from gemm_lab.pages import ladder
 from gemm_lab.pages.tables import _recorded_l2_gbs
+from gemm_lab.precision import emulation
 
 
 def test_the_ladder_follows_the_book_and_names_each_steps_ceiling(replay):
