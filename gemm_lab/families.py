@@ -65,6 +65,14 @@ def at_least_two_stages(what: str = "buffers in the pipeline") -> Rule:
     return Rule(f"STAGES must be at least 2 ({what}: one is read while the next arrives)", lambda p: p["STAGES"] >= 2)
 
 
+def _registers_fit(split: bool, fragments: str, budget: str, need: Callable[[Params], int],
+                   limit: Callable[[Params], int]) -> Rule:
+    """The register rule of the tensor-core kernels: a thread's accumulators (and, split, its per-step sums) and
+    `fragments` fit in `budget` (what the thread gets, and what happens if not)."""
+    sums = ", the per-step sums" if split else ""
+    return Rule(f"the accumulators{sums} and {fragments} must fit in {budget}", lambda p: need(p) <= limit(p))
+
+
 def _square_block(name: str, function: str, source: str, title: str, notes: str) -> KernelSpec:
     def threads(p: Params) -> int:
         return p["BLOCK"] ** 2
@@ -358,10 +366,9 @@ def _mma(name: str, function: str, title: str, split: bool, defaults: dict[str, 
              "each thread copies the same column of every row it takes (TileStream in kernels/cp_async.cuh)",
              lambda p: threads(p) % (p["BK"] // 4) == 0 and threads(p) % (p["BN"] // 4) == 0),
         at_least_two_stages("buffers in the cp.async pipeline"),
-        Rule("the accumulators" + (", the per-step sums" if split else "") + " and the fragments of a warp tile must "
-             "fit in the registers each thread can have with this many threads "
-             f"({REGISTER_FILE}), or they spill to local memory",
-             lambda p: need(p) <= register_budget(threads(p))),
+        _registers_fit(split, "the fragments of a warp tile", "the registers each thread can have with this many "
+                       f"threads ({REGISTER_FILE}), or they spill to local memory", need,
+                       lambda p: register_budget(threads(p))),
         *block_limits(threads, smem, dynamic=True),
     )
     return KernelSpec(
@@ -444,10 +451,9 @@ def _wgmma(name: str, function: str, title: str, split: bool, defaults: dict[str
              "warpgroups)", lambda p: p["BN"] % 64 == 0 and 64 <= p["BN"] <= 256),
         Rule("STAGES must be at least 3 (the pipeline keeps STAGES - 2 tiles in flight plus the buffer that running "
              "wgmmas still read)", lambda p: p["STAGES"] >= 3),
-        Rule("the accumulators" + (", the per-step sums" if split else "") + " and the B fragments must fit in the "
-             "registers each thread can have with this many threads "
-             f"({REGISTER_FILE}), or ptxas spills them and serializes the wgmmas",
-             lambda p: need(p) <= register_budget(threads(p))),
+        _registers_fit(split, "the B fragments", "the registers each thread can have with this many threads "
+                       f"({REGISTER_FILE}), or ptxas spills them and serializes the wgmmas", need,
+                       lambda p: register_budget(threads(p))),
         *block_limits(threads, smem, dynamic=True),
     )
     return KernelSpec(
@@ -521,10 +527,10 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
                 "warps"),
            Rule("BSMEM = 1 needs BM 128 or 256 (kernels/wgmma_ss.cuh instantiates those)",
                 lambda p: not p["BSMEM"] or p["BM"] in (128, 256)))),
-        Rule("the accumulators" + (", the per-step sums" if split else "") + " and the B fragments must fit in the "
-             "registers a consumer thread gets after setmaxnreg (the SM's 65536 less the producer warpgroup's "
-             f"{PRODUCER_REGISTERS} per thread, shared by the consumers, at most 240): else ptxas spills them",
-             lambda p: need(p) <= consumer_registers(p["CONSUMERS"])),
+        _registers_fit(split, "the B fragments", "the registers a consumer thread gets after setmaxnreg (the SM's "
+                       f"65536 less the producer warpgroup's {PRODUCER_REGISTERS} per thread, shared by the "
+                       "consumers, at most 240): else ptxas spills them", need,
+                       lambda p: consumer_registers(p["CONSUMERS"])),
         *block_limits(threads, smem, dynamic=True),
     )
     # GROUP = 1 (row by row) and the other choices of BSMEM, STORE and SPLITTER validate too: chapter 9's ladder
