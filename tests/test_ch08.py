@@ -233,6 +233,7 @@ def test_the_questions_agree_with_the_pictures():
     p = catalog.get("mma_tf32_tma").full_params()
     row = diagrams.handoff_schedule(p, questions.FULL_PARITY_STEP + 1, 1500, 2048)[-1]
     assert questions.QUESTIONS["full_parity"].solve()[0] == row["full_parity"]
+    p = {**p, **questions.TMA_STAGE_INSTANCE}  # the question asks about another instance than the one drawn
     assert questions.QUESTIONS["tma_stage_bytes"].solve()[0] == \
         catalog.get("mma_tf32_tma").smem_bytes({**p, "STAGES": 2}) - catalog.get("mma_tf32_tma").smem_bytes(
             {**p, "STAGES": 1}) - 16  # a stage: its boxes, and two mbarriers of 8 bytes

@@ -283,8 +283,19 @@ def _wgmma_accumulators() -> tuple[float, str]:
                             "fragments and addresses.")
 
 
+# The instances the stage and arrival questions ask about: not the defaults, whose answers the chapters' pictures show.
+TMA_STAGE_INSTANCE = {"BN": 128}  # kernel 13 (chapter 8c draws BN = 256)
+KERNEL14_STAGE_INSTANCE = {"BM": 128}  # kernel 14 (chapter 9 draws BM = 256)
+EMPTY_ARRIVALS_INSTANCE = {"CONSUMERS": 1}  # kernel 14 (chapter 9 draws two consumer warpgroups)
+
+
+def _instance(name: str, change: dict[str, int]) -> tuple[catalog.KernelSpec, dict[str, int]]:
+    spec, p = _spec(name)
+    return spec, {**p, **change}
+
+
 def _tma_stage_bytes() -> tuple[float, str]:
-    spec, p = _spec("mma_tf32_tma")
+    spec, p = _instance("mma_tf32_tma", TMA_STAGE_INSTANCE)
     bm, bn = spec.tile(p)
     return 4 * 32 * (bm + bn), (f"A's box is {bm} x 32 floats = {bm * 128:,} bytes and B's {bn // 32} boxes of 32 x 32 "
                                 f"floats {bn * 128:,} bytes (with CLUSTER = {p['CLUSTER']}, the partner's multicast "
@@ -310,7 +321,7 @@ def _tf32_roundoff() -> tuple[float, str]:
 
 
 def _kernel14_stage() -> tuple[float, str]:
-    spec, p = _spec("wgmma_ws_tf32")
+    spec, p = _instance("wgmma_ws_tf32", KERNEL14_STAGE_INSTANCE)
     bm, bn = spec.tile(p)
     return 4 * 32 * (bm + bn), (f"A's box is BM x 32 floats = {bm * 128:,} bytes and B's boxes 32 x BN floats = "
                                 f"{bn * 128:,} bytes: {4 * 32 * (bm + bn):,} bytes land per 32-deep stage.")
@@ -342,7 +353,7 @@ def _stages_fit() -> tuple[float, str]:
 
 
 def _empty_arrivals() -> tuple[float, str]:
-    _, p = _spec("wgmma_ws_tf32")
+    _, p = _instance("wgmma_ws_tf32", EMPTY_ARRIVALS_INSTANCE)
     count = p["CONSUMERS"] * 4 * p["CLUSTER"]
     return count, (f"Every consumer warp of every block of the cluster reads the stage (B arrives by multicast in "
                    f"both): {p['CONSUMERS']} consumers x 4 warps x {p['CLUSTER']} blocks = {count} arrivals.")
@@ -447,9 +458,10 @@ QUESTIONS = {q.name: q for q in (
         f"With BM = {WGMMA_ACCUMULATORS_BM}, kernel 12 issues wgmma m64n{WGMMA_ACCUMULATORS_BM}k8. How many FP32 "
         "accumulators does each thread of a warpgroup hold?"), "accumulators", _wgmma_accumulators, 0),
     Question("tma_stage_bytes", "ch08c_data_movers", lambda: (
-        "Kernel 13 at its defaults (BM = {BM}, BN = {BN}) fills one stage per 32-deep step: a box of A (BM rows x 32 "
-        "floats) and the BN / 32 boxes of B (32 x 32 floats). How many bytes must land before the stage's full "
-        "barrier completes?").format(**_spec("mma_tf32_tma")[1]), "bytes", _tma_stage_bytes, 0),
+        "Kernel 13 with BM = {BM}, BN = {BN} and clusters of {CLUSTER} (the defaults but BN) fills one stage per "
+        "32-deep step: a box of A (BM rows x 32 floats) and the BN / 32 boxes of B (32 x 32 floats). How many bytes "
+        "must land before the stage's full barrier completes?").format(
+        **_instance("mma_tf32_tma", TMA_STAGE_INSTANCE)[1]), "bytes", _tma_stage_bytes, 0),
     Question("full_parity", "ch08c_data_movers", lambda: (
         "Kernel 13 has STAGES = {STAGES}. Which parity, 0 or 1, do the warps wait for on the full barrier of step "
         "{step}'s stage?").format(step=FULL_PARITY_STEP, **_spec("mma_tf32_tma")[1]), "", _full_parity, 0),
@@ -466,14 +478,17 @@ QUESTIONS = {q.name: q for q in (
                                                                 "TF32: a third of its speed, before any cost of "
                                                                 "splitting the operands."), 0.05),
     Question("stage_bytes", "ch09_hopper_pipeline", lambda: (
-        "Kernel 14 at its defaults has BM = {bm} rows of A and BN = {bn} columns of B per tile. How many bytes land "
-        "in one 32-deep stage?").format(bm=catalog.get("wgmma_ws_tf32").tile(_spec("wgmma_ws_tf32")[1])[0],
-                                        bn=catalog.get("wgmma_ws_tf32").tile(_spec("wgmma_ws_tf32")[1])[1]),
+        "Kernel 14 with BM = {bm} in place of its default {default} has BM = {bm} rows of A and BN = {bn} columns of "
+        "B per tile. How many bytes land in one 32-deep stage?").format(
+        default=_spec("wgmma_ws_tf32")[1]["BM"],
+        bm=catalog.get("wgmma_ws_tf32").tile(_instance("wgmma_ws_tf32", KERNEL14_STAGE_INSTANCE)[1])[0],
+        bn=catalog.get("wgmma_ws_tf32").tile(_instance("wgmma_ws_tf32", KERNEL14_STAGE_INSTANCE)[1])[1]),
         "bytes", _kernel14_stage, 0),
     Question("stages_fit", "ch09_hopper_pipeline", _stages_fit_ask, "stages", _stages_fit, 0),
     Question("empty_arrivals", "ch09_hopper_pipeline", lambda: (
-        "With {CONSUMERS} consumer warpgroups and clusters of {CLUSTER} blocks, how many arrivals does a stage's "
-        "empty barrier count before the producer may refill it?").format(**_spec("wgmma_ws_tf32")[1]), "arrivals",
+        "With {CONSUMERS} consumer warpgroup(s) and clusters of {CLUSTER} blocks (the picture above has the "
+        "defaults' two consumers), how many arrivals does a stage's empty barrier count before the producer may "
+        "refill it?").format(**_instance("wgmma_ws_tf32", EMPTY_ARRIVALS_INSTANCE)[1]), "arrivals",
         _empty_arrivals, 0),
     Question("crt_by_hand", "ch10_ozaki", lambda: (
         "An integer between 0 and 104 leaves 2 after division by 3, 3 after division by 5 and 2 after division by "
