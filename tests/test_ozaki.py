@@ -1,14 +1,16 @@
 """The Ozaki scheme's arithmetic, checked on the CPU: the moduli and CRT constants, the bound that makes the
 reconstruction exact, the kernels' residue and modulo formulas in FP32 and integer arithmetic (emulated in NumPy),
 the whole scheme in NumPy against float64, the equilibration along K, the estimate's model and its rule on input
-families (against SGEMM's own error, simulated in FP32), and the catalog's rules. GPU runs are in test_ozaki_gpu."""
+families (against SGEMM's own error, simulated in FP32), the row and column check on families built to hide from the
+estimate's sample, and the catalog's rules. GPU runs are in test_ozaki_gpu."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from gemm_lab import catalog
-from gemm_lab.precision import ozaki
+from gemm_lab.precision import emulation, ozaki
 
 MAX_MODULI = 9
 
@@ -139,9 +141,8 @@ def test_every_instance_compiles_with_the_analysis_kernels():
 def family(name: str, m: int, n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
-    if name == "outlier channel":  # one column of A a million times larger, the matching row of B a million smaller
-        a[:, k // 3] *= 1e6
-        b[k // 3, :] *= 1e-6
+    if name == emulation.OUTLIER or name in emulation.HIDDEN:
+        emulation.shape_family(a, b, name)
     elif name.startswith("phi"):  # Ozaki, Uchino and Imamura's (rand - 0.5) exp(phi randn)
         phi = float(name[3:])
         a = ((rng.random((m, k)) - 0.5) * np.exp(phi * rng.standard_normal((m, k)))).astype(np.float32)
@@ -234,3 +235,144 @@ def test_the_verdict_reads_as_the_kernel_writes_it():
     assert (report.moduli, report.equilibrated, report.largest_shift, report.nonfinite) == (8, 3, 20, True)
     assert report.median == {6: 5e-6, 7: 3e-7, 8: 2e-8, 9: 1e-9} and report.largest[7] == 0.5
     assert report.ratio(7) == pytest.approx(0.3) and report.qualifies(7) and not report.qualifies(6)
+
+
+# The row and column check (kernels/ozaki_check.cu), on families built to hide from the estimate's sample.
+def worst_lines(c: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    return emulation.worst_lines(np.abs(c.astype(np.float64) - ref), ref)
+
+
+def default(a: np.ndarray, b: np.ndarray, split: int = ozaki.SPLIT_K
+            ) -> tuple[ozaki.Estimate, dict[int, np.ndarray]]:
+    """The default (MODULI = 0) in NumPy as the kernels run it: the estimate on their sample (the largest-norm row and
+    column in slot 0), then the row and column check on the scheme's C with the number it chose, and more where it
+    fails; returns the report and C per number of moduli computed."""
+    m, k = a.shape
+    shift = ozaki.shifts(a, b)
+    shift = shift if shift.any() else None
+    rn2, cn2 = ozaki.norms(a, b, shift)
+    rows, cols = ozaki.sample_picks(m, b.shape[1])
+    rows[0], cols[0] = np.argmax(rn2), np.argmax(cn2)
+    sample = ozaki.sample_errors(a, b, rows, cols, shift, split)
+    report = ozaki.choose(sample, [0, int(shift is not None), 0, 0])
+    cs = {}
+
+    def check(moduli: int) -> np.ndarray:
+        cs[moduli] = scheme(a, b, moduli, shift).astype(np.float32)
+        return ozaki.lines(rn2, cn2, *ozaki.extents(cs[moduli]), sample, k)
+
+    return (ozaki.hold_lines(report, check) if report.moduli else report), cs
+
+
+def test_the_check_kernels_compile_clean_offline():
+    pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
+    from gemm_lab import compiler
+
+    for name in ozaki.CHECK.functions:
+        r = compiler.probe_report(ozaki.CHECK, name, "sm_90")
+        assert r.spills == 0 and r.stack_bytes == 0 and not r.performance_warnings, r
+
+
+def test_the_check_shares_kernel_16s_scale_and_sample_layout():
+    import re
+
+    check, kernel16 = ((catalog.ROOT / "kernels" / f).read_text() for f in ("ozaki_check.cu", "16_ozaki.cu"))
+    helper = re.compile(r"__device__ __forceinline__ int scale_exponent\(.*?\n}", re.S)
+    assert helper.search(check).group() == helper.search(kernel16).group()
+    for name, value in (("CANDIDATES", len(ozaki.CANDIDATES)), ("SAMPLE_FIELDS", ozaki.SAMPLE_FIELDS),
+                        ("EXTENT_ROWS", ozaki.EXTENT_ROWS)):
+        assert re.search(rf"constexpr int {name} = (\d+);", check).group(1) == str(value), name
+
+
+@pytest.mark.parametrize("name", ["normal", emulation.QUIET_ROWS, emulation.HEAVY_HALF])
+def test_the_row_model_tracks_the_worst_rows_error(name):
+    """The check's model of the worst row's error over SGEMM's follows the scheme's real one against SGEMM's real one
+    (sequential FP32), from above by up to a few times (SGEMM's side is a lower estimate), wherever the scheme's
+    error is more than C's own rounding."""
+    a, b = family(name, 128, 96, 1024, seed=7)
+    report, cs = default(a, b)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    sgemm = worst_lines(sgemm_sequential(a, b, ozaki.SPLIT_K), ref)[0]
+    shift = ozaki.shifts(a, b)
+    compared = 0
+    for moduli in ozaki.CANDIDATES:
+        c = cs[moduli] if moduli in cs else scheme(a, b, moduli, shift if shift.any() else None).astype(np.float32)
+        real = worst_lines(c, ref)[0] / sgemm
+        if real > 0.3:
+            assert 0.5 < report.rows[moduli] / real < 5, (moduli, report.rows[moduli], real)
+            compared += 1
+    assert compared >= 1
+
+
+def test_the_rule_raises_falls_back_or_lets_a_pinned_number_stand():
+    def result(rows: list[float], sgemm: float = 1e-6) -> list[float]:  # ozaki_lines' layout, columns at 0.1
+        return [r * sgemm for r in rows] + [0.1 * sgemm] * 4 + [sgemm, sgemm]
+
+    estimate = ozaki.verdict([7, 1e-7, *[1e-7] * 4, *[0.1] * 4, 0, 0, 0, 0], pinned=False)
+    asked = []
+
+    def check(moduli: int, results: dict[int, list[float]]) -> list[float]:
+        asked.append(moduli)
+        return results[moduli]
+
+    first = result([300, 20, 1.5, 0.1])
+    raised = ozaki.hold_lines(estimate, lambda m: check(m, {7: first, 8: first}))  # C's maxima alike with 8
+    assert (raised.moduli, raised.raised_from, raised.rows[8]) == (8, 7, pytest.approx(1.5)) and asked == [7, 8]
+    assert raised.as_dict()["rows"]["8"] == raised.rows[8] and raised.as_dict()["raised_from"] == 7
+    asked.clear()  # a row all error at 7: its max |C| hid how far 8 misses; the check on 8's C says so, 9 holds
+    again = ozaki.hold_lines(estimate, lambda m: check(m, {7: first, 8: result([900, 60, 4, 0.3]),
+                                                           9: result([900, 60, 4, 0.3])}))
+    assert (again.moduli, again.raised_from, asked) == (9, 7, [7, 8, 9])
+    fell = ozaki.hold_lines(estimate, lambda m: result([1e4, 800, 50, 3]))
+    assert (fell.moduli, fell.raised_from) == (0, 7)
+    pinned = ozaki.hold_lines(replace(estimate, pinned=True), lambda m: result([1e4, 800, 50, 3]))
+    assert pinned.moduli == 7 and not pinned.lines_hold(7)
+    assert ozaki.hold_lines(estimate, lambda m: result([30, 1.0, 0.1, 0.01])).raised_from == 0
+    floor = ozaki.line_ratios([0.0] * ozaki.LINES)  # an all-zero C: nothing to compare, SGEMM's floor its rounding
+    assert floor == (dict.fromkeys(ozaki.CANDIDATES, 0.0), dict.fromkeys(ozaki.CANDIDATES, 0.0))
+
+
+# (family, what the default must do): "keep" the estimate's choice, "raise" it or "fall back" (the check trips)
+DEFAULTS = [("normal", "keep"), ("outlier channel", "keep"), ("phi2", "keep"), ("phi3", "keep"),
+            (emulation.QUIET_ROWS, "raise"), (emulation.QUIET_COLUMNS, "raise"), (emulation.SILENT_ROWS, "fall back")]
+
+
+@pytest.mark.parametrize("name,does", DEFAULTS)
+def test_the_default_keeps_every_row_and_column_within_twice_sgemms(name, does):
+    """The default in NumPy on 128 x 128 x 1024: on inputs that pass today the check keeps the estimate's choice; on
+    families that hide from the sample it raises the number of moduli, or falls back; whatever ran keeps the worst row
+    and the worst column within twice SGEMM's (sequential FP32), normwise and median errors too."""
+    a, b = family(name, 128, 128, 1024, seed=11)
+    report, cs = default(a, b)
+    assert {"keep": not report.raised_from, "raise": report.raised_from and report.moduli,
+            "fall back": report.raised_from and not report.moduli}[does], report
+    if report.moduli:
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        sgemm = sgemm_sequential(a, b, ozaki.SPLIT_K)
+        mine, theirs = (*errors(cs[report.moduli], ref), *worst_lines(cs[report.moduli], ref)), \
+            (*errors(sgemm, ref), *worst_lines(sgemm, ref))
+        assert all(x <= 2 * y for x, y in zip(mine, theirs)), (mine, theirs)
+    if report.raised_from:  # and the estimate's own choice would not have done
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        sgemm = worst_lines(sgemm_sequential(a, b, ozaki.SPLIT_K), ref)
+        assert max(x / y for x, y in zip(worst_lines(cs[report.raised_from], ref), sgemm)) > 2
+
+
+def test_the_families_are_built_alike_on_numpy_arrays():
+    for name in emulation.HIDDEN:
+        a, b = np.ones((82, 64), np.float32), np.ones((64, 50), np.float32)
+        emulation.shape_family(a, b, name)
+        assert a.dtype == b.dtype == np.float32
+        quiet = (b[:, 5] if name == emulation.QUIET_COLUMNS else a[3 if name == emulation.HEAVY_HALF else 5]) == 0
+        assert quiet.any() and (a.max() > 1 or b.max() > 1)
+    with pytest.raises(ValueError, match="no family 'loud rows'"):
+        emulation.shape_family(a, b, "loud rows")
+
+
+def test_old_accuracy_rows_read_without_worst_lines():
+    row = {"method": "cublas", "params": {}, "m": 8, "n": 8, "k": 8, "phi": None, "max_rel_err": 1e-7,
+           "median_rel_err": 1e-8, "gpu": "x", "recorded_at": "2025-01-01"}
+    e = emulation.Errors(**row)
+    assert e.worst_row_rel_err is None and e.worst_col_rel_err is None and "worst_row_rel_err" in e.row()
+    ref = np.array([[1.0, 2.0], [0.0, 0.0], [4.0, -8.0]])
+    assert emulation.worst_lines(np.array([[0.2, 0.0], [0.0, 0.0], [0.0, 0.4]]), ref) == (0.1, 0.05)

@@ -191,6 +191,7 @@ def box(encoding: tuple) -> tuple[list[int], int, str]:
 
 OZAKI = source("16_ozaki.cu")
 OZAKI_AT = "kernels/16_ozaki.cu"
+CHECK = source("ozaki_check.cu")  # the row and column check, after the products
 
 
 def test_ozaki_sample_and_statistics_sizes():
@@ -337,6 +338,9 @@ COVERS = {
                           lambda g, b, s: g[0] * b >= s.m * -(-s.n // 4)),
     "ozaki_nonfinite": (r"j = blockIdx\.x \* blockDim\.x \+ threadIdx\.x, i = blockIdx\.y",
                         lambda g, b, s: g[0] * b >= s.n and g[1] >= s.m),
+    "ozaki_extent": (r"j = blockIdx\.x \* (\d+) \+ threadIdx\.x, r0 = blockIdx\.y \* EXTENT_ROWS",
+                     lambda g, b, s, t: b == t and g[0] * t >= s.n and g[1] * ozaki.EXTENT_ROWS >= s.m),
+    "ozaki_lines": (r"u < M \+ N \+ samples; u \+= gridDim\.x \* blockDim\.x", lambda g, b, s: True),
 }
 
 
@@ -350,6 +354,7 @@ def ozaki_call(monkeypatch, shape: tuple[int, int, int]) -> tuple:
     inst = catalog.instance("ozaki", {"MODULI": 0}, shape)
     monkeypatch.setattr(compiler, "load", lambda i: Recorder(calls, "ozaki_products"))
     monkeypatch.setattr(compiler, "companions", lambda i: {n: Recorder(calls, n) for n in i.spec.companions(i.params)})
+    monkeypatch.setattr(ozaki, "_check_kernels", lambda: {n: Recorder(calls, n) for n in ozaki.CHECK.functions})
     planes: list = []
     monkeypatch.setattr(tma, "planes_map", lambda x, rows, k0, k1: planes.append((x.shape, rows, k0, k1)))
     monkeypatch.setattr(device, "gpu", lambda: types.SimpleNamespace(cc=(9, 0), sms=132, arch="sm_90"))  # an H100's
@@ -372,9 +377,10 @@ def test_ozaki_launches_cover_what_each_kernel_indexes(fake_cuda, monkeypatch, s
         kernel = name.split("<")[0]
         if kernel == "ozaki_products":
             continue
-        text = block(OZAKI, rf"void (?:__launch_bounds__\(\d+\) )?{kernel}\(")
+        where = CHECK if kernel in ozaki.CHECK.functions else OZAKI
+        text = block(where, rf"void (?:__launch_bounds__\(\d+\) )?{kernel}\(")
         pattern, covers = COVERS[kernel]
-        bound = re.search(rf"__launch_bounds__\((\d+)\) {kernel}\(", OZAKI)
+        bound = re.search(rf"__launch_bounds__\((\d+)\) {kernel}\(", where)
         assert not bound or threads[0] <= int(bound[1]), \
             f"ozaki.Pipeline launches {kernel} with {threads} threads, {OZAKI_AT}'s __launch_bounds__({bound[1]})"
         assert covers(grid, threads[0], sizes, *found(pattern, text, f"{OZAKI_AT}'s {kernel}")), \

@@ -5,8 +5,10 @@ Accuracy compares cuBLAS SGEMM, cuBLAS on TF32 tensor cores, kernel 14's 3xTF32 
 moduli and with its default choice (MODULI = 0, whose report is kept), on the same inputs: standard normal ones (where
 the scheme must match SGEMM's accuracy), Ozaki, Uchino and Imamura's (rand - 0.5) exp(phi randn), whose exponents
 spread wider as phi grows, or standard normal ones with an outlier channel (one column of A a million times larger,
-the matching row of B a million times smaller: the shape of LLM activations). Rows are recorded in
-`records/<gpu>/accuracy.json` and `ozaki_stages.json`, and replayed like every other measurement.
+the matching row of B a million times smaller: the shape of LLM activations). The families of HIDDEN are built to
+hide from the estimate's sample (rows or columns of C far smaller than the rest, in columns or rows whose scale a few
+large entries set): the row and column check must catch them. Rows are recorded in `records/<gpu>/accuracy.json`
+and `ozaki_stages.json`, and replayed like every other measurement.
 """
 from __future__ import annotations
 
@@ -26,7 +28,12 @@ METHODS: tuple[tuple[str, dict[str, int]], ...] = (
     ("cublas", {}), ("cublas_tf32", {}), ("wgmma_ws_3xtf32", {}),
     *(("ozaki", {"MODULI": m}) for m in (6, 7, 8, 9)), ("ozaki", {"MODULI": 0}),
 )
-OUTLIER = "outlier channel"  # a family of inputs (`inputs`)
+OUTLIER = "outlier channel"  # a family of inputs (`inputs`, `shape_family`)
+QUIET_ROWS = "quiet rows"  # four rows of B 2^20 times larger, which every 41st row of A misses
+QUIET_COLUMNS = "quiet columns"  # the same transposed: four columns of A, which every 41st column of B misses
+HEAVY_HALF = "heavy half of K"  # the first K / 2 rows of B 2^10 times larger, which every 16th row of A misses
+SILENT_ROWS = "silent rows"  # quiet rows with rows of B 2^40 times larger: beyond what 9 moduli can carry
+HIDDEN = (QUIET_ROWS, QUIET_COLUMNS, HEAVY_HALF, SILENT_ROWS)  # families built to hide from the estimate's sample
 ERROR_VS_K = tuple((1024, 1024, k) for k in (64, 256, 1024, 4096, 16384, 65536))  # standard normal inputs
 PHIS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0)
 PHI_SHAPE = (4096, 4096, 4096)
@@ -50,8 +57,10 @@ class Errors:
     median_rel_err: float  # median over the elements of |C - ref| / |ref|
     gpu: str
     recorded_at: str
-    family: str = ""  # "" (normal or phi's), or OUTLIER
+    family: str = ""  # "" (normal or phi's), OUTLIER or one of HIDDEN
     details: dict[str, Any] = field(default_factory=dict)  # the Ozaki scheme's default: its report (`ozaki.Estimate`)
+    worst_row_rel_err: float | None = None  # max over rows of max_j |C - ref| / max_j |ref| (None: not recorded)
+    worst_col_rel_err: float | None = None  # the same over columns
 
     def row(self) -> dict[str, Any]:
         spec = catalog.KERNELS.get(self.method)
@@ -62,7 +71,7 @@ class Errors:
 
 def inputs(m: int, n: int, k: int, phi: float | None, seed: int = SEED, family: str = "") -> tuple[Any, Any]:
     """A (m x k) and B (k x n), float32 on the GPU: standard normal (phi None), (rand - 0.5) exp(phi randn), or
-    standard normal with an outlier channel (family OUTLIER: column K / 3 of A times 1e6, that row of B times 1e-6)."""
+    standard normal made into a `family` (`shape_family`)."""
     import cupy
 
     rng = cupy.random.default_rng(seed)
@@ -74,10 +83,31 @@ def inputs(m: int, n: int, k: int, phi: float | None, seed: int = SEED, family: 
                 * cupy.exp(phi * rng.standard_normal(shape, dtype=cupy.float32))).astype(cupy.float32)
 
     a, b = draw((m, k)), draw((k, n))
+    shape_family(a, b, family)
+    return a, b
+
+
+def shape_family(a: Any, b: Any, family: str) -> None:
+    """Make standard normal A (m x k) and B (k x n), NumPy or CuPy float32 arrays, into `family`'s inputs, in place:
+    OUTLIER (column K / 3 of A times 1e6, that row of B times 1e-6), or one of HIDDEN, whose heavy rows of B
+    (columns of A) set the scale of every column (row), while a few rows of A (columns of B) miss them: those rows
+    of C are far smaller than the rest, and the scale leaves them few bits. Equilibration halves the heavy factor."""
+    m, k = a.shape
+    heavy = slice(k // 8, None, max(1, k // 4))  # four rows of B (columns of A) spread along K
     if family == OUTLIER:
         a[:, k // 3] *= 1e6
         b[k // 3, :] *= 1e-6
-    return a, b
+    elif family in (QUIET_ROWS, SILENT_ROWS):
+        b[heavy] *= 2.0 ** (20 if family == QUIET_ROWS else 40)
+        a[5::41, heavy] = 0
+    elif family == QUIET_COLUMNS:
+        a[:, heavy] *= 2.0**20
+        b[heavy, 5::41] = 0
+    elif family == HEAVY_HALF:
+        b[: k // 2] *= 2.0**10
+        a[3::16, : k // 2] = 0
+    elif family:
+        raise ValueError(f"no family {family!r}: {OUTLIER!r} or one of {HIDDEN}")
 
 
 def product(method: str, params: dict[str, int], a: Any, b: Any) -> Any:
@@ -94,12 +124,10 @@ def measure(shape: tuple[int, int, int], phi: float | None, methods: Sequence[tu
             family: str = "") -> list[Errors]:
     """Every method this GPU runs on one set of inputs, against their float64 product (a pinned number of moduli is
     measured as it is, without its warning; the default's report is kept)."""
-    import cupy
 
     m, n, k = shape
     a, b = inputs(m, n, k, phi, family=family)
     ref = run.reference(a, b)[0]
-    scale, magnitude = float(cupy.abs(ref).max()) or 1.0, cupy.maximum(cupy.abs(ref), 1e-300)
     now = records.utc_now()
     out = []
     for name, params in methods:
@@ -112,11 +140,32 @@ def measure(shape: tuple[int, int, int], phi: float | None, methods: Sequence[tu
                 c, report = run.gemm(name, a, b, params, report=True)
             else:
                 c, report = product(name, params, a, b), None
-            diff = cupy.abs(c.astype(cupy.float64) - ref)
+            normwise, median, worst_row, worst_col = relative_errors(c, ref)
             out.append(Errors(name, catalog.get(name).full_params(params) if name in catalog.KERNELS else {}, m, n, k,
-                              phi, float(diff.max()) / scale, float(cupy.median(diff / magnitude)), device.gpu().name,
-                              now, family, report.as_dict() if report and not params.get("MODULI") else {}))
+                              phi, normwise, median, device.gpu().name, now, family,
+                              report.as_dict() if report and not params.get("MODULI") else {}, worst_row, worst_col))
     return out
+
+
+def relative_errors(c: Any, ref: Any) -> tuple[float, float, float, float]:
+    """C against float64's ref (CuPy arrays): normwise (max |C - ref| / max |ref|), the median element's
+    |C - ref| / |ref|, the worst row's and the worst column's (`worst_lines`)."""
+    import cupy
+
+    diff = cupy.abs(c.astype(cupy.float64) - ref)
+    scale, magnitude = float(cupy.abs(ref).max()) or 1.0, cupy.maximum(cupy.abs(ref), 1e-300)
+    return (float(diff.max()) / scale, float(cupy.median(diff / magnitude)), *worst_lines(diff, ref))
+
+
+def worst_lines(diff: Any, ref: Any) -> tuple[float, float]:
+    """The worst row's relative error, max over rows of max_j |C - ref| / max_j |ref|, and the worst column's (rows
+    and columns of ref that are all zero left out); NumPy or CuPy arrays."""
+    def worst(axis: int) -> float:
+        top, err = abs(ref).max(axis=axis), diff.max(axis=axis)
+        seen = top > 0
+        return float((err[seen] / top[seen]).max()) if bool(seen.any()) else 0.0
+
+    return worst(1), worst(0)
 
 
 def cases() -> list[tuple[tuple[int, int, int], float | None, str]]:

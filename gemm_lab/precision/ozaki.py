@@ -22,20 +22,30 @@ always holds the element of the largest-norm row and column, where the scheme's 
 a pinned number that does not qualify warns (`AccuracyWarning`). SGEMM's partial sums are modelled as restarting every
 `split_k` terms, as cuBLAS's split of K would have them where C has too few tiles to fill the GPU, so that SGEMM is
 never assumed less accurate than it may be.
+
+**Rows and columns.** The sample does not see a row of C far smaller than the largest, in columns whose scale a few
+large entries of B set (or a column, transposed), yet such a row loses the bits the scale takes. So, after the
+products, a check covers every row and column (kernels/ozaki_check.cu, `lines`): the scheme's error in C[i][j] is
+set by the scales of row i and column j alone, so the worst row's modelled relative error, max_j of it over
+max_j |C_ij|, costs a pass over C, and it is compared with SGEMM's on the sample over the same maxima (a lower
+estimate of SGEMM's worst row: the check errs on the safe side). Where the worst row or column is more than
+ROW_SLACK times SGEMM's, the default runs the fewest moduli the check expects to hold, or, past 9, falls back; a
+pinned number warns. The check waits once per call for its few numbers.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from .. import catalog, compiler, device, run, tma, yardstick
-from ..catalog import Instance
+from ..catalog import Instance, SourceFile
 from ..spec import ceil_div, round_up
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
@@ -64,6 +74,20 @@ K_CHUNK = 2**17 - 128
 UNIT_ROUNDOFF = 2.0**-24
 WAIT_S = 2e-5  # between two looks at whether the estimate's verdict has arrived
 VERDICT = 15  # the doubles of ozaki_decide's result that the host reads (the last of its 16 is never written)
+ROW_SLACK = 2.0  # the worst row (column) may err this many times SGEMM's worst row (column): the contract's margin
+LINES = 2 * len(CANDIDATES) + 2  # doubles of ozaki_lines' result: worst rows, worst columns, SGEMM's row and column
+EXTENT_ROWS = 64  # kernels/ozaki_check.cu's: rows of C one block of ozaki_extent reads
+
+
+class CheckSource(SourceFile):
+    """kernels/ozaki_check.cu: the row and column check, compiled apart from kernel 16 (whose build the recorded Ozaki
+    measurements are tied to) and loaded as the probes are."""
+
+    source = "kernels/ozaki_check.cu"
+    functions = ("ozaki_extent", "ozaki_lines")
+
+
+CHECK = CheckSource()
 
 Moduli = int | Sequence[int]  # the first that many of MODULI (as the kernels take them), or moduli of your own
 
@@ -175,9 +199,16 @@ def shifts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def exponents(x: np.ndarray, axis: int, moduli: Moduli, k: int) -> np.ndarray:
     """The kernels' powers of two (as integers e, scale 2^e) of the rows (axis 1) or columns (axis 0) of x (already
     equilibrated, infinities and NaNs as zeros)."""
-    norm2 = (np.where(np.isfinite(x), x, 0).astype(np.float64) ** 2).sum(axis=axis)
+    return scale_exponents((np.where(np.isfinite(x), x, 0).astype(np.float64) ** 2).sum(axis=axis),
+                           norm_bound(moduli, k))
+
+
+def scale_exponents(norm2: np.ndarray, g: float) -> np.ndarray:
+    """The kernels' `scale_exponent`: the powers of two that bring vectors of squared norms `norm2` to norms of at
+    most 2^g (0 for a zero vector)."""
+    norm2 = np.asarray(norm2, dtype=np.float64)
     with np.errstate(divide="ignore"):
-        e = np.floor(norm_bound(moduli, k) - 0.5 * np.log2(norm2))
+        e = np.floor(g - 0.5 * np.log2(norm2))
     return np.where(norm2 == 0, 0, e).astype(np.int64)
 
 
@@ -186,6 +217,13 @@ def _equilibrated(a: np.ndarray, b: np.ndarray, shift: np.ndarray | None) -> tup
     if shift is None:
         return a64, b64
     return np.ldexp(a64, shift[None, :]), np.ldexp(b64, -shift[:, None])
+
+
+def norms(a: np.ndarray, b: np.ndarray, shift: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The squared norms of A's rows and B's columns after equilibrating by `shift` (the kernels' rn2 and cn2, as
+    the exponents and the row and column check read them)."""
+    a64, b64 = _equilibrated(a, b, shift)
+    return (a64**2).sum(axis=1), (b64**2).sum(axis=0)
 
 
 def residues(a: np.ndarray, b: np.ndarray, moduli: Moduli, shift: np.ndarray | None = None
@@ -253,6 +291,10 @@ class Estimate:
     largest_shift: int  # the largest |s_h|
     nonfinite: bool  # A or B held an infinity or a NaN
     fallback: str = ""  # the kernel that ran instead, if any
+    # after the products (`hold_lines`): the worst row's and column's modelled error over SGEMM's, per number of moduli
+    rows: dict[int, float] = field(default_factory=dict)
+    columns: dict[int, float] = field(default_factory=dict)
+    raised_from: int = 0  # the estimate's choice, where the row and column check ran more moduli than it
 
     def ratio(self, moduli: int) -> float:
         """The scheme's median relative error over SGEMM's, with that many moduli (on the sample)."""
@@ -263,11 +305,17 @@ class Estimate:
         """No larger an error than SGEMM's, in the median and at the largest, on the sample."""
         return self.ratio(moduli) <= 1.0 and self.largest[moduli] <= 1.0
 
+    def lines_hold(self, moduli: int) -> bool:
+        """The worst row and column within ROW_SLACK times SGEMM's with that many moduli (true where unchecked)."""
+        return self.rows.get(moduli, 0.0) <= ROW_SLACK and self.columns.get(moduli, 0.0) <= ROW_SLACK
+
     def as_dict(self) -> dict[str, Any]:
         return {"moduli": self.moduli, "pinned": self.pinned, "sgemm_median": self.sgemm_median,
                 "median": {str(m): v for m, v in self.median.items()},
                 "largest": {str(m): v for m, v in self.largest.items()}, "equilibrated": self.equilibrated,
-                "largest_shift": self.largest_shift, "nonfinite": self.nonfinite, "fallback": self.fallback}
+                "largest_shift": self.largest_shift, "nonfinite": self.nonfinite, "fallback": self.fallback,
+                "rows": {str(m): v for m, v in self.rows.items()},
+                "columns": {str(m): v for m, v in self.columns.items()}, "raised_from": self.raised_from}
 
 
 def choose(sample: np.ndarray, flags: Sequence[int], pinned: int = AUTO) -> Estimate:
@@ -299,6 +347,63 @@ def verdict(result: Sequence[float], pinned: bool) -> Estimate:
     return Estimate(int(result[0]), pinned, float(result[1]), median, largest, flags[2], flags[3], bool(flags[0]))
 
 
+def extents(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy's version of kernels/ozaki_check.cu's `ozaki_extent`: max |C| of each row and of each column, over the
+    finite elements."""
+    x = np.abs(np.where(np.isfinite(c), c, 0)).astype(np.float64)
+    return x.max(axis=1, initial=0.0), x.max(axis=0, initial=0.0)
+
+
+def lines(rn2: np.ndarray, cn2: np.ndarray, row_max: np.ndarray, col_max: np.ndarray, sample: np.ndarray, k: int,
+          alpha: float = 1.0) -> np.ndarray:
+    """NumPy's version of kernels/ozaki_check.cu's `ozaki_lines` (LINES doubles): per candidate the worst row's
+    modelled relative error, then the worst column's, then SGEMM's on the sample (`sample_errors`) over its rows' and
+    its columns' max |C|; rn2 and cn2 the squared norms of A's rows and B's columns (equilibrated), row_max and
+    col_max C's (`extents`, of alpha A B)."""
+    rn2, cn2 = np.asarray(rn2, np.float64), np.asarray(cn2, np.float64)
+    widest_row, widest_col = rn2.max(initial=0.0), cn2.max(initial=0.0)
+    scale = abs(alpha) / math.sqrt(12)
+
+    def worst(norm2: np.ndarray, extent: np.ndarray, other: float, g: float) -> float:
+        own, far = scale_exponents(norm2, g), int(scale_exponents(other, g))
+        seen = (norm2 > 0) & (extent > 0)
+        sigma = scale * np.sqrt(norm2 * np.ldexp(1.0, -2 * far) + other * np.ldexp(1.0, -2 * own))
+        return float((sigma[seen] / extent[seen]).max(initial=0.0))
+
+    gs = [norm_bound(m, k) for m in CANDIDATES]
+    sgemm = abs(alpha) * np.sqrt(sample[:, 1])
+    in_row, in_col = row_max[sample[:, 6].astype(int)], col_max[sample[:, 7].astype(int)]
+    return np.array([*(worst(rn2, row_max, widest_col, g) for g in gs),
+                     *(worst(cn2, col_max, widest_row, g) for g in gs),
+                     (sgemm[in_row > 0] / in_row[in_row > 0]).max(initial=0.0),
+                     (sgemm[in_col > 0] / in_col[in_col > 0]).max(initial=0.0)])
+
+
+def line_ratios(result: Sequence[float]) -> tuple[dict[int, float], dict[int, float]]:
+    """The worst row's and column's modelled error over SGEMM's, per candidate, from `ozaki_lines`' result; SGEMM's
+    taken as at least the rounding of C itself."""
+    n, floor = len(CANDIDATES), UNIT_ROUNDOFF / math.sqrt(12)
+    sgemm_row, sgemm_col = max(float(result[2 * n]), floor), max(float(result[2 * n + 1]), floor)
+    return ({m: float(result[q]) / sgemm_row for q, m in enumerate(CANDIDATES)},
+            {m: float(result[n + q]) / sgemm_col for q, m in enumerate(CANDIDATES)})
+
+
+def hold_lines(report: Estimate, check: Callable[[int], Sequence[float]]) -> Estimate:
+    """The row and column check's rule. `check(moduli)` computes C with that many moduli (where not yet done) and
+    returns `ozaki_lines`' result on it. While the worst row or column errs more than ROW_SLACK times SGEMM's, run
+    the fewest moduli the check expects to hold (C's maxima barely depend on the moduli, unless a row was all error:
+    then the next check raises again), or none past 9 (moduli 0: fall back). A pinned number stands."""
+    while True:
+        rows, columns = line_ratios(check(report.moduli))
+        report = replace(report, rows=rows, columns=columns)
+        if report.pinned or report.lines_hold(report.moduli):
+            return report
+        more = next((m for m in CANDIDATES if m > report.moduli and report.lines_hold(m)), 0)
+        report = replace(report, moduli=more, raised_from=report.raised_from or report.moduli)
+        if not more:
+            return report
+
+
 def sample_picks(m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The sample's rows and columns (slot 0 is the largest-norm one, chosen on the GPU): spread evenly with a fixed
     pseudo-random offset each, so any shape gets the same picks."""
@@ -318,7 +423,8 @@ class Pipeline:
     moduli are as accurate as SGEMM (`ozaki_decide` writes the verdict on the GPU), splits, multiplies and reconstructs
     with the number it expects (the last call's choice, or the pinned number: those kernels run only if the verdict
     agrees, so the GPU never waits for the host), then reads the verdict back and, if the choice was another, queues
-    that number's kernels; where no number qualifies, cuBLAS SGEMM computes C with a `Fallback` warning; it puts
+    that number's kernels; then it checks every row and column of C (`hold_lines`: the one wait for the GPU) and runs
+    more moduli where they fail; where no number will do, cuBLAS SGEMM computes C with a `Fallback` warning; it puts
     SGEMM's infinities and NaNs back.
     `report` is the last call's `Estimate`; `stages()` the same work as separately launched parts, for timing each."""
 
@@ -357,6 +463,16 @@ class Pipeline:
         self.planes_b = cupy.empty((most, n, self.kp), cupy.int8)
         self.r = cupy.empty((len(self.chunks), most, m, self.np), cupy.uint8)
         self.expected = self.pinned or CANDIDATES[1]  # the number the later kernels are queued for before the verdict
+        self.built = 0  # the number of moduli whose products were last queued
+        # the products' C: `out`, or with beta != 0 a buffer of its own, which the check reads before beta C is added
+        self.c = out if beta == 0 else cupy.empty_like(out)
+        rows_at, cols_at = round_up(4 * m, 8), round_up(4 * n, 8)  # the check's buffers, zeroed by one memset
+        self.check_zeroed = cupy.empty(rows_at + cols_at + 8 * LINES, cupy.uint8)
+        self.row_max = self.check_zeroed[:4 * m].view(np.uint32)
+        self.col_max = self.check_zeroed[rows_at:rows_at + 4 * n].view(np.uint32)
+        self.lines = self.check_zeroed[rows_at + cols_at:].view(cupy.float64)
+        self.lines_host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8 * LINES), np.float64, LINES)
+        self.checked = cupy.cuda.Event()
         self.report: Estimate | None = None
         self._instances: dict[int, tuple[Any, dict[str, Any], list[tuple[Any, Any]], Any]] = {}
 
@@ -439,28 +555,62 @@ class Pipeline:
     def rebuild(self, moduli: int) -> None:
         m, n, _ = self.inst.shape
         _, kernels, _, consts = self._instance(moduli)
+        beta = self.beta if self.c is self.out else 0.0  # else beta C is added after the check
         kernels[f"ozaki_reconstruct<{moduli}>"]((ceil_div(m * ceil_div(n, 4), 256),), (256,),
                                                 (np.int32(m), np.int32(n), np.int32(self.np),
                                                  np.int32(len(self.chunks)), np.int64(self.r[0].nbytes),
-                                                 np.float32(self.alpha), np.float32(self.beta), self.out, self.r,
+                                                 np.float32(self.alpha), np.float32(beta), self.c, self.r,
                                                  self.e_a, self.f_b, self.verdict, consts))
 
     def finish(self) -> None:
-        """After the verdict: the chosen number's kernels if it was not the expected one, or the fallback; then
-        SGEMM's infinities and NaNs."""
+        """After the verdict: the chosen number's kernels if it was not the expected one; the row and column check,
+        which may run more moduli; the fallback where none will do, else beta C; then SGEMM's infinities and NaNs."""
         m, n, k = self.inst.shape
         moduli = self.report.moduli
         if moduli and moduli != self.expected:
-            self.split(moduli)
-            self.multiply(moduli)
-            self.rebuild(moduli)
+            self.products(moduli)
             self.expected = moduli  # inputs like these come again: expect the same next time
-        elif not moduli:
+        if moduli:
+            self.report = hold_lines(self.report, self.check)
+            self._warn_lines(self.report)
+        if not self.report.moduli:
             self._fallen_back()
+        elif self.c is not self.out:
+            self.out[...] = self.c + np.float32(self.beta) * self.out
         if self.report.nonfinite:
             self.kernels["ozaki_nonfinite"]((ceil_div(n, 256), m), (256,),
                                             (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), self.a,
                                              self.b, self.z["row_bad"], self.z["col_bad"], self.out))
+
+    def products(self, moduli: int) -> None:
+        """Split, multiply and rebuild with `moduli` moduli (their kernels run only where the verdict names it)."""
+        self.split(moduli)
+        self.multiply(moduli)
+        self.rebuild(moduli)
+        self.built = moduli
+
+    def check(self, moduli: int) -> np.ndarray:
+        """`hold_lines`' check: C with `moduli` moduli (queued now, the verdict rewritten to name it, where the last
+        products were of another number), its rows' and columns' max |C| and `ozaki_lines` on them; waits for the
+        result (through pinned memory, as `read_verdict`)."""
+        import cupy
+
+        if moduli != self.built:
+            self.verdict[:1].fill(moduli)
+            self.products(moduli)
+        m, n, _ = self.inst.shape
+        z, i32, kernels, samples = self.z, np.int32, _check_kernels(), SAMPLE_ROWS * SAMPLE_COLS
+        self.check_zeroed.fill(0)
+        kernels["ozaki_extent"]((ceil_div(n, 256), ceil_div(m, EXTENT_ROWS)), (256,),
+                                (i32(m), i32(n), self.c, self.row_max, self.col_max))
+        kernels["ozaki_lines"]((min(1024, ceil_div(m + n + samples, 256)),), (256,),
+                               (i32(m), i32(n), np.float64(self.alpha), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"],
+                                z["best"], self.gs, self.row_max, self.col_max, self.sample, i32(samples), self.lines))
+        self.lines.get(out=self.lines_host, stream=cupy.cuda.get_current_stream(), blocking=False)
+        self.checked.record()
+        while not self.checked.done:
+            time.sleep(WAIT_S)
+        return self.lines_host.copy()
 
     def stages(self) -> list[tuple[str, Callable[[], Any]]]:
         """The pipeline as (stage of `STAGES`, a call launching that stage's kernels on the current stream), with the
@@ -479,10 +629,7 @@ class Pipeline:
         self.scale()
         self.equilibrate()
         self.estimate()
-        expected = self.expected
-        self.split(expected)
-        self.multiply(expected)
-        self.rebuild(expected)
+        self.products(self.expected)
         self.read_verdict()
         self.finish()
         return self.out
@@ -502,8 +649,16 @@ class Pipeline:
                                        cupy.asarray(constants(moduli, self.inst.shape[2])))
         return self._instances[moduli]
 
+    def _warn_lines(self, report: Estimate) -> None:
+        """A pinned number whose worst row or column errs more than ROW_SLACK times SGEMM's warns."""
+        if report.pinned and not report.lines_hold(report.moduli):
+            warnings.warn(f"{report.moduli} moduli: the worst row of C is estimated to err "
+                          f"{report.rows[report.moduli]:.3g} times SGEMM's worst row, the worst column "
+                          f"{report.columns[report.moduli]:.3g} times SGEMM's (more than {ROW_SLACK:g}); "
+                          f"{self._advice(report)}", AccuracyWarning, stacklevel=5)
+
     def _advice(self, report: Estimate) -> str:
-        fit = next((m for m in CANDIDATES if report.qualifies(m)), 0)
+        fit = next((m for m in CANDIDATES if report.qualifies(m) and report.lines_hold(m)), 0)
         return (f"{fit} moduli would be (MODULI={fit}), or MODULI=0 chooses per call" if fit else
                 "no number of moduli up to 9 is: use MODULI=0, which falls back to cuBLAS SGEMM on such inputs")
 
@@ -513,8 +668,11 @@ class Pipeline:
         zeros (`ozaki_nonfinite` puts them back as for every call)."""
         import cupy
 
-        warnings.warn(f"no number of moduli up to {CANDIDATES[-1]} is as accurate as SGEMM on these inputs (estimated "
-                      f"median error {self.report.ratio(CANDIDATES[-1]):.3g} times SGEMM's with {CANDIDATES[-1]}): "
+        report, most = self.report, CANDIDATES[-1]
+        why = (f"the worst row or column of C is estimated to err {max(report.rows[most], report.columns[most]):.3g} "
+               f"times SGEMM's with {most}, more than {ROW_SLACK:g}" if report.raised_from else
+               f"estimated median error {report.ratio(most):.3g} times SGEMM's with {most}")
+        warnings.warn(f"no number of moduli up to {most} is as accurate as SGEMM on these inputs ({why}): "
                       "cuBLAS SGEMM computed C instead", Fallback, stacklevel=4)
         self.report = Estimate(**{**self.report.__dict__, "fallback": "cublas"})
         a, b = (cupy.where(cupy.isfinite(x), x, 0) if self.report.nonfinite else x for x in (self.a, self.b))
@@ -524,6 +682,15 @@ class Pipeline:
 
 
 STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
+
+
+@functools.cache
+def _check_kernels() -> dict[str, Any]:
+    """kernels/ozaki_check.cu's kernels, compiled for the live GPU."""
+    import cupy
+
+    module = cupy.RawModule(code=CHECK.source_text(), options=(*compiler.NVRTC_OPTIONS, f"-arch={device.gpu().arch}"))
+    return {name: module.get_function(name) for name in CHECK.functions}
 
 
 def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any) -> Pipeline:
