@@ -297,9 +297,12 @@ def read_kind_or_default(kind: str, gpu: str | None, benchmark: str) -> tuple[li
     return rows, name
 
 
-def latencies(gpu: str | None = None) -> list[dict[str, Any]]:
-    """The recorded tile-explorer latencies of a GPU (default: the replay GPU); empty when none were recorded."""
-    return read_kind(LATENCY, gpu)
+def latencies(gpu: str | None = None, submits: bool = False) -> list[dict[str, Any]]:
+    """Recorded tile-explorer moves (or exercise answers, `submits`) of a GPU (default: the replay GPU), else of the
+    default replay GPU: a live run on a GPU that recorded only some of them still shows the book's."""
+    def pick(name: str | None) -> list[dict[str, Any]]:
+        return [r for r in read_kind(LATENCY, name) if r["kernel"].startswith("submit ") == submits]
+    return pick(gpu) or pick(device.DEFAULT_REPLAY_GPU)
 
 
 def is_bench(path: Path) -> bool:

@@ -596,8 +596,8 @@ KERNEL_EXERCISES = {e.name: e for e in (
              "before buffer s is refilled: what must be true? (a barrier, if one is needed here)"),
         Hole("if (t + STAGES < steps) issue(t + STAGES);  // into buffer s, the one just read",
              "start the copies of the step that buffer s holds next, if there is one"),
-    ), (Mistake("if (t + STAGES < steps) issue(t + STAGES);  // into buffer s, the one just read",
-                "if (t + STAGES - 1 < steps) issue(t + STAGES - 1);", ("landed",)),),
+    ), (Mistake("for (int t = 0; t < STAGES; ++t) {  // every buffer starts filling before the first step",
+                "for (int t = 0; t < STAGES - 1; ++t) {", ("wrong", "NaN", "never written", "landed")),),
         {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "STAGES": 3}),
     KernelExercise("rows_along_k", "ch07_warp_tiling", "warp_tiling_along_k", (
         Hole("*reinterpret_cast<float4*>(&As[i / (BK / 4)][i % (BK / 4) * 4]) = staged.a[l];  // row i / (BK / 4), as "
