@@ -14,7 +14,7 @@ from gemm_lab.lab import plan
 from gemm_lab.pages import grids
 
 EDGES = {name: edges(name) for name in catalog.KERNELS}
-BEYOND_FAST, BEYOND_EXHAUSTIVE = 2, 10  # instances beyond the offered values per kernel, in each run
+BEYOND_FAST, BEYOND_EXHAUSTIVE = 1, 11  # instances beyond the offered values per kernel, in each run
 BEYOND = {name: beyond(name, BEYOND_FAST + BEYOND_EXHAUSTIVE) for name in catalog.KERNELS}
 
 
