@@ -9,11 +9,14 @@ arch-specific target, sm_90a for wgmma), loaded from the cubin that `cubin_file(
 the background (`warmup`, `autotune.precompile`), then only loads it. (CuPy's own disk cache does not help
 here: it recompiles every module built with `name_expressions`, to learn the mangled names.)
 A record's freshness may rest on its compiled code: `sass_sha256()` fingerprints the cubin of a `Build`.
+ptxas' reports are pinned too (records/ptxas_reports.json, per compile key; `python -m gemm_lab.lab.pins`): a clean
+checkout reads them instead of compiling; GEMM_LAB_UNPINNED=1 compiles and fails where a pin differs.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -24,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import catalog, device
+from . import catalog, device, folders
 from .catalog import Instance, KernelSpec, Params, Probe, SourceFile
 
 NVRTC_OPTIONS = ("-std=c++17",)
 CACHE_ENV = "GEMM_LAB_CACHE"  # where compiled cubins are kept (default: ~/.cache/gemm_lab)
+REPORTS, UNPINNED_ENV = "ptxas_reports", "GEMM_LAB_UNPINNED"  # the pinned reports' file, and the switch past them
 OFFLINE_ARCH = "sm_90"  # what CI compiles for, unless a kernel needs an arch-specific target
 _ERROR_LINE = re.compile(r"([\w.]+)\((\d+)\): (error|warning)")
 _PERFORMANCE_LOSS = re.compile(r"^.*Potential Performance Loss.*$", re.MULTILINE)
@@ -194,11 +198,29 @@ def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: s
     """Registers, spills, shared memory and performance warnings of an instance, compiled offline (no GPU
     needed) for `arch` (default: the kernel's arch-specific target, else sm_90)."""
     spec, names, arch = _offline_target(kernel, params, arch)
+    pinned = pinned_reports().get(_stem(spec.build_sha256(), names, arch))
+    if pinned and not os.environ.get(UNPINNED_ENV):
+        return PtxasReport(names[0], arch, **{**pinned, "performance_warnings": tuple(pinned["performance_warnings"])})
     report = _offline(spec.name, spec.build_sha256(), names, arch)[1]
     if report is None:
         raise CompileError(f"NVRTC compiled {names[0]} for {arch}, but its log holds no ptxas report (-Xptxas=-v) "
                            "and no ptxas is on PATH to ask instead")
+    if pinned and pinned != report_fields(report):
+        raise CompileError(f"{names[0]}: records/{REPORTS}.json pins another report than ptxas gives: re-pin them")
     return report
+
+
+@functools.cache
+def pinned_reports() -> dict[str, dict[str, Any]]:
+    path = folders.RECORDS_DIR / f"{REPORTS}.json"
+    rows = json.loads(path.read_text())["rows"] if path.exists() else []
+    return {row["key"]: {k: v for k, v in row.items() if k != "key"} for row in rows}
+
+
+def report_fields(report: PtxasReport) -> dict[str, Any]:
+    """A report as pinned: what ptxas said, without the instance and arch its key already names."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in report.__dict__.items()
+            if k not in ("instance", "arch")}
 
 
 def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None) -> bytes:

@@ -72,7 +72,8 @@ N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32
 # this many (a multiple of the products' 128-deep steps), whose residues add up modulo each modulus.
 K_CHUNK = 2**17 - 128
 UNIT_ROUNDOFF = 2.0**-24
-WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's wake-up (~60 us), which the check at the end of a call would add to every call
+WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
+# wake-up (~60 us), which the check at the end of every call would add to it
 VERDICT = 15  # the doubles of ozaki_decide's result that the host reads (the last of its 16 is never written)
 ROW_SLACK = 2.0  # the worst row (column) may err this many times SGEMM's worst row (column): the contract's margin
 LINES = 2 * len(CANDIDATES) + 2  # doubles of ozaki_lines' result: worst rows, worst columns, SGEMM's row and column
