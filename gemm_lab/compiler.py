@@ -9,8 +9,7 @@ arch-specific target, sm_90a for wgmma), loaded from the cubin that `cubin_file(
 the background (`warmup`, `autotune.precompile`), then only loads it. (CuPy's own disk cache does not help
 here: it recompiles every module built with `name_expressions`, to learn the mangled names.)
 A record's freshness may rest on its compiled code: `sass_sha256()` fingerprints the cubin of a `Build`.
-ptxas' reports are pinned too (records/ptxas_reports.json, per compile key; `python -m gemm_lab.lab.pins`): a clean
-checkout reads them instead of compiling; GEMM_LAB_UNPINNED=1 compiles and fails where a pin differs.
+ptxas' reports are pinned per compile (`lab.pins`): a clean checkout reads them; GEMM_LAB_UNPINNED=1 compiles.
 """
 from __future__ import annotations
 
@@ -201,8 +200,7 @@ def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: s
     pinned = pinned_reports().get(_stem(spec.build_sha256(), names, arch))
     if pinned and not os.environ.get(UNPINNED_ENV):
         return PtxasReport(names[0], arch, **{**pinned, "performance_warnings": tuple(pinned["performance_warnings"])})
-    report = _offline(spec.name, spec.build_sha256(), names, arch)[1]
-    if report is None:
+    if (report := _offline(spec.name, spec.build_sha256(), names, arch)[1]) is None:
         raise CompileError(f"NVRTC compiled {names[0]} for {arch}, but its log holds no ptxas report (-Xptxas=-v) "
                            "and no ptxas is on PATH to ask instead")
     if pinned and pinned != report_fields(report):
@@ -213,14 +211,12 @@ def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: s
 @functools.cache
 def pinned_reports() -> dict[str, dict[str, Any]]:
     path = folders.RECORDS_DIR / f"{REPORTS}.json"
-    rows = json.loads(path.read_text())["rows"] if path.exists() else []
-    return {row["key"]: {k: v for k, v in row.items() if k != "key"} for row in rows}
+    return {r.pop("key"): r for r in (json.loads(path.read_text())["rows"] if path.exists() else [])}
 
 
 def report_fields(report: PtxasReport) -> dict[str, Any]:
     """A report as pinned: what ptxas said, without the instance and arch its key already names."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in report.__dict__.items()
-            if k not in ("instance", "arch")}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(report).items() if k not in ("instance", "arch")}
 
 
 def cubin(kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None) -> bytes:

@@ -298,8 +298,7 @@ def read_kind_or_default(kind: str, gpu: str | None, benchmark: str) -> tuple[li
 
 
 def latencies(gpu: str | None = None, submits: bool = False) -> list[dict[str, Any]]:
-    """Recorded tile-explorer moves (or exercise answers, `submits`) of a GPU (default: the replay GPU), else of the
-    default replay GPU: a live run on a GPU that recorded only some of them still shows the book's."""
+    """Recorded explorer moves (or exercise answers, `submits`) of a GPU (default: the replay GPU), else the book's."""
     def pick(name: str | None) -> list[dict[str, Any]]:
         return [r for r in read_kind(LATENCY, name) if r["kernel"].startswith("submit ") == submits]
     return pick(gpu) or pick(device.DEFAULT_REPLAY_GPU)
