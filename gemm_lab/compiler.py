@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import catalog, device, folders
+from . import catalog, device
 from .catalog import Instance, KernelSpec, Params, Probe, SourceFile
 
 NVRTC_OPTIONS = ("-std=c++17",)
@@ -210,7 +210,7 @@ def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: s
 
 @functools.cache
 def pinned_reports() -> dict[str, dict[str, Any]]:
-    path = folders.RECORDS_DIR / f"{REPORTS}.json"
+    path = catalog.ROOT / "records" / f"{REPORTS}.json"  # with the sources they pin, whichever records are read
     return {r.pop("key"): r for r in (json.loads(path.read_text())["rows"] if path.exists() else [])}
 
 

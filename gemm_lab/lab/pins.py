@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import compiler, folders, records
+from .. import catalog, compiler, records
 
 
 def reports(cache: Path) -> dict[str, dict]:
@@ -30,7 +30,7 @@ def reports(cache: Path) -> dict[str, dict]:
 def main(argv: list[str]) -> int:
     cache = Path(argv[0]) if argv else compiler.cache_dir()
     found = reports(cache)
-    path = folders.RECORDS_DIR / f"{compiler.REPORTS}.json"
+    path = catalog.ROOT / "records" / f"{compiler.REPORTS}.json"
     records.write_rows(path, [{"key": stem, **fields} for stem, fields in found.items()])
     print(f"pinned {len(found)} ptxas report(s) from {cache} in {path}")
     return 0
