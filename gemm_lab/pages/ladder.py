@@ -36,8 +36,8 @@ def ladder(ms: Sequence[Measurement], ceilings: dict, l2_gbs: float | None = Non
                  f"at {', '.join(sorted(shapes))}; share: of the cuBLAS timed in the same run in the kernel's own "
                  "math (tensor-core kernels: the median of the rounds of turns); predicted ceiling: the lowest row "
                  "of the kernel's speed-of-light budget among those its chapter has taught (passed: the kernel beats "
-                 "that row, whose model over-counts its cost; the issue row counts each instruction of the compiled "
-                 "main loop once, copy paths a thread skips included); the Ozaki scheme: chapter 10's speed of light, "
+                 "that row, whose model over-counts its cost; the issue row counts every instruction of the compiled "
+                 "main loop, some of which a thread skips: chapter 3); the Ozaki scheme: chapter 10's speed of light, "
                  "its INT8 products alone at cuBLAS INT8's recorded rate over the moduli it chose; " + provenance(ms),
                  wrap=(2, 5))
 
