@@ -71,7 +71,7 @@ def facts_table(cards: tuple[Card, ...] = CARDS) -> Table:
         ("L2 (MiB)", *(str(c.l2_mib) for c in cards)),
         ("DRAM (GB)", *(str(c.dram_gb) for c in cards)),
         ("DRAM bandwidth, datasheet (GB/s)", *(f"{c.dram_gbs:,}" for c in cards)),
-        ("cp.async (gpus.chapters 6, 7b)", *(yes(c.cc >= cp_async) for c in cards)),
+        ("cp.async (chapters 6, 7b)", *(yes(c.cc >= cp_async) for c in cards)),
         ("TF32 tensor cores, mma.sync (8)", *(yes(c.cc >= mma) for c in cards)),
         ("TMA, wgmma, clusters (8, 9)", *(yes(c.cc == hopper) for c in cards)),
     )
