@@ -53,6 +53,16 @@ def test_what_validate_accepts_beyond_the_offered_values_compiles_clean(kernel, 
     assert_clean(catalog.get(kernel), params, compiler.ptxas_report(kernel, params))
 
 
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("kernel,params", [
+    *_cases(EDGES), *_cases({name: found[:BEYOND_FAST] for name, found in BEYOND.items()})])
+def test_the_default_runs_pinned_reports_are_what_ptxas_says(kernel, params, monkeypatch):
+    """The default run reads these instances' reports from records/ptxas_reports.json: here each is compiled, and
+    `ptxas_report` fails where its pin differs (re-pin with `python -m gemm_lab.lab.pins`)."""
+    monkeypatch.setenv(compiler.UNPINNED_ENV, "1")
+    assert_clean(catalog.get(kernel), params, compiler.ptxas_report(kernel, params))
+
+
 @pytest.mark.parametrize("kernel", list(catalog.KERNELS))
 def test_resources_count_static_and_dynamic_shared_memory(kernel):
     spec = catalog.get(kernel)
