@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import catalog, records, timing, turns
 from ..precision import emulation, int8, ozaki
-from .tables import Table, clock_and_power, provenance
+from .tables import Table, clock_and_power, provenance, shape_text
 
 
 def speed_of_light_table(sizes: Sequence[int], moduli: Sequence[int]) -> Table:
@@ -75,6 +75,34 @@ def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | N
                  "median element-wise error on its 64 × 32 sample over SGEMM's modelled one; measured: its median "
                  "element-wise error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell "
                  "back: it ran SGEMM); columns shifted: by the equilibration; " + emulation.dates(seen))
+
+
+def hidden_table() -> Table:
+    """The families built to hide from the estimate's sample (`emulation.HIDDEN`): what the default ran (and what the
+    sample alone had chosen), and the worst row's and column's errors beside SGEMM's, normwise and median too."""
+    gpu, rows, seen = emulation.hidden_gpu(), [], []
+    for shape, phi, family in emulation.hidden_cases():
+        found = emulation.errors(shape, phi, gpu, family)
+        seen += found
+        auto = next(e for e in found if e.method == "ozaki" and e.params.get("MODULI") == 0)
+        sgemm = next(e for e in found if e.method == "cublas")
+        d = auto.details
+        ran = f"{d['moduli']}" if d["moduli"] else f"fell back ({d['fallback']})"
+        rows.append((family, ran + (f", from {d['raised_from']}" if d.get("raised_from") else ""),
+                     *(f"{x:.1e}" for x in (auto.max_rel_err, auto.median_rel_err, auto.worst_row_rel_err,
+                                           auto.worst_col_rel_err, sgemm.worst_row_rel_err)),
+                     f"{worst_over_sgemm(auto, sgemm):.2f}"))
+    return Table(("inputs", "moduli (raised from)", "relative error (max / max)", "median element-wise",
+                  "worst row", "worst column", "SGEMM's worst row", "worst line / SGEMM's"), tuple(rows),
+                 f"the default (MODULI = 0) at {shape_text(*emulation.PHI_SHAPE)} on inputs built to hide from "
+                 "its 64 × 32 sample (emulation.shape_family); a row's error is max |C − C64| over the row's max |C64| "
+                 "(a column's alike); the last column: the worse of row and column over SGEMM's same line; "
+                 + emulation.dates(seen))
+
+
+def worst_over_sgemm(auto: Any, sgemm: Any) -> float:
+    """The default's worst row or column error over SGEMM's worst row or column (the worse ratio of the two)."""
+    return max(auto.worst_row_rel_err / sgemm.worst_row_rel_err, auto.worst_col_rel_err / sgemm.worst_col_rel_err)
 
 
 def race_table(ms: Sequence[Any]) -> Table:

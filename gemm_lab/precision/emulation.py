@@ -175,14 +175,34 @@ def cases() -> list[tuple[tuple[int, int, int], float | None, str]]:
         [(PHI_SHAPE, None, OUTLIER)]
 
 
-def record_accuracy() -> None:
-    """Measure every case of `cases` and store the rows (live only)."""
-    for shape, phi, family in cases():
+def record_accuracy(which: Sequence[tuple[tuple[int, int, int], float | None, str]] | None = None) -> None:
+    """Measure every case of `cases` and `hidden_cases` (or `which`) and store the rows (live only)."""
+    for shape, phi, family in which or [*cases(), *hidden_cases()]:
         rows = [e.row() for e in measure(shape, phi, family=family)]
         records.upsert(records.gpu_dir(device.gpu().name) / f"{ACCURACY}.json", rows, ACCURACY_KEY)
 
 
 ACCURACY_KEY = ("method", "params", "m", "n", "k", "phi", "family")
+
+
+def hidden_cases() -> list[tuple[tuple[int, int, int], float | None, str]]:
+    """The families of HIDDEN, at PHI_SHAPE: what the row and column check must catch."""
+    return [(PHI_SHAPE, None, family) for family in HIDDEN]
+
+
+def hidden_gpu() -> str:
+    """The GPU whose records the hidden families are read from: the replay GPU's where it has them, else the first
+    GPU with records that has them all (the families came after some GPUs' records)."""
+    def has(gpu: str) -> bool:
+        try:
+            return all(errors(shape, phi, gpu, family) for shape, phi, family in hidden_cases())
+        except LookupError:
+            return False
+
+    found = next((g for g in (device.replay_gpu(), *records.recorded_gpus()) if has(g)), None)
+    if found is None:
+        raise LookupError("no GPU has recorded the hidden families: `gemm-lab record --only ozaki` on a Hopper GPU")
+    return found
 
 
 def errors(shape: tuple[int, int, int], phi: float | None, gpu: str | None = None, family: str = "") -> list[Errors]:
