@@ -601,8 +601,9 @@ class Pipeline:
             self._warn_lines(self.report)
         if not self.report.moduli:
             self._fallen_back()
-        elif self.c is not self.out:
-            self.out[...] = self.c + np.float32(self.beta) * self.out
+        elif self.c is not self.out:  # in place: no temporary copied over (initcheck counts only kernels' writes)
+            self.out *= np.float32(self.beta)
+            self.out += self.c
         if self.report.nonfinite:
             self.kernels["ozaki_nonfinite"]((ceil_div(n, 256), m), (256,),
                                             (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), self.a,
