@@ -155,8 +155,10 @@ def fake_cuda(monkeypatch):
     cupy.empty = lambda shape, dtype: np.empty(shape, dtype).view(FakeArray)
     cupy.asarray = lambda x, dtype=None: np.asarray(x, dtype).view(FakeArray)
     cupy.zeros = lambda shape, dtype: np.zeros(shape, dtype).view(FakeArray)
-    cupy.cuda = types.SimpleNamespace(alloc_pinned_memory=bytearray, get_current_stream=lambda: None,
-                                      Event=lambda: types.SimpleNamespace(record=lambda: None, done=True))
+    stream = types.SimpleNamespace(wait_event=lambda event: None)
+    cupy.cuda = types.SimpleNamespace(alloc_pinned_memory=bytearray, get_current_stream=lambda: stream,
+                                      Stream=lambda **_: stream,
+                                      Event=lambda **_: types.SimpleNamespace(record=lambda *_: None, done=True))
 
     class Names:  # the driver's enums: each member is its own name
         def __getattr__(self, name: str) -> str:
@@ -252,6 +254,8 @@ def test_ozaki_verdict_layout():
     assert ozaki.VERDICT == valid + 1 < 16, f"ozaki.VERDICT = {ozaki.VERDICT}: {OZAKI_AT} writes result[0..{valid}]"
     reads = set(re.findall(r"verdict\[(\d+)\] \?", OZAKI)) | set(re.findall(r"!verdict\[(\d+)\]", OZAKI))
     assert reads, f"{OZAKI_AT}'s later kernels no longer read the 'equilibrated' flag as this test expects"
+    assert ozaki.EQUILIBRATED == flags + equilibrated, \
+        f"ozaki.EQUILIBRATED = {ozaki.EQUILIBRATED}: ozaki_decide copies the flag to {flags + equilibrated}"
     for read in reads:
         assert int(read) == flags + equilibrated, \
             f"{OZAKI_AT} reads verdict[{read}] as 'equilibrated', ozaki_decide puts that flag at {flags + equilibrated}"

@@ -31,6 +31,10 @@ max_j |C_ij|, costs a pass over C, and it is compared with SGEMM's on the sample
 estimate of SGEMM's worst row: the check errs on the safe side). Where the worst row or column is more than
 ROW_SLACK times SGEMM's, the default runs the fewest moduli the check expects to hold, or, past 9, falls back; a
 pinned number warns. The check waits once per call for its few numbers.
+
+**Streams.** A call's work is a graph, not a queue: B's statistics and residues run on a second stream beside A's, and
+the estimate on a third beside the split, which needs no verdict (it reads the number it splits for from a buffer of
+its own). Only the products wait for the verdict, on the GPU (an event); the host reads it meanwhile.
 """
 from __future__ import annotations
 
@@ -74,6 +78,7 @@ K_CHUNK = 2**17 - 128
 UNIT_ROUNDOFF = 2.0**-24
 WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
 # wake-up (~60 us), which the check at the end of every call would add to it
+EQUILIBRATED = 11  # ozaki_decide's result: where the flag "A and B were equilibrated" (flags[1]) is copied
 VERDICT = 15  # the doubles of ozaki_decide's result that the host reads (the last of its 16 is never written)
 ROW_SLACK = 2.0  # the worst row (column) may err this many times SGEMM's worst row (column): the contract's margin
 LINES = 2 * len(CANDIDATES) + 2  # doubles of ozaki_lines' result: worst rows, worst columns, SGEMM's row and column
@@ -421,12 +426,12 @@ STAGES = ("scale", "equilibrate", "estimate", "split", "products", "reconstruct"
 class Pipeline:
     """The scheme on one validated ozaki instance and its operands, as a call that launches it and returns C (`run`'s
     launcher for the ozaki spec). Each call scales and equilibrates A and B, estimates on a sample which numbers of
-    moduli are as accurate as SGEMM (`ozaki_decide` writes the verdict on the GPU), splits, multiplies and reconstructs
-    with the number it expects (the last call's choice, or the pinned number: those kernels run only if the verdict
-    agrees, so the GPU never waits for the host), then reads the verdict back and, if the choice was another, queues
-    that number's kernels; then it checks every row and column of C (`hold_lines`: the one wait for the GPU) and runs
-    more moduli where they fail; where no number will do, cuBLAS SGEMM computes C with a `Fallback` warning; it puts
-    SGEMM's infinities and NaNs back.
+    moduli are as accurate as SGEMM (`ozaki_decide` writes the verdict on the GPU), splits (beside the estimate),
+    multiplies and reconstructs with the number it expects (the last call's choice, or the pinned number: the products
+    and the reconstruction run only if the verdict agrees, so the GPU never waits for the host), then reads the verdict
+    back and, if the choice was another, queues that number's kernels; then it checks every row and column of C
+    (`hold_lines`: the one wait for the GPU) and runs more moduli where they fail; where no number will do, cuBLAS SGEMM
+    computes C with a `Fallback` warning; it puts SGEMM's infinities and NaNs back.
     `report` is the last call's `Estimate`; `stages()` the same work as separately launched parts, for timing each."""
 
     def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int):
@@ -457,7 +462,14 @@ class Pipeline:
         self.sample = cupy.empty(SAMPLE_ROWS * SAMPLE_COLS * SAMPLE_FIELDS, cupy.float64)
         self.verdict = cupy.empty(16, cupy.float64)  # ozaki_decide's (VERDICT of them), read into pinned host memory
         self.host = np.frombuffer(cupy.cuda.alloc_pinned_memory(self.verdict.nbytes), np.float64, self.verdict.size)
-        self.decided = cupy.cuda.Event()
+        self.decided = cupy.cuda.Event()  # the verdict is on the host
+        # what the split reads instead of the verdict: the number being split ([0]) and whether A and B were
+        # equilibrated ([11]), so that the split need not wait for the estimate
+        self.split_verdict = cupy.zeros(16, cupy.float64)
+        self.side = cupy.cuda.Stream(non_blocking=True)  # the estimate's, beside the split
+        self.aux = cupy.cuda.Stream(non_blocking=True)  # B's half of the scaling and of the split, beside A's
+        self.forks = {s: cupy.cuda.Event(disable_timing=True) for s in ("side", "aux", "aux back")}
+        self.estimated = cupy.cuda.Event(disable_timing=True)  # the verdict is on the GPU: the products may start
         self.gs = cupy.asarray([norm_bound(c, k) for c in CANDIDATES], dtype=cupy.float64)
         self.e_a, self.f_b = cupy.empty(m, cupy.int32), cupy.empty(n, cupy.int32)
         self.planes_a = cupy.empty((most, m, self.kp), cupy.int8)
@@ -482,12 +494,14 @@ class Pipeline:
         m, n, k = self.inst.shape
         z, i32, threads = self.z, np.int32, (256,)
         self.zeroed.fill(0)
+        self._fork("aux")
         self.kernels["ozaki_stats_a"]((ceil_div(k, 1024), ceil_div(m, STATS_ROWS)), threads,
                                       (i32(m), i32(k), self.a, z["rn2"], z["col_exp"], z["col_count"], z["row_bad"],
                                        z["flags"]))
         self.kernels["ozaki_stats_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
                                       (i32(k), i32(n), self.b, z["cn2"], z["row_exp"], z["row_count"], z["col_bad"],
-                                       z["flags"]))
+                                       z["flags"]), stream=self.aux)
+        self._join_aux()
 
     def equilibrate(self) -> None:
         m, n, k = self.inst.shape
@@ -501,22 +515,26 @@ class Pipeline:
                                         (i32(k), i32(n), self.b, self.shift, z["flags"], z["cn2_eq"]))
 
     def estimate(self) -> None:
-        """Queue the estimate and its verdict's copy to the host (read by `verdict`)."""
-        import cupy
-
+        """Queue the estimate on the side stream, after the scaling, and its verdict's copy to the host (read by
+        `read_verdict`): the split runs meanwhile; the products wait for the verdict on the GPU (`multiply`)."""
         m, n, k = self.inst.shape
-        z, i32 = self.z, np.int32
+        z, i32, side = self.z, np.int32, self.side
+        self._fork("side")
         self.kernels["ozaki_extremes"]((min(1024, ceil_div(m + n, 256)),), (256,),
-                                       (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"], z["best"]))
+                                       (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"], z["best"]),
+                                       stream=side)
         self.kernels["ozaki_gather_b"]((ceil_div(k, 256), SAMPLE_COLS), (256,),
-                                       (i32(k), i32(n), self.b, self.cols, z["best"], self.bt))
+                                       (i32(k), i32(n), self.b, self.cols, z["best"], self.bt), stream=side)
         self.kernels["ozaki_sample"]((SAMPLE_ROWS * SAMPLE_COLS // 4,), (128,),
                                      (i32(m), i32(n), i32(k), i32(split_k(m, n, k, device.gpu().sms)), self.a, self.bt,
                                       self.rows, self.cols, z["best"],
-                                      self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample))
-        self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict))
-        self.verdict[:VERDICT].get(out=self.host[:VERDICT], stream=cupy.cuda.get_current_stream(), blocking=False)
-        self.decided.record()
+                                      self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample),
+                                     stream=side)
+        self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict),
+                                     stream=side)
+        self.estimated.record(side)
+        self.verdict[:VERDICT].get(out=self.host[:VERDICT], stream=side, blocking=False)
+        self.decided.record(side)
 
     def read_verdict(self) -> Estimate:
         """Wait for the estimate's verdict and keep it as `report`; warn when a pinned number does not qualify."""
@@ -533,21 +551,28 @@ class Pipeline:
     def split(self, moduli: int) -> None:
         m, n, k = self.inst.shape
         _, kernels, _, consts = self._instance(moduli)
-        i32, threads, z = np.int32, (256,), self.z
+        i32, threads, z, ruling = np.int32, (256,), self.z, self.split_verdict
+        ruling[:1].fill(moduli)
+        ruling[EQUILIBRATED:EQUILIBRATED + 1] = z["flags"][1:2]  # ozaki_decide copies the flags from [10] on
         kernels[f"ozaki_exponents<{moduli}>"]((ceil_div(m + n, 256),), threads,
                                               (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"],
-                                               np.float64(norm_bound(moduli, k)), self.verdict, self.e_a, self.f_b))
+                                               np.float64(norm_bound(moduli, k)), ruling, self.e_a, self.f_b))
+        self._fork("aux")
         kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 1024),), threads,
                                                (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
-                                                self.verdict, consts, self.planes_a))
+                                                ruling, consts, self.planes_a))
         kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(n, 64), ceil_div(self.kp, 64)), threads,
                                                (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
-                                                self.verdict, consts, self.planes_b))
+                                                ruling, consts, self.planes_b), stream=self.aux)
+        self._join_aux()
 
     def multiply(self, moduli: int) -> None:
+        import cupy
+
         m, n, _ = self.inst.shape
         products, _, maps, consts = self._instance(moduli)
         spec, p = self.inst.spec, {**self.inst.params, "MODULI": moduli}
+        cupy.cuda.get_current_stream().wait_event(self.estimated)  # they run only where the verdict names `moduli`
         for c, ((k0, k1), (map_a, map_b)) in enumerate(zip(self.chunks, maps)):
             products(spec.grid(p, m, n, self.slots), (spec.threads(p),),
                      (np.int32(m), np.int32(n), np.int32(k1 - k0), np.int32(self.np), consts, self.r[c], map_a, map_b,
@@ -576,8 +601,9 @@ class Pipeline:
             self._warn_lines(self.report)
         if not self.report.moduli:
             self._fallen_back()
-        elif self.c is not self.out:
-            self.out[...] = self.c + np.float32(self.beta) * self.out
+        elif self.c is not self.out:  # in place: no temporary copied over (initcheck counts only kernels' writes)
+            self.out *= np.float32(self.beta)
+            self.out += self.c
         if self.report.nonfinite:
             self.kernels["ozaki_nonfinite"]((ceil_div(n, 256), m), (256,),
                                             (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), self.a,
@@ -636,6 +662,20 @@ class Pipeline:
         return self.out
 
     # what the parts share
+    def _fork(self, name: str) -> None:
+        """The side or aux stream waits for what the current stream has queued so far."""
+        import cupy
+
+        self.forks[name].record(cupy.cuda.get_current_stream())
+        getattr(self, name).wait_event(self.forks[name])
+
+    def _join_aux(self) -> None:
+        """The current stream waits for what the aux stream has queued so far."""
+        import cupy
+
+        self.forks["aux back"].record(self.aux)
+        cupy.cuda.get_current_stream().wait_event(self.forks["aux back"])
+
     def _instance(self, moduli: int) -> tuple[Any, dict[str, Any], list[tuple[Any, Any]], Any]:
         """The products kernel, the companions, the chunks' tensor maps and the CRT constants of the instance with
         `moduli` moduli."""
