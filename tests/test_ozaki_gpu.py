@@ -216,3 +216,34 @@ def test_500_random_shapes_and_families_keep_the_contract():
         if not ok:
             failures.append(f"{name} {m}x{n}x{k}: {report.moduli} moduli, {how}")
     assert not failures, "\n".join(failures[:20])
+
+
+def test_a_replayed_call_is_the_direct_call():
+    """From the third call on, a launcher replays its captured graph (`Pipeline.capture`); as the inputs change under
+    it (in place: the graph's pointers stay), each call gives what a fresh launcher's direct call gives, bit for bit,
+    with the same report and warnings: where the estimate keeps its number, raises it, where the check raises the
+    moduli, and where the call falls back."""
+    import cupy
+
+    from gemm_lab import catalog
+
+    m, n, k = 512, 384, 1024
+    inst = catalog.instance("ozaki", {"MODULI": 0}, (m, n, k))
+    a, b = family("normal", m, n, k)
+    c = cupy.empty((m, n), cupy.float32)
+    pipeline = ozaki.launcher(inst, a, b, alpha=1.0, beta=0.0, out=c)
+    for name in ("normal", "normal", "normal", emulation.QUIET_ROWS, emulation.QUIET_ROWS, "phi5", "normal", "normal"):
+        x, y = family(name, m, n, k, seed=3)
+        a[...], b[...] = x, y
+        with warnings.catch_warnings(record=True) as replayed:
+            warnings.simplefilter("always")
+            pipeline()
+        fresh_c = cupy.empty((m, n), cupy.float32)
+        fresh = ozaki.launcher(inst, a, b, alpha=1.0, beta=0.0, out=fresh_c)
+        with warnings.catch_warnings(record=True) as direct:
+            warnings.simplefilter("always")
+            fresh()
+        assert bool((c == fresh_c).all()), f"{name}: the replayed call's C differs from a direct call's"
+        assert pipeline.report == fresh.report, f"{name}: {pipeline.report} against {fresh.report}"
+        assert [type(w.message) for w in replayed] == [type(w.message) for w in direct], name
+    assert pipeline.graph is not None, "three calls alike, and no graph was captured"

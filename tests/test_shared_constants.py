@@ -254,7 +254,7 @@ def test_ozaki_verdict_layout():
     assert ozaki.VERDICT == valid + 1 < 16, f"ozaki.VERDICT = {ozaki.VERDICT}: {OZAKI_AT} writes result[0..{valid}]"
     reads = set(re.findall(r"verdict\[(\d+)\] \?", OZAKI)) | set(re.findall(r"!verdict\[(\d+)\]", OZAKI))
     assert reads, f"{OZAKI_AT}'s later kernels no longer read the 'equilibrated' flag as this test expects"
-    assert ozaki.EQUILIBRATED == flags + equilibrated, \
+    assert flags + equilibrated == ozaki.EQUILIBRATED, \
         f"ozaki.EQUILIBRATED = {ozaki.EQUILIBRATED}: ozaki_decide copies the flag to {flags + equilibrated}"
     for read in reads:
         assert int(read) == flags + equilibrated, \
@@ -359,6 +359,7 @@ def ozaki_call(monkeypatch, shape: tuple[int, int, int]) -> tuple:
     monkeypatch.setattr(compiler, "load", lambda i: Recorder(calls, "ozaki_products"))
     monkeypatch.setattr(compiler, "companions", lambda i: {n: Recorder(calls, n) for n in i.spec.companions(i.params)})
     monkeypatch.setattr(ozaki, "_check_kernels", lambda: {n: Recorder(calls, n) for n in ozaki.CHECK.functions})
+    monkeypatch.setattr(ozaki, "to_host", lambda host, array, stream: host.__setitem__(..., array))
     planes: list = []
     monkeypatch.setattr(tma, "planes_map", lambda x, rows, k0, k1: planes.append((x.shape, rows, k0, k1)))
     monkeypatch.setattr(device, "gpu", lambda: types.SimpleNamespace(cc=(9, 0), sms=132, arch="sm_90"))  # an H100's

@@ -485,7 +485,11 @@ class Pipeline:
         self.col_max = self.check_zeroed[rows_at:rows_at + 4 * n].view(np.uint32)
         self.lines = self.check_zeroed[rows_at + cols_at:].view(cupy.float64)
         self.lines_host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8 * LINES), np.float64, LINES)
-        self.checked = cupy.cuda.Event()
+        self.checked = cupy.cuda.Event(disable_timing=True)
+        self.lines_of = 0  # the number of moduli whose check's result lies in lines_host
+        self.capturing = cupy.cuda.Stream(non_blocking=True)  # a capture cannot run on the legacy default stream
+        self.graph: tuple[int, Any] | None = None  # (the expected number, the call captured for it: `capture`)
+        self.steady = False  # the last call ran the expected number, and the check raised none
         self.report: Estimate | None = None
         self._instances: dict[int, tuple[Any, dict[str, Any], list[tuple[Any, Any]], Any]] = {}
 
@@ -533,13 +537,12 @@ class Pipeline:
         self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict),
                                      stream=side)
         self.estimated.record(side)
-        self.verdict[:VERDICT].get(out=self.host[:VERDICT], stream=side, blocking=False)
+        to_host(self.host[:VERDICT], self.verdict[:VERDICT], side)
         self.decided.record(side)
 
     def read_verdict(self) -> Estimate:
         """Wait for the estimate's verdict and keep it as `report`; warn when a pinned number does not qualify."""
-        while not self.decided.done:  # a sleep, unlike a CUDA synchronisation, lets other Python threads run
-            time.sleep(WAIT_S)
+        wait(self.decided)
         self.report = report = verdict(self.host, bool(self.pinned))
         if report.pinned and not report.qualifies(report.moduli):
             warnings.warn(f"{report.moduli} moduli: on a sample of these inputs the estimated error is "
@@ -614,17 +617,25 @@ class Pipeline:
         self.split(moduli)
         self.multiply(moduli)
         self.rebuild(moduli)
-        self.built = moduli
+        self.built, self.lines_of = moduli, 0
 
     def check(self, moduli: int) -> np.ndarray:
         """`hold_lines`' check: C with `moduli` moduli (queued now, the verdict rewritten to name it, where the last
         products were of another number), its rows' and columns' max |C| and `ozaki_lines` on them; waits for the
-        result (through pinned memory, as `read_verdict`)."""
+        result (through pinned memory, as `read_verdict`), unless the replayed graph left it already."""
+        if moduli != self.lines_of:
+            if moduli != self.built:
+                self.verdict[:1].fill(moduli)
+                self.products(moduli)
+            self.queue_check()
+            wait(self.checked)
+            self.lines_of = moduli
+        return self.lines_host.copy()
+
+    def queue_check(self) -> None:
+        """The check's kernels on the products' C and the copy of their result to the host."""
         import cupy
 
-        if moduli != self.built:
-            self.verdict[:1].fill(moduli)
-            self.products(moduli)
         m, n, _ = self.inst.shape
         z, i32, kernels, samples = self.z, np.int32, _check_kernels(), SAMPLE_ROWS * SAMPLE_COLS
         self.check_zeroed.fill(0)
@@ -633,11 +644,8 @@ class Pipeline:
         kernels["ozaki_lines"]((min(1024, ceil_div(m + n + samples, 256)),), (256,),
                                (i32(m), i32(n), np.float64(self.alpha), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"],
                                 z["best"], self.gs, self.row_max, self.col_max, self.sample, i32(samples), self.lines))
-        self.lines.get(out=self.lines_host, stream=cupy.cuda.get_current_stream(), blocking=False)
+        to_host(self.lines_host, self.lines, cupy.cuda.get_current_stream())
         self.checked.record()
-        while not self.checked.done:
-            time.sleep(WAIT_S)
-        return self.lines_host.copy()
 
     def stages(self) -> list[tuple[str, Callable[[], Any]]]:
         """The pipeline as (stage of `STAGES`, a call launching that stage's kernels on the current stream), with the
@@ -653,13 +661,44 @@ class Pipeline:
                                  chosen(self.rebuild))))
 
     def __call__(self) -> Any:
-        self.scale()
-        self.equilibrate()
-        self.estimate()
-        self.products(self.expected)
+        import cupy
+
+        if self.graph is not None and self.graph[0] == self.expected:
+            self.graph[1].launch(stream=cupy.cuda.get_current_stream())
+            self.checked.record()
+            wait(self.checked)
+            self.built = self.lines_of = self.expected
+        else:
+            self.scale()
+            self.equilibrate()
+            self.estimate()
+            self.products(self.expected)
         self.read_verdict()
         self.finish()
+        steady = self.report.moduli == self.expected and not self.report.raised_from
+        if steady and self.steady and (self.graph is None or self.graph[0] != self.expected):
+            self.capture()  # the second call alike: more will come (a one-off call never pays for a capture)
+        self.steady = steady
         return self.out
+
+    def capture(self) -> None:
+        """The call as it runs where the verdict keeps the expected number, the check included, captured into a CUDA
+        graph (`graph`) that later calls replay with one launch: the host then waits once, and never queues a kernel
+        the GPU has to wait for."""
+
+        stream = self.capturing
+        with stream:
+            stream.begin_capture()
+            try:
+                self.scale()
+                self.equilibrate()
+                self.estimate()
+                self.products(self.expected)
+                self.queue_check()
+                stream.wait_event(self.decided)  # the estimate's stream joins the graph
+            finally:
+                graph = stream.end_capture()
+        self.graph = (self.expected, graph)
 
     # what the parts share
     def _fork(self, name: str) -> None:
@@ -723,6 +762,21 @@ class Pipeline:
 
 
 STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
+
+
+def wait(event: Any) -> None:
+    """Wait for an event's work: a sleep, unlike a CUDA synchronisation, lets other Python threads run."""
+    while not event.done:
+        time.sleep(WAIT_S)
+
+
+def to_host(host: np.ndarray, device_array: Any, stream: Any) -> None:
+    """Copy a CuPy array into pinned host memory, queued on `stream` (the runtime's copy, which a stream being
+    captured into a graph records; CuPy's `get` refuses to)."""
+    import cupy
+
+    cupy.cuda.runtime.memcpyAsync(host.ctypes.data, device_array.data.ptr, host.nbytes,
+                                  cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
 
 
 @functools.cache
