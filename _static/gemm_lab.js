@@ -1,10 +1,10 @@
-// gemm_lab: a code cell's line too long for the page wraps under a hanging indent, with a hook on every line it
+// gemm_lab: a code cell's line (or a printed kernel's, as the exercises' skeletons) too long for the page wraps under a hanging indent, with a hook on every line it
 // continues onto, as the kernel listings do (gemm_lab/pages/listings.py); a short string literal moves to the next
 // line whole instead of splitting at one of its spaces. Each source line of the cell becomes a block of its own; the
 // text is unchanged, newlines included (hidden), so the copy button copies the code as written.
 document.addEventListener("DOMContentLoaded", () => {
   const KEEP_WHOLE = 60;  // characters: a string this long fits a line of the page (listings.KEEP_WHOLE)
-  for (const pre of document.querySelectorAll("div.cell_input div.highlight pre")) {
+  for (const pre of document.querySelectorAll("div.cell_input div.highlight pre, div.cell_output div.highlight pre")) {
     const lines = [[]];
     for (const node of Array.from(pre.childNodes)) {
       node.textContent.split("\n").forEach((part, i) => {

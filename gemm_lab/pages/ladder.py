@@ -30,10 +30,12 @@ def ladder(ms: Sequence[Measurement], ceilings: dict, l2_gbs: float | None = Non
             level, tflops = bound.level, bound.tflops  # the lowest among the rows its chapter has taught
         passed = ", passed" if x.gflops / 1e3 > tflops else ""
         rows.append((model.chapter_label(spec.chapter), x.kernel, spec.title, f"{x.gflops / 1e3:,.1f}",
-                     f"{x.pct_cublas:.0f} % of {baseline_name(x.precision)}", f"{level} ({tflops:,.1f}{passed})"))
+                     f"{x.pct_cublas:.0f}\u00a0% ({baseline_name(x.precision).split()[-1]})",
+                     f"{level} ({tflops:,.1f}{passed})"))
     shapes = {shape_text(x.m, x.n, x.k) for x in ms}
-    return Table(("ch.", "kernel", "what changes", "TFLOP/s", "share", "predicted ceiling (TFLOP/s)"), tuple(rows),
-                 f"at {', '.join(sorted(shapes))}; share: of the cuBLAS timed in the same run in the kernel's own "
+    return Table(("ch.", "kernel", "what changes", "TFLOP/s", "% of cuBLAS", "predicted ceiling (TFLOP/s)"),
+                 tuple(rows), f"at {', '.join(sorted(shapes))}; % of cuBLAS: of the cuBLAS (SGEMM or TF32) timed in "
+                 "the same run in the kernel's own "
                  "math (tensor-core kernels: the median of the rounds of turns); predicted ceiling: the lowest row "
                  "of the kernel's speed-of-light budget among those its chapter has taught (passed: the kernel beats "
                  "that row, whose model over-counts its cost; the issue row counts every instruction of the compiled "

@@ -68,13 +68,13 @@ def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | N
         rows.append((f"{shape[0]}×{shape[1]}×{shape[2]}", emulation.case_name(phi, family),
                      str(ran) if ran else "–", f"{estimated:.2f}" + ("" if ran else f" (with {ozaki.CANDIDATES[-1]})"),
                      f"{auto.median_rel_err / sgemm.median_rel_err:.2f}", str(d["equilibrated"]),
-                     f"yes ({d['fallback']})" if d["fallback"] else "no"))
+                     "yes" if d["fallback"] else "no"))
     return Table(("M×N×K", "inputs", "moduli chosen", "estimated / SGEMM", "measured / SGEMM", "columns shifted",
                   "fell back"), tuple(rows),
                  "the default (MODULI = 0) on each recorded set of inputs: its report (ozaki.Estimate); estimated: the "
                  "median element-wise error on its 64 × 32 sample over SGEMM's modelled one; measured: its median "
                  "element-wise error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell "
-                 "back: it ran SGEMM); columns shifted: by the equilibration; " + emulation.dates(seen))
+                 "back to cuBLAS SGEMM: it ran SGEMM); columns shifted: by the equilibration; " + emulation.dates(seen))
 
 
 def hidden_table() -> Table:
@@ -92,10 +92,12 @@ def hidden_table() -> Table:
                      *(f"{x:.1e}" for x in (auto.max_rel_err, auto.median_rel_err, auto.worst_row_rel_err,
                                            auto.worst_col_rel_err, sgemm.worst_row_rel_err)),
                      f"{worst_over_sgemm(auto, sgemm):.2f}"))
-    return Table(("inputs", "moduli (raised from)", "relative error (max / max)", "median element-wise",
-                  "worst row", "worst column", "SGEMM's worst row", "worst line / SGEMM's"), tuple(rows),
+    return Table(("inputs", "moduli", "max / max", "median", "worst row", "worst column", "SGEMM's worst row",
+                  "worst line / SGEMM's"), tuple(rows),
                  f"the default (MODULI = 0) at {shape_text(*emulation.PHI_SHAPE)} on inputs built to hide from "
-                 "its 64 × 32 sample (emulation.shape_family); a row's error is max |C − C64| over the row's max |C64| "
+                 "its 64 × 32 sample (emulation.shape_family); moduli: the number run, and the estimate's choice the "
+                 "check raised; errors against float64: the relative error (max / max), the median element-wise "
+                 "error; a row's error is max |C − C64| over the row's max |C64| "
                  "(a column's alike); the last column: the worse of row and column over SGEMM's same line; "
                  + emulation.dates(seen))
 

@@ -65,6 +65,9 @@ def gpu_diagram(params: dict[str, Any]) -> Figure:
     box(0.1, 0.35, 9.8, 1.5, "#d9ead3",
         f"DRAM: {size('dram_bytes', 'GiB', 2**30)}\nload: {latency('DRAM')}; copy: {copy('DRAM')}")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.suptitle(f"The GPU as nested boxes: one SM (four warp schedulers, registers, shared memory and L1), the grid "
+                 f"of all {sms} SMs, then L2 and DRAM, each with its size, latency and copy rate",
+                 visible=False)  # not drawn: the figure's alt text (style.describe)
     return stamp(fig, params["provenance"])
 
 

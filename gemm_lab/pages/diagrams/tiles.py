@@ -230,6 +230,9 @@ def loop_nest(params: dict[str, int] | None = None, size: int = 4096, kernel: st
         ax.add_patch(Rectangle((x, height - 0.36), 0.3, 0.24, facecolor=colour, edgecolor="#555"))
         ax.text(x + 0.38, height - 0.24, {"global": "global memory", "shared": "shared memory",
                                           "registers": "registers"}[memory], va="center")
+    fig.suptitle("The warp-tiled kernel as one loop nest: block tile, k-step, warp tile, k, thread tile and FFMA, each "
+                 "level boxed inside the one above and coloured by where its operands live",
+                 visible=False)  # not drawn: the figure's alt text (style.describe)
     return fig
 
 
