@@ -41,7 +41,7 @@ def ladder(ms: Sequence[Measurement], ceilings: dict, l2_gbs: float | None = Non
                  "that row, whose model over-counts its cost; the issue row counts every instruction of the compiled "
                  "main loop, some of which a thread skips: chapter 3); the Ozaki scheme: chapter 10's speed of light, "
                  "its INT8 products alone at cuBLAS INT8's recorded rate over the moduli it chose; " + provenance(ms),
-                 wrap=(2, 5))
+                 wrap=(2,))
 
 
 def ozaki_ceiling(x: Measurement) -> tuple[str | None, float | None]:
