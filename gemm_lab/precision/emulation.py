@@ -175,9 +175,9 @@ def cases() -> list[tuple[tuple[int, int, int], float | None, str]]:
         [(PHI_SHAPE, None, OUTLIER)]
 
 
-def record_accuracy(which: Sequence[tuple[tuple[int, int, int], float | None, str]] | None = None) -> None:
-    """Measure every case of `cases` and `hidden_cases` (or `which`) and store the rows (live only)."""
-    for shape, phi, family in which or [*cases(), *hidden_cases()]:
+def record_accuracy() -> None:
+    """Measure every case of `cases` and `hidden_cases` and store the rows (live only)."""
+    for shape, phi, family in [*cases(), *hidden_cases()]:
         rows = [e.row() for e in measure(shape, phi, family=family)]
         records.upsert(records.gpu_dir(device.gpu().name) / f"{ACCURACY}.json", rows, ACCURACY_KEY)
 

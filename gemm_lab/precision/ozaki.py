@@ -32,9 +32,8 @@ estimate of SGEMM's worst row: the check errs on the safe side). Where the worst
 ROW_SLACK times SGEMM's, the default runs the fewest moduli the check expects to hold, or, past 9, falls back; a
 pinned number warns. The check waits once per call for its few numbers.
 
-**Streams.** A call's work is a graph, not a queue: B's statistics and residues run on a second stream beside A's, and
-the estimate on a third beside the split, which needs no verdict (it reads the number it splits for from a buffer of
-its own). Only the products wait for the verdict, on the GPU (an event); the host reads it meanwhile.
+**Streams.** B's statistics and residues run on a second stream beside A's, the estimate on a third beside the split
+(which reads the number it splits for from a buffer of its own); only the products wait for the verdict, on the GPU.
 """
 from __future__ import annotations
 
@@ -663,38 +662,42 @@ class Pipeline:
     def __call__(self) -> Any:
         import cupy
 
-        if self.graph is not None and self.graph[0] == self.expected:
+        if self.replays():
             self.graph[1].launch(stream=cupy.cuda.get_current_stream())
             for event in (self.estimated, self.decided, self.checked):  # last recorded inside the capture, where the
                 event.record()  # host never sees them complete: recorded again behind the replay
             wait(self.checked)
             self.built = self.lines_of = self.expected
         else:
-            self.scale()
-            self.equilibrate()
-            self.estimate()
-            self.products(self.expected)
+            self.queue_expected()
         self.read_verdict()
         self.finish()
         steady = self.report.moduli == self.expected and not self.report.raised_from
-        if steady and self.steady and (self.graph is None or self.graph[0] != self.expected):
+        if steady and self.steady and not self.replays():
             self.capture()  # the second call alike: more will come (a one-off call never pays for a capture)
         self.steady = steady
         return self.out
+
+    def queue_expected(self) -> None:
+        """A call's work up to C with the number of moduli it expects, the estimate beside it."""
+        self.scale()
+        self.equilibrate()
+        self.estimate()
+        self.products(self.expected)
+
+    def replays(self) -> bool:
+        """Whether a call replays the graph: one was captured for the number of moduli expected now."""
+        return self.graph is not None and self.graph[0] == self.expected
 
     def capture(self) -> None:
         """The call as it runs where the verdict keeps the expected number, the check included, captured into a CUDA
         graph (`graph`) that later calls replay with one launch: the host then waits once, and never queues a kernel
         the GPU has to wait for."""
-
         stream = self.capturing
         with stream:
             stream.begin_capture()
             try:
-                self.scale()
-                self.equilibrate()
-                self.estimate()
-                self.products(self.expected)
+                self.queue_expected()
                 self.queue_check()
                 stream.wait_event(self.decided)  # the estimate's stream joins the graph
             finally:
