@@ -75,6 +75,7 @@ class Measurement:
     details: dict[str, Any] = field(default_factory=dict)
     method: str = ""  # the race's `turns.Method`: "sustained" (what pages quote) or "short"; older records: ""
     turn_settle_ms: float = 0.0  # untimed milliseconds a side ran before a turn that followed the other's (older: 0)
+    turn_ms: float = 0.0  # the shortest a timed turn was sized to (older records: 0, `turns.turn_ms_of` tells)
     timed_per: str = "launch"  # what one pair of CUDA events bracketed: "turn" (today), "launch" (older records)
     replayed: bool = field(default=False, compare=False)  # set on load, never stored
 

@@ -148,7 +148,7 @@ def measurement(spec: KernelSpec | Probe | None, precision: str, params: dict[st
         recorded_at=records.utc_now(), time_ms=mine.ms, cublas_time_ms=theirs.ms, runs=mine.runs,
         peak_gflops=gpu.peak_gflops, versions=records.versions(gpu),
         telemetry=mine.telemetry, cublas_telemetry=theirs.telemetry if rounds else {}, rounds_pct=rounds,
-        method=method.name, turn_settle_ms=0.0 if mine is theirs else method.turn_settle_ms,
+        method=method.name, turn_settle_ms=0.0 if mine is theirs else method.turn_settle_ms, turn_ms=method.turn_ms,
         timed_per=turns.TIMED_PER, details=details or {},
     )
 

@@ -285,12 +285,12 @@ def test_a_tensor_core_headline_is_the_median_of_its_rounds():
 
 
 def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
-    """kernel 14 at its defaults at 8192 is a key share (`catalog.KEY_SHARES`, raced in 1 s turns): a row of it from a
+    """kernel 14 at its defaults at 8192 is a key share (`catalog.KEY_SHARES`, raced in 2 s turns): a row of it from a
     short race, from a sustained race whose turns did not settle or were not each timed under one pair of events
-    (recorded before they were), without each side's joules, or with less than 8 s of timed GPU time on a side (2 s
-    turns too) is a problem; a row with them is not, nor one whose short side is so brief that its turns stop at
-    max_turn_launches; a quoted FP32 row (it runs below the cap) needs only today's sustained race, turns timed
-    whole."""
+    (recorded before they were), without each side's joules, or with less timed GPU time on a side than its turns ask
+    (8 rounds of the 1 s turns of a row older than `turn_ms`, of 2 s for a row that keeps it) is a problem; a row with
+    them is not, nor one whose short side is so brief that its turns stop at max_turn_launches; a quoted FP32 row (it
+    runs below the cap) needs only today's sustained race, turns timed whole."""
     spec = catalog.get("wgmma_ws_tf32")
     side = {"sm_clock_mhz": 1500.0, "timed_ms": 8400.0, "energy_j": 2.3, "mean_power_w": 690.0}
     base = {"kernel": spec.name, "source": spec.source, "source_sha256": spec.source_sha256(),
@@ -305,7 +305,10 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
              "cuBLAS too brief": dict(sustained, telemetry=side, cublas_telemetry={**side, "timed_ms": 7990.0}),
              "turns unsettled": dict(sustained, turn_settle_ms=0.0, telemetry=side, cublas_telemetry=side),
              "events around each launch": dict(sustained, timed_per="launch", telemetry=side, cublas_telemetry=side),
+             "2 s turns kept, 8 s timed": dict(sustained, turn_ms=2000.0, telemetry=side, cublas_telemetry=side),
              "sustained": dict(sustained, telemetry=side, cublas_telemetry=side),
+             "sustained, 2 s turns kept": dict(sustained, turn_ms=2000.0, telemetry={**side, "timed_ms": 16400.0},
+                                               cublas_telemetry={**side, "timed_ms": 16100.0}),
              "sustained, small work": dict(sustained, time_ms=0.05, telemetry={**side, "timed_ms": 400.0},
                                            cublas_telemetry=side)}
     assert plan.method_for(spec.name, None, 8192) is turns.LONG_TURNS
@@ -315,6 +318,7 @@ def test_a_quoted_tensor_core_race_must_be_sustained_with_joules(sandbox):
         problems = [p for p in plan.unsustained(sandbox) if "not timed in today's sustained race" in p]
         assert bool(problems) == (not what.startswith("sustained")), what
         assert what != "2 s turns" or "8 s timed a side" in problems[0]
+        assert what != "2 s turns kept, 8 s timed" or "16 s timed a side" in problems[0]
     ffma = dict(sustained, turn_settle_ms=0.0)  # an FP32 race takes no turn settles
     for what, over in {"short": {"method": "short"}, "events around each launch": dict(ffma, timed_per="launch"),
                        "sustained, no joules": ffma}.items():

@@ -191,13 +191,20 @@ def method_for(name: str, params: dict[str, int] | None, size: int | tuple[int, 
     return turns.LONG_TURNS if key and full_params(name, params) == full_params(name) else turns.SUSTAINED
 
 
+def side_ms(x: records.Measurement) -> float:
+    """The timed GPU time each side of `x`'s race needs: its method's (`method_for`), or for a row older than `turn_ms`
+    in the records, its rounds of the turns of its day (the key shares' grew from 1 s to 2 s)."""
+    method = method_for(x.kernel, x.params, (x.m, x.n, x.k))
+    return method.rounds * (method.turn_ms if x.turn_ms else turns.turn_ms_of(x))
+
+
 def quotable(x: records.Measurement) -> bool:
     """May a page quote this tensor-core, INT8 or emulation race? Timed as `turns.SUSTAINED` times today (its turn
-    settles included), each side with its method's `side_ms` timed (`method_for`) wherever its turns are not capped
-    (small work), and each side's joules per launch from NVML's energy counter."""
+    settles included), each side with `side_ms` timed wherever its turns are not capped (small work), and each side's
+    joules per launch from NVML's energy counter."""
     method = method_for(x.kernel, x.params, (x.m, x.n, x.k))
     sides = ((x.telemetry, x.time_ms), (x.cublas_telemetry, x.cublas_time_ms))
-    long_enough = all(t.get("timed_ms", 0) >= method.side_ms or method.capped(ms) for t, ms in sides)
+    long_enough = all(t.get("timed_ms", 0) >= side_ms(x) or method.capped(ms) for t, ms in sides)
     return turns.SUSTAINED.holds(x) and long_enough and all("energy_j" in t for t, _ in sides)
 
 
@@ -237,8 +244,7 @@ def unsustained(root: Path | None = None) -> list[str]:
             x = records.Measurement.from_row(r, str(path))
             if is_quoted(x, quoted) and not current(x):
                 beyond = "" if x.precision == "fp32" else (
-                    f", with its turn settles, {method_for(x.kernel, x.params, (x.m, x.n, x.k)).side_ms / 1000:g} s "
-                    "timed a side and joules")
+                    f", with its turn settles, {side_ms(x) / 1000:g} s timed a side and joules")
                 problems.append(f"{path}: {x.kernel} {x.params} at {x.m}x{x.n}x{x.k} is quoted by a page but was not "
                                 f"timed in today's sustained race (each turn under one pair of CUDA events{beyond}): "
                                 "re-record it with `gemm-lab record`")
