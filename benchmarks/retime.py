@@ -96,19 +96,20 @@ def main(cases: list[tuple[str, int]]) -> None:
 
 def report() -> int:
     """Each GPU's stored re-timings beside the shares its records hold now; 1 where one is more than
-    tables.RETIME_AGREE apart."""
+    tables.RETIME_AGREE % of its re-timed share apart."""
     off = 0
     for path in sorted(folders.RECORDS_DIR.glob(f"*/{records.RETIME}.json")):
         print(path.parent.name)
         for r in records.read_rows(path):
             x = records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=r["gpu"])
             gap = abs(x.pct_cublas - r["pct_blocks"]) if x else float("nan")
-            off += not gap <= tables.RETIME_AGREE
+            off += not (x and tables.retime_gap_pct(x.pct_cublas, r["pct_blocks"]) <= tables.RETIME_AGREE)
             spread = f"{min(r['pairs_pct']):.1f}-{max(r['pairs_pct']):.1f}, " if "pairs_pct" in r else ""
             print(f"  {r['kernel']:24s} {r['m']}: {r['pct_blocks']:6.1f} % in blocks "
                   f"({spread}{r['recorded_at'][:10]}), "
                   f"{x.pct_cublas if x else float('nan'):6.1f} % recorded ({x.method if x else 'none'}"
-                  f"{', ' + x.date if x else ''}): {gap:.1f} points apart", flush=True)
+                  f"{', ' + x.date if x else ''}): {gap:.1f} points apart "
+                  f"({tables.retime_gap_pct(x.pct_cublas, r['pct_blocks']) if x else float('nan'):.1f} %)", flush=True)
     return 1 if off else 0
 
 

@@ -344,8 +344,8 @@ def test_the_clock_after_a_switch_comes_from_settle_json_else_the_default_gpus(s
 
 def test_the_outside_re_timing_sits_beside_each_key_share_and_names_those_apart(sandbox):
     """The scoreboard sets benchmarks/retime.py's blocks beside the races the pages quote: a row more than
-    tables.RETIME_AGREE points from its race is named with its gap; a GPU without a retime.json reads the default replay
-    GPU's; none at all is a clear error."""
+    tables.RETIME_AGREE % of its re-timed share from its race is named with its gap; a GPU without a retime.json reads
+    the default replay GPU's; none at all is a clear error."""
     from gemm_lab.pages import tables
 
     with pytest.raises(LookupError, match="benchmarks/retime.py"):
@@ -362,6 +362,6 @@ def test_the_outside_re_timing_sits_beside_each_key_share_and_names_those_apart(
               for size, pct in ((4096, 95.5), (8192, 97.5))]
     records.upsert(folders.gpu_folder(gpu) / f"{records.RETIME}.json", blocks, ("kernel", "params", "m"))
     check = tables.retimed(gpu="Other GPU")
-    assert check.gpu == gpu and check.apart == ("wgmma_ws_tf32 at 8,192 (2.5 points)",)
+    assert check.gpu == gpu and check.apart == ("wgmma_ws_tf32 at 8,192 (2.5 points, 2.6 %)",)
     assert check.how == "after 1.5 s untimed, 5 runs of 2 s a side, each after 0.5 s untimed"
     assert [r[-1] for r in check.table.rows] == ["+0.5", "-2.5"] and "95.0% (94.0–96.0)" in check.table.rows[1]

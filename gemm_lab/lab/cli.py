@@ -108,7 +108,7 @@ def _record(args: argparse.Namespace) -> int:
     if "headline" in parts:
         cases = _runnable(_of_chapters(plan.headline_cases() + list(plan.EXTRA), args.chapter))
         todo = [c for c in cases if args.fresh or not _recorded(*c, gpu)]
-        for method, desc in ((turns.SUSTAINED, "headline"), (turns.LONG_TURNS, "key shares, 1 s turns")):
+        for method, desc in ((turns.SUSTAINED, "headline"), (turns.LONG_TURNS, "key shares, 2 s turns")):
             timing.bench_all([c for c in todo if plan.method_for(*c) is method], desc=desc, save=True, method=method)
     if "sweeps" in parts:
         for name, choices in _runnable(list(grids.SWEEPS.items())):

@@ -357,7 +357,12 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
                  "joules NVML's energy counter gave its timed turns; " + provenance(ms))
 
 
-RETIME_AGREE = 2.0  # points of cuBLAS's speed within which an outside re-timing confirms a record (issue 38)
+RETIME_AGREE = 1.0  # % of the re-timed share within which an outside re-timing confirms a record (issue 49)
+
+
+def retime_gap_pct(race_pct: float, blocks_pct: float) -> float:
+    """How far a race's share lies from its re-timing, in % of the re-timed share."""
+    return 100 * abs(race_pct - blocks_pct) / blocks_pct
 
 
 @dataclass(frozen=True)
@@ -366,14 +371,14 @@ class Retimed:
     apart."""
 
     table: Table
-    apart: tuple[str, ...]  # "int8_wgmma_ws at 4,096 (3.0 points)"
+    apart: tuple[str, ...]  # "int8_wgmma_ws at 4,096 (3.0 points, 3.1 %)"
     agree: float
     gpu: str
     how: str  # "after 1.5 s untimed, 5 runs of 2 s a side, each after 0.5 s untimed"
 
 
 def retimed(gpu: str | None = None) -> Retimed:
-    """Each key share's race (CUDA events around each turn of 1 s) beside benchmarks/retime.py's blocks
+    """Each key share's race (CUDA events around each turn) beside benchmarks/retime.py's blocks
     (2 s of back-to-back launches under one pair of events) from records/<gpu>/retime.json: the replay GPU's where it
     has them, else the default replay GPU's. Two harnesses that agree confirm the number; where they do not, the
     page says by how much."""
@@ -388,8 +393,8 @@ def retimed(gpu: str | None = None) -> Retimed:
         races.append(x)
         pairs = r.get("pairs_pct") or [r["pct_blocks"]]
         gap = x.pct_cublas - r["pct_blocks"]
-        if abs(gap) > RETIME_AGREE:
-            apart.append(f"{x.kernel} at {x.m:,} ({abs(gap):.1f} points)")
+        if (off := retime_gap_pct(x.pct_cublas, r["pct_blocks"])) > RETIME_AGREE:
+            apart.append(f"{x.kernel} at {x.m:,} ({abs(gap):.1f} points, {off:.1f} %)")
         spread = x.pct_range
         cells.append((x.kernel, f"{x.m:,}", f"{x.pct_cublas:.1f}% ({spread[0]:.1f}–{spread[1]:.1f})" if spread
                       else f"{x.pct_cublas:.1f}%", f"{r['pct_blocks']:.1f}% ({min(pairs):.1f}–{max(pairs):.1f})",
