@@ -10,7 +10,9 @@ SLOW_FIRST = ("test_chapters.py", "test_figures.py", "test_ladder.py", "test_exe
 
 
 def pytest_collection_modifyitems(config, items):
-    # the slowest files first: pytest-xdist deals the first tests out in turn, so two workers end nearly together
+    # the slowest files first: pyproject's --maxschedchunk 1 hands them out one at a time, so they spread over the
+    # workers, and the many short tests after them fill the gaps, so that the workers end nearly together (without
+    # it, pytest-xdist's first batch, a quarter of a worker's share, would give them all to one worker)
     items.sort(key=lambda item: item.path.name not in SLOW_FIRST)
     if device.live():
         for item in items:
@@ -36,11 +38,13 @@ def replay(monkeypatch):
 
 
 def pytest_addoption(parser, pluginmanager):
-    """Without pytest-xdist (not installed, or `-p no:xdist`), accept pyproject's `-n auto` and run in this process,
-    so that a plain `python -m pytest` still collects and runs everything."""
+    """Without pytest-xdist (not installed, or `-p no:xdist`), accept pyproject's `-n auto --maxschedchunk 1` and run
+    in this process, so that a plain `python -m pytest` still collects and runs everything."""
     if not pluginmanager.has_plugin("xdist"):  # pytest reserves lowercase short options: `_addoption`, as xdist does
-        parser.getgroup("xdist")._addoption("-n", "--numprocesses", dest="numprocesses", metavar="N",
-                                            help="ignored: pytest-xdist is not active, the tests run serially")
+        group = parser.getgroup("xdist")
+        group._addoption("-n", "--numprocesses", dest="numprocesses", metavar="N",
+                         help="ignored: pytest-xdist is not active, the tests run serially")
+        group.addoption("--maxschedchunk", metavar="N", help="ignored: pytest-xdist is not active")
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown, and so not called, without it
