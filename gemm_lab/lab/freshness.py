@@ -132,6 +132,7 @@ def problems(root: Path | None = None) -> list[str]:
 def _stale(path: Path, rows: list[dict[str, Any]]) -> list[str]:
     problems = []
     pinned = _pinned_here(path.parent)
+    hashes: dict[str, tuple[str, str]] = {}  # today's (source_sha256, build_sha256) by kernel: once, not once a row
     for r in rows:
         if not r.get("source"):
             continue  # no kernel source behind it (cuBLAS, device ceilings)
@@ -141,12 +142,15 @@ def _stale(path: Path, rows: list[dict[str, Any]]) -> list[str]:
             continue
         what = f"{name} {r['params']}" if "params" in r else name
         redo = f"gemm-lab record --only {spec.record}" if isinstance(spec, catalog.Probe) else "gemm-lab record"
-        if spec.source_sha256() != r.get("source_sha256"):
+        if spec.name not in hashes:
+            hashes[spec.name] = spec.source_sha256(), spec.build_sha256()
+        source_sha256, build_sha256 = hashes[spec.name]
+        if source_sha256 != r.get("source_sha256"):
             why = _unpinned(r, *pinned())
             if why:
                 problems.append(f"{path}: {what} was recorded from an older {r['source']} (sha256 differs, and {why}): "
                                 f"re-record it on a GPU with `{redo}`")
-        elif r.get("build_sha256", spec.build_sha256()) != spec.build_sha256():
+        elif r.get("build_sha256", build_sha256) != build_sha256:
             why = _unpinned(r, *pinned())
             if why:
                 problems.append(f"{path}: {what} was recorded before a header it includes changed (build_sha256 "
