@@ -59,13 +59,13 @@ def stamp(fig: Figure, text: str) -> Figure:
 
 
 def text_px(fig: Figure, column_px: int = COLUMN_PX) -> list[tuple[str, float]]:
-    """(text, size in CSS px as the page shows it) for every visible text of a figure drawn with tight bounds."""
-    import io
+    """(text, size in CSS px as the page shows it) for every visible text of a figure drawn with tight bounds.
 
+    The figure is laid out as a draw lays it out, without rendering its pixels: sizes and bounds come from the
+    layout alone, and a PNG would cost three times as long."""
     from matplotlib.text import Text
 
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", bbox_inches="tight")
+    fig.draw_without_rendering()
     width_px = fig.get_tightbbox(renderer(fig)).width * DPI
     scale = min(1.0, column_px / width_px)
     return [(t.get_text(), t.get_fontsize() * DPI / 72 * scale)
