@@ -7,9 +7,8 @@ Five kinds of file per GPU, each `{"format": 1, "rows": [...]}` with one row per
   `device.json`    the GPU's measured ceilings (FP32 peak, DRAM bandwidth) for rooflines;
   `memory.json`    the memory hierarchy's latencies and bandwidths, measured by the GPU primer's probes;
   `sanitizer.json` compute-sanitizer's verdict on every kernel, one row per (kernel, tool).
-A row that names a kernel source carries its sha256, so `check()` notices edited kernels and probes; beside the GPU
-folders, `builds.json` pins the code each recorded build compiled to (`pin`), so that a row whose kernel was only
-refactored since (the same code compiles from it today) stays fresh.
+A row naming a kernel source or probe carries its sha256, so `check()` notices edits; `builds.json` (by the GPU
+folders) pins the code each recorded build compiled to (`pin`), so a row whose kernel was only refactored stays fresh.
 """
 from __future__ import annotations
 
@@ -75,7 +74,7 @@ class Measurement:
     details: dict[str, Any] = field(default_factory=dict)
     method: str = ""  # the race's `turns.Method`: "sustained" (what pages quote) or "short"; older records: ""
     turn_settle_ms: float = 0.0  # untimed milliseconds a side ran before a turn that followed the other's (older: 0)
-    turn_ms: float = 0.0  # the shortest a timed turn was sized to (older records: 0, `turns.turn_ms_of` tells)
+    turn_ms: float = 0.0  # the shortest a timed turn was sized to (older records: 0, `pages.tables.turn_ms_of` tells)
     timed_per: str = "launch"  # what one pair of CUDA events bracketed: "turn" (today), "launch" (older records)
     replayed: bool = field(default=False, compare=False)  # set on load, never stored
 

@@ -15,9 +15,8 @@ How long each part lasts is a `Method`:
   that it is timed at its own clock, not at the one the other side left (benchmarks/settle.py measures how long that
   takes: records/<gpu>/settle.json). FFMA races settle for FFMA_SETTLE_MS and need no turn settle: the cap does not
   throttle the FFMA pipes (`Method.for_precision`).
-- LONG_TURNS, for the key shares (`catalog.KEY_SHARES`): turns of 2 s, as long as benchmarks/retime.py's blocks. In
-  shorter turns the side that draws more power runs on headroom the other left under the cap's averaging: on the H200,
-  1 s turns put the Ozaki scheme 6.9 points above its 2 s blocks at 8192 (records/<gpu>/retime.json).
+- LONG_TURNS, for the key shares (`catalog.KEY_SHARES`): turns of 2 s, as long as benchmarks/retime.py's blocks (in
+  1 s turns the side that draws more power ran on the other's headroom under the cap: the Ozaki scheme, 2 % high).
 - SHORT, where seconds matter more (sweeps, explorers, an exercise's check): one untimed turn, 4 rounds of 50 ms. Its
   records say so (`Measurement.method`), and no page quotes one as a headline.
 """
@@ -114,20 +113,10 @@ class Method:
 SUSTAINED = Method("sustained", settle_ms=1000.0, rounds=8, turn_ms=250.0, turn_settle_ms=250.0)
 # None of the key shares is small work, so every side fills its 16 s (kernel 15 at 4096 takes about 20,000 a turn).
 LONG_TURNS = replace(SUSTAINED, turn_ms=2000.0, max_turn_launches=40 * MAX_TURN_LAUNCHES)
-FORMER_LONG_TURN_MS = 1000.0  # the key shares' turns before records kept `turn_ms` (2026-11-29)
 SHORT = Method("short", settle_ms=0.0, rounds=4, turn_ms=50.0, min_runs=4)
 # A book page's live race of a key share (`reader_method`): settled as SUSTAINED, in half its rounds, so that a page
 # that quotes several key shares still runs in its budget; the records hold the full race.
 BRIEF = replace(SUSTAINED, name="sustained, 4 rounds", rounds=4)
-
-
-def turn_ms_of(x: Measurement) -> float:
-    """The turn length `x` was raced in: kept in its record since 2026-11-29; before, a sustained key share took the
-    former LONG_TURNS and every other race its method's turns."""
-    if x.turn_ms:
-        return x.turn_ms
-    key = x.method == SUSTAINED.name and catalog.is_key_share(x.kernel, x.params, (x.m, x.n, x.k))
-    return FORMER_LONG_TURN_MS if key else {m.name: m.turn_ms for m in (SHORT, SUSTAINED)}.get(x.method, 0.0)
 
 
 def reader_method(kernel: str, params: dict[str, int], shape: tuple[int, int, int]) -> Method:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from .. import catalog, folders, records, timing, turns
+from ..pages import tables
 from ..pages.grids import SWEEPS
 from ..precision import int8
 from . import published
@@ -195,7 +196,7 @@ def side_ms(x: records.Measurement) -> float:
     """The timed GPU time each side of `x`'s race needs: its method's (`method_for`), or for a row older than `turn_ms`
     in the records, its rounds of the turns of its day (the key shares' grew from 1 s to 2 s)."""
     method = method_for(x.kernel, x.params, (x.m, x.n, x.k))
-    return method.rounds * (method.turn_ms if x.turn_ms else turns.turn_ms_of(x))
+    return method.rounds * (method.turn_ms if x.turn_ms else tables.turn_ms_of(x))
 
 
 def quotable(x: records.Measurement) -> bool:

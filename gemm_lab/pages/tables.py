@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import device
+from .. import catalog, device, turns
 from ..records import CUBLAS_KERNELS, Measurement
 
 if TYPE_CHECKING:
@@ -355,6 +355,19 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
                  f"% of {_baselines(ms)}, timed in the same run, in turns: the median of the rounds' shares, their "
                  "range in brackets; MHz: NVML's median SM clock while each side ran; GFLOP/J: its work over the "
                  "joules NVML's energy counter gave its timed turns; " + provenance(ms))
+
+
+FORMER_LONG_TURN_MS = 1000.0  # the key shares' turns before records kept `turn_ms` (2026-11-29)
+
+
+def turn_ms_of(x: Measurement) -> float:
+    """The turn length `x` was raced in: kept in its record since 2026-11-29; before, a sustained key share took
+    FORMER_LONG_TURN_MS and every other race its method's turns."""
+    if x.turn_ms:
+        return x.turn_ms
+    key = x.method == turns.SUSTAINED.name and catalog.is_key_share(x.kernel, x.params, (x.m, x.n, x.k))
+    by_method = {m.name: m.turn_ms for m in (turns.SHORT, turns.SUSTAINED)}
+    return FORMER_LONG_TURN_MS if key else by_method.get(x.method, 0.0)
 
 
 RETIME_AGREE = 1.0  # % of the re-timed share within which an outside re-timing confirms a record (issue 49)
