@@ -31,8 +31,8 @@ def load_latency() -> tuple[float, str]:
 
 def _timeline(ax, bars: list[tuple], rows: tuple[str, ...], right: float = 0) -> float:
     """Draw (row, start, length, label[, colour]) bars on rows of a timeline, up to `right` at least (a bar without a
-    colour takes its row's); label each bar where its label does not run into the one before it on its row; return
-    where the last bar ends."""
+    colour takes its row's); label each bar inside it, or just after a bar too thin to hold it, where the label does not
+    run into the one before it on its row; return where the last bar ends."""
     lo, end = min(b[1] for b in bars), max(b[1] + b[2] for b in bars)
     ax.set_xlim(lo - 50, max(end, right) + 50)
     clocks_per_px = (max(end, right) - lo + 100) / (ax.get_position().width * ax.figure.get_figwidth() * style.DPI)
@@ -40,10 +40,10 @@ def _timeline(ax, bars: list[tuple], rows: tuple[str, ...], right: float = 0) ->
     for row, start, length, label, *colour in bars:
         ax.add_patch(Rectangle((start, row - 0.35), length, 0.7, color=colour[0] if colour else f"C{row}", alpha=0.75))
         half = 0.3 * TEXT * style.DPI / 72 * len(label) * clocks_per_px + 4 * clocks_per_px
-        middle = start + length / 2
-        if label and middle - half >= label_end.get(row, -float("inf")):
-            ax.text(middle, row, label, ha="center", va="center")
-            label_end[row] = middle + half
+        left = start + length / 2 - half if 2 * half <= length else start + length  # inside, else just after it
+        if label and left >= label_end.get(row, -float("inf")):
+            ax.text(left + half, row, label, ha="center", va="center")
+            label_end[row] = left + 2 * half
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
