@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import catalog, records, timing, turns
 from ..precision import emulation, int8, ozaki
-from .tables import Table, clock_and_power, provenance, shape_text, turn_ms_of
+from .tables import Table, clock_and_power, long_turns, provenance, shape_text
 
 
 def speed_of_light_table(sizes: Sequence[int], moduli: Sequence[int]) -> Table:
@@ -105,12 +105,6 @@ def hidden_table() -> Table:
 def worst_over_sgemm(auto: Any, sgemm: Any) -> float:
     """The default's worst row or column error over SGEMM's worst row or column (the worse ratio of the two)."""
     return max(auto.worst_row_rel_err / sgemm.worst_row_rel_err, auto.worst_col_rel_err / sgemm.worst_col_rel_err)
-
-
-def long_turns(ms: Sequence[Any]) -> str:
-    """The turn lengths the key shares among `ms` were raced in ("2 s"; "1 s or 2 s" where rows of both show)."""
-    lengths = sorted({turn_ms_of(x) for x in ms if catalog.is_key_share(x.kernel, x.params, (x.m, x.n, x.k))})
-    return " or ".join(f"{t / 1e3:g} s" for t in lengths or [turns.LONG_TURNS.turn_ms])
 
 
 def race_table(ms: Sequence[Any]) -> Table:

@@ -370,6 +370,12 @@ def turn_ms_of(x: Measurement) -> float:
     return FORMER_LONG_TURN_MS if key else by_method.get(x.method, 0.0)
 
 
+def long_turns(ms: Sequence[Measurement]) -> str:
+    """The turn lengths the key shares among `ms` were raced in ("2 s"; "1 s or 2 s" where rows of both show)."""
+    lengths = sorted({turn_ms_of(x) for x in ms if catalog.is_key_share(x.kernel, x.params, (x.m, x.n, x.k))})
+    return " or ".join(f"{t / 1e3:g} s" for t in lengths or [turns.LONG_TURNS.turn_ms])
+
+
 RETIME_AGREE = 1.0  # % of the re-timed share within which an outside re-timing confirms a record (issue 49)
 
 
