@@ -81,10 +81,7 @@ def _square_block(name: str, function: str, source: str, title: str, notes: str)
         return 0
 
     return KernelSpec(
-        name=name,
-        source=source,
-        function=function,
-        title=title,
+        name=name, source=source, function=function, title=title,
         choices={"BLOCK": (4, 8, 16, 32)},
         defaults={"BLOCK": 32},
         tile=lambda p: (p["BLOCK"], p["BLOCK"]),
@@ -510,14 +507,15 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
         return Rule(f"{n} must be 0 or 1 ({what})", lambda p: p[n] in (0, 1))
 
     rules = (
-        positive("BM", "CONSUMERS", "STAGES", "CLUSTER", "GROUP"),
+        positive("BM", "CONSUMERS", "STAGES", "GROUP"),
         Rule(f"BM must be one of {', '.join(map(str, WGMMA_N))} (it is the wgmma's N, and kernels/wgmma.cuh "
              "instantiates these; a TMA box has at most 256 rows)", lambda p: p["BM"] in WGMMA_N),
         Rule("CONSUMERS must be 1 to 3 (warpgroups of 64 columns; with the producer at most 512 threads, so that "
              "each consumer keeps at least 152 registers)", lambda p: 1 <= p["CONSUMERS"] <= 3),
         at_least_two_stages("stages of the TMA ring"),
-        Rule("CLUSTER must be 1 or 2 (blocks stacked along M that share B's boxes by multicast)",
-             lambda p: p["CLUSTER"] in (1, 2)),
+        Rule("CLUSTER must be 1 or 2 (blocks stacked along M that share B's boxes by multicast)" if split else
+             "CLUSTER must be 1, 2 (two blocks stacked along M that share B's boxes by multicast) or -2 (two blocks "
+             "side by side along N that share A's rows)", lambda p: p["CLUSTER"] in ((1, 2) if split else (1, 2, -2))),
         Rule("PERSIST must be 0 (one block per tile) or 1 (one block per SM, looping over tiles)",
              lambda p: p["PERSIST"] in (0, 1)),
         flag("STORE", "each thread stores its own outputs, or TMA stores 32-row chunks of C"),
@@ -543,7 +541,7 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
         choices={**choices, "STORE": (defaults["STORE"],)},
         defaults=defaults, tile=lambda p: (p["BM"], 64 * p["CONSUMERS"]), threads=threads, smem_bytes=smem,
         rules=rules, chapter=HOPPER_CHAPTER, precision="3xtf32" if split else "tf32", notes=notes, min_cc=(9, 0),
-        dynamic_smem=True, arch="sm_90a", tma=True, tma_c=True, cluster=lambda p: p["CLUSTER"],
+        dynamic_smem=True, arch="sm_90a", tma=True, tma_c=True, cluster=lambda p: abs(p["CLUSTER"]),
         persistent=lambda p: p["PERSIST"] == 1,
     )
 

@@ -10,8 +10,10 @@ STEP = 32  # K per step of the TMA kernels: the depth of B's boxes (A's are BM r
 
 def kernel_maps(spec: Any, params: dict[str, int], a: Any, b: Any, out: Any) -> tuple[Any, ...]:
     """The tensor maps a catalogued kernel takes after C: A's and B's for a `tma` spec (A in boxes of its tile's rows,
-    B in STEP-deep ones), then C's for a `tma_c` spec (boxes of 32 x 32, for TMA stores); none for the others."""
-    maps = (tensor_map(a, spec.tile(params)[0]), tensor_map(b, STEP)) if spec.tma else ()
+    or of a block's part of them where a cluster shares A: CLUSTER < 0), B in STEP-deep ones; then C's for a `tma_c`
+    spec (boxes of 32 x 32, for TMA stores); none for the others."""
+    rows = spec.tile(params)[0] // (spec.cluster(params) if params.get("CLUSTER", 1) < 0 else 1)
+    maps = (tensor_map(a, rows), tensor_map(b, STEP)) if spec.tma else ()
     return maps + ((tensor_map(out, BOX_COLS),) if spec.tma_c else ())
 
 
@@ -56,13 +58,11 @@ def planes_map(x: Any, box_rows: int, k0: int = 0, k1: int | None = None) -> Any
     err, tmap = driver.cuTensorMapEncodeTiled(
         driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, x.data.ptr + k0,
         [u64(k1 - k0), u64(rows), u64(planes)], [u64(cols), u64(rows * cols)], [u32(128), u32(box_rows), u32(1)],
-        [u32(1), u32(1), u32(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        [u32(1), u32(1), u32(1)], driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     )
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"the CUDA driver could not encode a tensor map of {planes} int8 matrices of {rows}x{cols}: "
-                           f"{err}")
+        raise RuntimeError(f"the CUDA driver could not map {planes} int8 matrices of {rows}x{cols}: {err}")
     return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))

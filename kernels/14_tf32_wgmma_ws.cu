@@ -18,7 +18,9 @@
 //   takes every G-th tile of whatever grid it gets): the host reads PERSIST to size the grid (`spec.persistent`),
 //   and it stays a template parameter so that the two launches are two instances, recorded apart.
 // - CLUSTER = 2: two blocks stacked along M share B's tile: each copies half the boxes and TMA multicasts
-//   them into both, so L2 hands out B once per pair.
+//   them into both, so L2 hands out B once per pair. CLUSTER = -2: two blocks side by side along N share A's
+//   tile instead: each copies half of its rows (a box of BM / 2 rows) and multicasts it. A's tile is the larger
+//   (BM = 256 rows against 128 columns of B), so the pair reads fewer bytes from L2.
 // - GROUP: tiles are taken in bands of GROUP cluster-rows, column by column, so the tiles in flight share
 //   rows of A and columns of B in L2.
 // 3xTF32 (SPLIT): the producer's three idle warps split each A tile into big and small TF32 parts as it
@@ -141,11 +143,15 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
   const unsigned full0 = base + STAGES * STAGE_BYTES + OUT_BYTES, empty0 = full0 + 8 * STAGES,
                  ready0 = empty0 + 8 * STAGES;
   auto generic = [&](unsigned address) { return smem_raw + (address - smem_address(smem_raw)); };
-  const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+  constexpr int BLOCKS = CLUSTER < 0 ? -CLUSTER : CLUSTER;  // blocks per cluster
+  constexpr bool SHARE_A = CLUSTER < -1;                      // side by side along N, sharing A (else along M, B)
+  const unsigned rank = BLOCKS > 1 ? cluster_rank() : 0;
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
 
-  const int rows = ((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER, cols = (N + BN - 1) / BN, tiles = rows * cols;
-  const int first_tile = blockIdx.x + gridDim.x * (blockIdx.y / CLUSTER), tile_step = gridDim.x * (gridDim.y / CLUSTER);
+  // the grid of cluster tiles: (BLOCKS x BM) x BN, or BM x (BLOCKS x BN) when the blocks share A
+  const int rows = ((M + BM - 1) / BM + (SHARE_A ? 0 : BLOCKS - 1)) / (SHARE_A ? 1 : BLOCKS),
+            cols = ((N + BN - 1) / BN + (SHARE_A ? BLOCKS - 1 : 0)) / (SHARE_A ? BLOCKS : 1), tiles = rows * cols;
+  const int first_tile = blockIdx.x + gridDim.x * (blockIdx.y / BLOCKS), tile_step = gridDim.x * (gridDim.y / BLOCKS);
   const int steps = (K + BK - 1) / BK;
 
   if (threadIdx.x == 0) {
@@ -153,12 +159,12 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
     if (STORE) tensormap_acquire(map_c);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full0 + 8 * s, 1);
-      mbar_init(empty0 + 8 * s, CONSUMERS * 4 * CLUSTER);
+      mbar_init(empty0 + 8 * s, CONSUMERS * 4 * BLOCKS);
       mbar_init(ready0 + 8 * s, 3);  // the helper warps
     }
     mbar_init_fence();
   }
-  if (CLUSTER > 1) cluster_sync(); else __syncthreads();  // partners' barriers exist before any multicast
+  if (BLOCKS > 1) cluster_sync(); else __syncthreads();  // partners' barriers exist before any multicast
 
   if (wg == 0) {  // the producer warpgroup
     set_max_registers_dec<Roles::PRODUCER_REGS>();
@@ -166,16 +172,24 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
       int it = 0;
       for (int t = first_tile; t < tiles; t += tile_step) {
         const int2 at = tile_at<GROUP>(t, rows, cols);
-        const int row0 = (at.x * CLUSTER + rank) * BM, col0 = at.y * BN;
+        const int row0 = (at.x * (SHARE_A ? 1 : BLOCKS) + (SHARE_A ? 0 : rank)) * BM,
+                  col0 = (at.y * (SHARE_A ? BLOCKS : 1) + (SHARE_A ? rank : 0)) * BN;
         for (int step = 0; step < steps; ++step, ++it) {
           const unsigned s = it % STAGES, full = full0 + 8 * s, a = base + s * STAGE_BYTES, b = a + B_OFFSET;
           mbar_wait(empty0 + 8 * s, ((it / STAGES) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
           mbar_arrive_expect(full, TX_BYTES);
-          tma_load(a, map_a, step * BK, row0, full);
+          if constexpr (SHARE_A) {  // this block's rows of A (a box of BM / BLOCKS rows) into every block's stage
+            tma_load_multicast(a + rank * (A_BYTES / BLOCKS), map_a, step * BK, row0 + rank * (BM / BLOCKS), full,
+                               (1 << BLOCKS) - 1);
 #pragma unroll
-          for (int box = rank; box < BOXES; box += CLUSTER)
-            if (CLUSTER > 1) tma_load_multicast(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full, (1 << CLUSTER) - 1);
-            else tma_load(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full);
+            for (int box = 0; box < BOXES; ++box) tma_load(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full);
+          } else {
+            tma_load(a, map_a, step * BK, row0, full);
+#pragma unroll
+            for (int box = rank; box < BOXES; box += BLOCKS)
+              if (BLOCKS > 1) tma_load_multicast(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full, (1 << BLOCKS) - 1);
+              else tma_load(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full);
+          }
         }
       }
     } else if (HELPERS && warp > 0) {  // as each stage lands: split A (3xTF32) or transpose B (BSMEM)
@@ -217,14 +231,15 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
     const unsigned b_lo = b_at(t), b_hi = b_at(t + 4);  // rows t and t + 4 of the box; k8 slice kk adds 8 kk rows
     auto release = [&](int it) {  // this warp's wgmmas no longer read stage it % STAGES: tell every producer
       __syncwarp();
-      if (lane < CLUSTER) mbar_arrive_remote(empty0 + 8 * (it % STAGES), lane);
+      if (lane < BLOCKS) mbar_arrive_remote(empty0 + 8 * (it % STAGES), lane);
     };
 
     float acc[NACC], part[SPLIT ? NACC : 1];
     int it = 0, chunks = 0;
     for (int tile = first_tile; tile < tiles; tile += tile_step) {
       const int2 at = tile_at<GROUP>(tile, rows, cols);
-      const int row0 = (at.x * CLUSTER + rank) * BM, col0 = at.y * BN;
+      const int row0 = (at.x * (SHARE_A ? 1 : BLOCKS) + (SHARE_A ? 0 : rank)) * BM,
+                  col0 = (at.y * (SHARE_A ? BLOCKS : 1) + (SHARE_A ? rank : 0)) * BN;
       // One step: wait for the stage, read B^T's fragments of its four k8 slices into `frag` (two sets alternate
       // between steps, so a step loads while the step before still multiplies with the other set).
       auto run_step = [&](int step, unsigned (&frag)[KK][4], unsigned (&small)[KK][4]) {
@@ -336,11 +351,11 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
     }
     if (STORE && threadIdx.x % 128 == 0) bulk_wait_read<0>();  // shared memory stays until the last store read it
   }
-  if (CLUSTER > 1) cluster_sync();  // no block leaves while a partner may still arrive on its barriers
+  if (BLOCKS > 1) cluster_sync();  // no block leaves while a partner may still arrive on its barriers
 }
 
 template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, int BSMEM, int STORE>
-__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER, 1)
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER < 0 ? -CLUSTER : CLUSTER, 1)
 sgemm_tf32_wgmma_ws(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                     float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b,
                     const void* __restrict__ map_c) {
@@ -349,7 +364,7 @@ sgemm_tf32_wgmma_ws(int M, int N, int K, float alpha, const float* __restrict__ 
 }
 
 template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, int SUM, int SPLITTER, int STORE>
-__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER, 1)
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) __cluster_dims__(1, CLUSTER < 0 ? -CLUSTER : CLUSTER, 1)
 sgemm_3xtf32_wgmma_ws(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                       float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b,
                       const void* __restrict__ map_c) {

@@ -187,7 +187,8 @@ def test_stream_k_launches_one_block_per_resident_slot():
     ("wgmma_ws_tf32", {"CONSUMERS": 4}, "CONSUMERS must be 1 to 3"),
     ("wgmma_ws_tf32", {"BM": 192}, "BM must be one of 64, 128, 256"),
     ("wgmma_ws_tf32", {"STAGES": 5}, "dynamic shared memory must fit"),  # 5 x 48 KiB
-    ("wgmma_ws_tf32", {"CLUSTER": 4}, "CLUSTER must be 1 or 2"),
+    ("wgmma_ws_tf32", {"CLUSTER": 4}, "CLUSTER must be 1, 2 .* or -2"),
+    ("wgmma_ws_3xtf32", {"CLUSTER": -2}, "CLUSTER must be 1 or 2"),
     ("wgmma_ws_tf32", {"PERSIST": 2}, "PERSIST must be 0"),
     ("wgmma_ws_3xtf32", {"SUM": 2}, "registers a consumer thread gets after setmaxnreg"),  # BM 128: ptxas spills
     ("wgmma_ws_3xtf32", {"SUM": 0}, "SUM must be positive"),

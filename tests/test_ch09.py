@@ -75,6 +75,19 @@ def test_multicast_clusters_read_b_once_per_cluster():
     assert model.tile_read_bytes(n, n, n, 512, 128) / model.tile_read_bytes(n, n, n, 256, 256) == 1.25
 
 
+def test_a_pair_along_n_shares_a_and_each_block_maps_half_its_rows(monkeypatch):
+    from gemm_lab import tma
+
+    pair = plan.PAIR_ALONG_N
+    assert model.reuse("wgmma_ws_tf32", pair) == (256, 256)  # A serves both blocks' columns; B one block's rows
+    assert SPEC.grid(pair, 8192, 8192) == SPEC.grid({"CLUSTER": 2}, 8192, 8192)  # the same clusters, turned
+    boxes = []
+    monkeypatch.setattr(tma, "tensor_map", lambda x, rows: boxes.append((x, rows)))
+    tma.kernel_maps(SPEC, SPEC.full_params(pair), "A", "B", "C")
+    tma.kernel_maps(SPEC, SPEC.full_params(), "A", "B", "C")
+    assert boxes == [("A", 128), ("B", 32), ("C", 32), ("A", 256), ("B", 32), ("C", 32)]
+
+
 def test_share_shows_the_rounds_range_of_tensor_core_headlines(replay):
     import gemm_lab as gl
 

@@ -65,6 +65,21 @@ def test_a_refactor_that_compiles_to_the_same_code_leaves_the_records_fresh(naiv
     assert freshness.pin(workers=1) == (2, 0) and freshness.pinned_builds() == pinned  # the rows still name that build
 
 
+def test_rows_whose_code_compiles_unchanged_adopt_todays_hashes_and_the_rest_stay_stale(naive, monkeypatch):
+    freshness.pin(workers=1)
+    edit(naive, "acc", "sum")  # the same code
+    assert freshness.adopt() == 5  # the race and the three tools' runs
+    spec = catalog.get("naive")
+    rows = [r for path in records.gpu_dir("Test GPU").glob("*.json") for r in records.read_rows(path)]
+    assert {(r["source_sha256"], r["build_sha256"]) for r in rows} == {(spec.source_sha256(), spec.build_sha256())}
+    with monkeypatch.context() as m:
+        m.setattr(compiler, "cached_cubin", lambda *args: pytest.fail("compiled"))
+        assert freshness.problems() == [] and freshness.adopt() == 0  # fresh by their hashes: nothing compiles
+    freshness.pin(workers=1)
+    edit(naive, "alpha * sum :", "alpha * sum + 1.0f :")  # other code: nothing adopted, stale
+    assert freshness.adopt() == 0 and len(freshness.problems()) == 5
+
+
 def test_a_change_of_code_makes_the_records_stale(naive):
     freshness.pin(workers=1)
     edit(naive, "alpha * acc :", "alpha * acc + 1.0f :")

@@ -235,7 +235,10 @@ def _records(args: argparse.Namespace) -> int:
 
 def _pin(workers: int | None = None) -> None:
     """Pin the code of what was recorded (every command that records does), so that `records --check` still finds
-    the records fresh after a refactor of their kernels."""
+    the records fresh after a refactor of their kernels; rows whose code compiles unchanged take today's hashes."""
+    adopted = freshness.adopt()
+    if adopted:
+        print(f"{adopted} row(s) of edited kernels compile to the code they ran: they now carry today's hashes")
     pinned, new = freshness.pin(workers=workers)
     print(f"pinned the code of {pinned} recorded instance(s) ({new} new) in "
           f"{folders.RECORDS_DIR / freshness.BUILDS}.json")

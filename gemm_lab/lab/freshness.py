@@ -187,6 +187,32 @@ def _sanitizer_problems(path: Path, runs: list[sanitize.SanitizerRun]) -> list[s
 BUILDS = "builds"  # records/builds.json, beside the GPU folders: the code of each recorded build (`pin`)
 
 
+def adopt(root: Path | None = None) -> int:
+    """Give today's hashes to the rows of an edited kernel whose code compiles unchanged (`_unpinned` finds nothing:
+    pinned, and every instance they ran compiles to the same code today), so that `check` need not compile them
+    again; returns how many rows. Their measurements are of today's code, byte for byte; rows whose code changed
+    keep their hashes, and `check` calls them stale."""
+    adopted = 0
+    for folder in sorted(p for p in (root or folders.RECORDS_DIR).iterdir() if p.is_dir()):
+        pinned = _pinned_here(folder)
+        for path in sorted(folder.glob("*.json")):
+            with records.locked(path):
+                rows, changed = records.read_rows(path), 0
+                for r in rows:
+                    spec = _spec_of(r) if r.get("source") else None
+                    if spec is None or not (ROOT / r["source"]).exists():
+                        continue
+                    today = {"source_sha256": spec.source_sha256(), "build_sha256": spec.build_sha256()}
+                    if all(r.get(k, v) == v for k, v in today.items()) or _unpinned(r, *pinned()):
+                        continue
+                    r.update(today)
+                    changed += 1
+                if changed:
+                    records.write_rows(path, rows)
+                    adopted += changed
+    return adopted
+
+
 BUILDS_KEY = ("source", "source_sha256", "build_sha256")
 
 

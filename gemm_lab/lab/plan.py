@@ -60,6 +60,9 @@ HOPPER_LADDER = (
 )
 # Kernel 14 with B^T K-major in shared memory: both wgmma operands there, and 3 stages fit.
 BOTH_SMEM = {"BSMEM": 1, "STAGES": 3}
+# Kernel 14 with its pair side by side along N, sharing A (the wide operand, as cuBLAS's pair does) instead of B:
+# chapter 9's energy notes time it at the ladder's sizes and count its bytes at ENERGY_SIZE (on the GPUs that have it).
+PAIR_ALONG_N = {"CLUSTER": -2}
 # Chapter 9's measured alternatives at the ladder's sizes: both operands from shared memory, 3xTF32 unclustered,
 # split by the consumers, and with TMA stores.
 HOPPER_OPTIONS = (
@@ -75,7 +78,7 @@ ENERGY_GROUPS = (2, 4, 16)  # besides the default 8
 # Options the explorers do not offer but chapter 9 measures: `gemm-lab sanitize` runs these too, so every code path
 # of kernel 14 is checked (the other choice of each of its flags).
 SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
-    "wgmma_ws_tf32": ({**BOTH_SMEM, "STORE": 0},),
+    "wgmma_ws_tf32": ({**BOTH_SMEM, "STORE": 0}, PAIR_ALONG_N),
     "wgmma_ws_3xtf32": ({"SPLITTER": 1, "STORE": 1},),
 }
 
@@ -93,6 +96,7 @@ EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *((name, p, size) for name, p in HOPPER_OPTIONS for size in LADDER_SIZES),
     *(("ozaki", {"MODULI": moduli}, size) for moduli in OZAKI_MODULI for size in OZAKI_SIZES),
     *(("wgmma_ws_tf32", {"GROUP": group}, ENERGY_SIZE) for group in ENERGY_GROUPS),
+    *(("wgmma_ws_tf32", PAIR_ALONG_N, size) for size in LADDER_SIZES),
     *published.seed_table_cases(),
     # chapter 8c's table of kernel 13's CLUSTER x STAGES at its default tiles (the default cell is a headline case)
     *(("mma_tf32_tma", {"CLUSTER": cluster, "STAGES": stages}, 2048) for cluster, stages in ((1, 3), (1, 4), (2, 3))),

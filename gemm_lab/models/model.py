@@ -36,13 +36,16 @@ def reuse(kernel: str | KernelSpec, params: Params | None = None) -> tuple[int, 
     that stages a BM x BK tile of A and a BK x BN tile of B in shared memory reuses each element
     of A for BN outputs and each element of B for BM outputs. The clustered kernels (13 to 16) stack
     CLUSTER blocks along M, and TMA multicasts B's tile to all of them: each element of B serves
-    CLUSTER x BM outputs for one request.
+    CLUSTER x BM outputs for one request. Kernel 14's CLUSTER = -2 puts the pair side by side along N and
+    multicasts A instead: each element of A serves 2 x BN.
     """
     spec = catalog.get(kernel)
     p = spec.full_params(params)
     if spec.name in ("naive", "coalesced"):
         return (1, 1)
     bm, bn = spec.tile(p)
+    if p.get("CLUSTER", 1) < 0:
+        return (bn * spec.cluster(p), bm)
     return (bn, bm * spec.cluster(p))
 
 
