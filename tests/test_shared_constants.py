@@ -463,14 +463,15 @@ def test_grids_cover_every_tile_once_with_clusters_stacked_along_y():
     whole tiles; blocks of a cluster are consecutive along y, rank = blockIdx.y % CLUSTER."""
     walks = {"kernels/13_tf32_mma_tma.cu": r"rows_of_clusters = gridDim\.y / CLUSTER, id = blockIdx\.y / CLUSTER \* "
                                            r"gridDim\.x \+ blockIdx\.x;",
-             "kernels/14_tf32_wgmma_ws.cu": r"first_tile = blockIdx\.x \+ gridDim\.x \* \(blockIdx\.y / CLUSTER\), "
-                                            r"tile_step = gridDim\.x \* \(gridDim\.y / CLUSTER\);",
+             "kernels/14_tf32_wgmma_ws.cu": r"first_tile = blockIdx\.x \+ gridDim\.x \* \(blockIdx\.y / BLOCKS\), "
+                                            r"tile_step = gridDim\.x \* \(gridDim\.y / BLOCKS\);",
              "kernels/int8_wgmma.cuh": r"first = blockIdx\.x \+ gridDim\.x \* \(blockIdx\.y / CLUSTER\), "
                                        r"stride = gridDim\.x \* \(gridDim\.y / CLUSTER\);"}
     for where, pattern in walks.items():
         found(pattern, (catalog.ROOT / where).read_text(), where)
     cases = [("mma_tf32_tma", {"CLUSTER": 2}), ("mma_tf32_tma", {"CLUSTER": 1}),
              ("wgmma_ws_tf32", {"PERSIST": 0}), ("wgmma_ws_tf32", {}), ("wgmma_ws_3xtf32", {"CLUSTER": 1}),
+             ("wgmma_ws_tf32", {"CLUSTER": -2}), ("wgmma_ws_tf32", {"CLUSTER": -2, "PERSIST": 0}),
              ("ozaki", {}), ("ozaki", {"CLUSTER": 1, "CONSUMERS": 1})]
     for name, params in cases:
         spec = catalog.get(name)
@@ -480,6 +481,8 @@ def test_grids_cover_every_tile_once_with_clusters_stacked_along_y():
             gx, gy, _ = spec.grid(p, m, n, slots=132 if spec.persistent(p) else 0)
             assert gy % cluster == 0, f"catalog's {name}.grid {gx, gy} for clusters of {cluster} along y"
             rows, cols = ceil_div(ceil_div(m, bm), cluster), ceil_div(n, bn)
+            if p.get("CLUSTER", 1) < 0:  # kernel 14's pair side by side along N: cluster tiles of bm x (cluster bn)
+                rows, cols = ceil_div(m, bm), ceil_div(ceil_div(n, bn), cluster)
             seen = []
             for y in range(gy):
                 for x in range(gx):
