@@ -145,12 +145,12 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
   auto generic = [&](unsigned address) { return smem_raw + (address - smem_address(smem_raw)); };
   constexpr int BLOCKS = CLUSTER < 0 ? -CLUSTER : CLUSTER;  // blocks per cluster
   constexpr bool SHARE_A = CLUSTER < -1;                      // side by side along N, sharing A (else along M, B)
-  const unsigned rank = BLOCKS > 1 ? cluster_rank() : 0;
+  constexpr int ALONG_M = SHARE_A ? 1 : BLOCKS, ALONG_N = SHARE_A ? BLOCKS : 1;  // a cluster tile's blocks on M, N
+  const unsigned rank = BLOCKS > 1 ? cluster_rank() : 0, rank_m = SHARE_A ? 0 : rank, rank_n = SHARE_A ? rank : 0;
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
 
-  // the grid of cluster tiles: (BLOCKS x BM) x BN, or BM x (BLOCKS x BN) when the blocks share A
-  const int rows = ((M + BM - 1) / BM + (SHARE_A ? 0 : BLOCKS - 1)) / (SHARE_A ? 1 : BLOCKS),
-            cols = ((N + BN - 1) / BN + (SHARE_A ? BLOCKS - 1 : 0)) / (SHARE_A ? BLOCKS : 1), tiles = rows * cols;
+  const int rows = ((M + BM - 1) / BM + ALONG_M - 1) / ALONG_M, cols = ((N + BN - 1) / BN + ALONG_N - 1) / ALONG_N,
+            tiles = rows * cols;
   const int first_tile = blockIdx.x + gridDim.x * (blockIdx.y / BLOCKS), tile_step = gridDim.x * (gridDim.y / BLOCKS);
   const int steps = (K + BK - 1) / BK;
 
@@ -172,8 +172,8 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
       int it = 0;
       for (int t = first_tile; t < tiles; t += tile_step) {
         const int2 at = tile_at<GROUP>(t, rows, cols);
-        const int row0 = (at.x * (SHARE_A ? 1 : BLOCKS) + (SHARE_A ? 0 : rank)) * BM,
-                  col0 = (at.y * (SHARE_A ? BLOCKS : 1) + (SHARE_A ? rank : 0)) * BN;
+        const int row0 = (at.x * ALONG_M + rank_m) * BM,
+                  col0 = (at.y * ALONG_N + rank_n) * BN;
         for (int step = 0; step < steps; ++step, ++it) {
           const unsigned s = it % STAGES, full = full0 + 8 * s, a = base + s * STAGE_BYTES, b = a + B_OFFSET;
           mbar_wait(empty0 + 8 * s, ((it / STAGES) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
@@ -238,8 +238,8 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
     int it = 0, chunks = 0;
     for (int tile = first_tile; tile < tiles; tile += tile_step) {
       const int2 at = tile_at<GROUP>(tile, rows, cols);
-      const int row0 = (at.x * (SHARE_A ? 1 : BLOCKS) + (SHARE_A ? 0 : rank)) * BM,
-                  col0 = (at.y * (SHARE_A ? BLOCKS : 1) + (SHARE_A ? rank : 0)) * BN;
+      const int row0 = (at.x * ALONG_M + rank_m) * BM,
+                  col0 = (at.y * ALONG_N + rank_n) * BN;
       // One step: wait for the stage, read B^T's fragments of its four k8 slices into `frag` (two sets alternate
       // between steps, so a step loads while the step before still multiplies with the other set).
       auto run_step = [&](int step, unsigned (&frag)[KK][4], unsigned (&small)[KK][4]) {

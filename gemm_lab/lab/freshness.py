@@ -192,7 +192,7 @@ def adopt(root: Path | None = None) -> int:
     pinned, and every instance they ran compiles to the same code today), so that `check` need not compile them
     again; returns how many rows. Their measurements are of today's code, byte for byte; rows whose code changed
     keep their hashes, and `check` calls them stale."""
-    adopted = 0
+    adopted, hashes = 0, {}  # today's hashes by kernel: once, not once a row
     for folder in sorted(p for p in (root or folders.RECORDS_DIR).iterdir() if p.is_dir()):
         pinned = _pinned_here(folder)
         for path in sorted(folder.glob("*.json")):
@@ -202,7 +202,9 @@ def adopt(root: Path | None = None) -> int:
                     spec = _spec_of(r) if r.get("source") else None
                     if spec is None or not (ROOT / r["source"]).exists():
                         continue
-                    today = {"source_sha256": spec.source_sha256(), "build_sha256": spec.build_sha256()}
+                    if spec.name not in hashes:
+                        hashes[spec.name] = {"source_sha256": spec.source_sha256(), "build_sha256": spec.build_sha256()}
+                    today = hashes[spec.name]
                     if all(r.get(k, v) == v for k, v in today.items()) or _unpinned(r, *pinned()):
                         continue
                     r.update(today)
