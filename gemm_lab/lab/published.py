@@ -131,7 +131,7 @@ def _ours(ms: Measurement) -> str:
 
 
 def seed002_table(sizes: tuple[int, ...] = (2048, 4096)) -> Table:
-    """Seed 002's eight steps beside the instance of ours with the same idea, % of cuBLAS in the same run."""
+    """Seed 002's eight steps beside the instance of ours nearest each, % of cuBLAS in the same run."""
     rows, ms, measured = [], [], {}
     for step in SEED002_STEPS:
         kernel, params = resolve(step)
@@ -143,7 +143,7 @@ def seed002_table(sizes: tuple[int, ...] = (2048, 4096)) -> Table:
         published = f"{step[2]:,.0f} ({100 * step[2] / SEED002_CUBLAS:.0f}%)" if step[2] else "-"
         rows.append((f"{step[0]}: {step[1]}", published, f"{kernel} ({params_text(params)})",
                      *(_ours(x) for x in found), step[5]))
-    return Table(("step", "published", "ours with the same idea", *(f"ours at {s}" for s in sizes),
+    return Table(("step", "published", "ours nearest this step", *(f"ours at {s}" for s in sizes),
                   "why this instance"), tuple(rows),
                  f"GFLOP/s (% of cuBLAS SGEMM). Published: {SEED002} (cuBLAS {SEED002_CUBLAS:,.0f} GFLOP/s), quoted "
                  f"as data. Ours: {provenance(ms)}; cuBLAS timed in the same run.", wrap=(0, 2, 5))
@@ -158,7 +158,7 @@ def siboehm_table() -> Table:
         ms.append(x)
         rows.append((f"{step[0]}: {step[1]}", f"{step[2]:,.0f} ({100 * step[2] / SIBOEHM_CUBLAS:.1f}%)",
                      f"{kernel} ({params_text(params)})", _ours(x), step[5]))
-    return Table(("kernel (published)", "A6000", "ours with the same idea", "ours", "note"), tuple(rows),
+    return Table(("kernel (published)", "A6000", "ours nearest this step", "ours", "note"), tuple(rows),
                  f"GFLOP/s (% of cuBLAS SGEMM). Published: {SIBOEHM} (cuBLAS {SIBOEHM_CUBLAS:,.0f} GFLOP/s), "
                  "quoted as data. "
                  f"Ours: {provenance(ms)}; cuBLAS timed in the same run.", wrap=(0, 2, 4))
@@ -179,7 +179,7 @@ def cublas_ways(size: int = 2048) -> CublasWays:
     best = best_ffma(size)
     ways = baselines.ways(size)
     rows = tuple((baselines.WAYS[way], f"{r['time_ms']:.3f}", f"{r['gflops']:,.0f}",
-                  f"{100 * k8.gflops / r['gflops']:.0f}%", f"{100 * best.gflops / r['gflops']:.0f}%")
+                  f"{100 * k8.gflops / r['gflops']:,.0f}%", f"{100 * best.gflops / r['gflops']:,.0f}%")
                  for way, r in ways.items())
     first = next(iter(ways.values()))
     table = Table(("how cuBLAS is timed", "ms", "cuBLAS GFLOP/s as timed", "k8's counterpart as % of it",
