@@ -96,7 +96,7 @@ def issue_rate_table(rs: Sequence[issue_rate.Row]) -> Tables:
     counted = [r.counters for r in rs if r.counters]
     timed = [r.measured for r in rs if r.measured]
     size = rs[0].measured.m if timed else ""
-    return Table(("instance", "FFMA share, SASS", "issue ceiling (TFLOP/s)", "FFMA share, counted",
+    return Table(("instance", "FFMA share, SASS", "issue ceiling (TFLOP/s)", "FMA-pipe share, counted",
                   "issue slots used", "warps per scheduler", "peak x share x slots (TFLOP/s)", "measured (TFLOP/s)",
                   "% of cuBLAS"),
                  tuple(cells(r) for r in rs),

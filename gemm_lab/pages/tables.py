@@ -466,7 +466,7 @@ def banner(page: str = "") -> Banner:
     dates = sorted({x.date for x in records.measurements()})
     when = f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
     text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}" + (
-        ", the span of all the book's records; each chart and table gives the dates of its own data, within it."
+        ", the span of that GPU's records; each chart and table gives the dates of its own data, within it."
         if len(dates) > 1 else ".")
     text += " A chart or table that names another GPU shows that GPU's records."
     if os.environ.get(device.GPU_ENV):
