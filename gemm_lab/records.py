@@ -298,10 +298,11 @@ def read_kind_or_default(kind: str, gpu: str | None, benchmark: str) -> tuple[li
 
 
 def latencies(gpu: str | None = None, submits: bool = False) -> list[dict[str, Any]]:
-    """Recorded explorer moves (or exercise answers, `submits`) of a GPU (default: the replay GPU), else the book's."""
+    """Recorded explorer moves (or exercise answers, `submits`) of a GPU (default: the replay GPU), else the book's,
+    else the first recorded GPU's that has them."""
     def pick(name: str | None) -> list[dict[str, Any]]:
         return [r for r in read_kind(LATENCY, name) if r["kernel"].startswith("submit ") == submits]
-    return pick(gpu) or pick(device.DEFAULT_REPLAY_GPU)
+    return next(filter(None, map(pick, (gpu, device.DEFAULT_REPLAY_GPU, *recorded_gpus()))), [])
 
 
 def is_bench(path: Path) -> bool:
