@@ -50,7 +50,7 @@ WARP_TILE_CONTROL = {"BM": 128, "BN": 256, "BK": 8, "TM": 8, "TN": 16, "PREFETCH
 # Kernel 10b with 64 x 128 tiles: 128 blocks at 1024, where 128 x 256 tiles make 32 for 132 SMs.
 PIPELINED_SMALL = {"BM": 64, "BN": 128, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "STAGES": 3}
 
-# Chapter 9's ladder from chapter 8's wgmma kernel to kernel 14's defaults: each rung adds one technique (the
+# Chapter 9's ladder from chapter 8a's wgmma kernel to kernel 14's defaults: each rung adds one technique (the
 # defaults add TMA stores to the last).
 HOPPER_LADDER = (
     {"CLUSTER": 1, "PERSIST": 0, "GROUP": 1, "STORE": 0},  # warp specialisation, TMA and mbarrier rings
@@ -172,7 +172,7 @@ COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     ("cublas", {}),  # what cuBLAS runs, for the ceiling analysis of chapter 7
     ("mma_tf32", {}),  # chapter 8: how busy each tensor-core kernel keeps the tensor pipe, beside cuBLAS TF32
     ("mma_tf32_tma", {}),
-    ("wgmma_tf32", {}),  # chapter 9: chapter 8's wgmma kernel, kernel 14 and cuBLAS's TF32 GEMM, tensor pipes included
+    ("wgmma_tf32", {}),  # chapter 9: chapter 8a's wgmma kernel, kernel 14 and cuBLAS's TF32 GEMM, tensor pipes included
     ("wgmma_ws_tf32", {}),
     ("wgmma_ws_tf32", BOTH_SMEM),  # both operands from shared memory: its traffic beside the above
     ("wgmma_ws_3xtf32", {}),
