@@ -36,7 +36,7 @@ def ladder(ms: Sequence[Measurement], ceilings: dict, l2_gbs: float | None = Non
     return Table(("ch.", "kernel", "what changes", "TFLOP/s", "% of cuBLAS", "predicted ceiling (TFLOP/s)"),
                  tuple(rows), f"at {', '.join(sorted(shapes))}; % of cuBLAS: of the cuBLAS (SGEMM or TF32) timed in "
                  "the same run in the kernel's own "
-                 "math (tensor-core kernels: the median of the rounds of turns); predicted ceiling: the lowest row "
+                 "math (tensor-core kernels: the median of the rounds' shares); predicted ceiling: the lowest row "
                  "of the kernel's speed-of-light budget among those its chapter has taught (passed: the kernel beats "
                  "that row, whose model over-counts its cost; the issue row counts every instruction of the compiled "
                  "main loop, some of which a thread skips: chapter 3); the Ozaki scheme: chapter 10's speed of light, "

@@ -198,7 +198,7 @@ def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str]
                  if any(x.precision == "tf32" for x in ms) else []),
                plt.Line2D([], [], **CUBLAS_STYLE, label="cuBLAS = 100%"),
                *([plt.Line2D([], [], color="black", marker="|", markersize=8,
-                             label="tensor cores: median of the rounds of turns, their range (in brackets)")]
+                             label="tensor cores: median of the rounds' shares, their range (in brackets)")]
                  if any(x.pct_range and x.precision != "fp32" for x in ms) else [])]
     fig.legend(handles=handles,
                loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, handlelength=2.5, handleheight=1.3,
@@ -208,7 +208,7 @@ def scoreboard(ms: Sequence[Measurement], title: str = "", labels: Sequence[str]
 
 def ladder(ladders: dict[int, Sequence[Measurement]], labels: Sequence[str], title: str = "") -> Figure:
     """Rungs of a ladder of options, top to bottom: each rung's share of cuBLAS (timed in turns in the same run, in
-    the kernel's math) as the median of its rounds of turns, with the rounds' lowest and highest share as an
+    the kernel's math) as the median of its rounds' shares, with the rounds' lowest and highest share as an
     interval, one marker per size (`ladders`: size -> the rungs' measurements, in the order of `labels`). Two
     rungs whose intervals overlap are not told apart by these rounds; a rung clear of the one above it moved."""
     sizes = list(ladders)

@@ -286,7 +286,7 @@ def measurements_table(ms: Sequence[Measurement], *, parameters: bool = True) ->
                  "".join(f"{s}; " for s in shared) + f"cuBLAS: GFLOP/s of {_baselines(ms)}, timed in the same run; "
                  + ("% FP32 peak: none for tensor-core rows, whose peak is their own (gl.budget); "
                     if any(x.precision != "fp32" for x in ms) else "")
-                 + ("% cuBLAS of a tensor-core row: the median of its rounds of turns, in brackets the lowest and "
+                 + ("% cuBLAS of a tensor-core row: the median of its rounds' shares, in brackets the lowest and "
                     "highest round; " if any(_rounds(x) for x in ms) else "")
                  + f"error: max relative error against float64; {provenance(ms)}",
                  wrap=(instance_columns.index("parameters"),) if "parameters" in instance_columns else ())
@@ -311,7 +311,7 @@ def by_size(ms: Sequence[Measurement]) -> Table:
     return Table(("kernel", *(f"{s}³" for s in sizes)),
                  tuple((k, *(cell.get((k, s), "-") for s in sizes)) for k in kernels),
                  f"GFLOP/s at M = N = K and, in brackets, % of {_baselines(ms)} timed in the same run"
-                 + ("; for tensor-core kernels the median of the rounds of turns, then the rounds' range"
+                 + ("; for tensor-core kernels the median of the rounds' shares, then the rounds' range"
                     if ranged else "")
                  + "; " + provenance(ms))
 
