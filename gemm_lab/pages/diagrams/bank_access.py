@@ -1,11 +1,14 @@
 """Which words and banks of shared memory a warp's lanes touch in one access: the bank grid of any `banks.Access`
 (`bank_grid`), the float4s each lane of the vectorized kernel reads (`float4_lanes`), and the quarter-warps of
-kernels 10 and 10b placed on the 32 banks (`quarter_warps`).
+kernels 10 and 10b placed on the 32 banks (`quarter_warps`), and the passes of a 128-bit load by chapter 2's rule
+(`lds128_passes`).
 
 Its own module because these are the pictures of the bank model (`models.banks`), from which chapters 4, 5, 7b, 8,
 8c and 9 read bank conflicts.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -172,4 +175,100 @@ def quarter_warps(params: dict[str, int] | None = None) -> Figure:
     fig.suptitle(wrap(f"A warp's {rows} x {cols} lanes, coloured by quarter-warp, and the float4s each quarter-warp "
                       "reads in one load of A and one of B (thick line: between half-warps)", style.TITLE),
                  fontsize=style.TITLE, y=1 - 0.08 / height, va="top")
+    return fig
+
+
+def lds128_cases() -> dict[str, tuple[int, ...]]:
+    """Three 128-bit loads of a warp, as the float4 (16-byte word of shared memory, by index) each of its 32 lanes
+    reads: chapter 2's load of A (`banks.sites("smem_tiled")`, four steps kk merged by the compiler: every lane the
+    same float4), a load where each quarter-warp reads eight neighbouring float4s (128 bytes, all 32 banks), and one
+    where each quarter-warp's float4s lie two on each of banks 0-15 (0-3 and 8-11: 128 bytes apart, a conflict)."""
+    a_load = next(s for s in banks.sites("smem_tiled") if s.name.startswith("load As"))
+    return {
+        "chapter 2's load of A, one float4 for all lanes": tuple(a // 16 for a in a_load.addresses),
+        "each quarter-warp 8 neighbouring float4s": tuple(lane % 8 for lane in range(32)),
+        "lanes 4–7 read 128 bytes past lanes 0–3 (a conflict)": tuple(lane % 4 + 8 * (lane // 4 % 2) for lane in range(32)),
+    }
+
+
+def _ranges(lanes: list[int]) -> str:
+    """Lanes as runs: [0..7, 16..23] -> "0–7, 16–23"."""
+    runs: list[list[int]] = []
+    for lane in sorted(lanes):
+        if runs and lane == runs[-1][-1] + 1:
+            runs[-1].append(lane)
+        else:
+            runs.append([lane])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
+
+
+def lds128_passes(cases: dict[str, Sequence[int]] | None = None) -> Figure:
+    """The passes (wavefronts) of a warp's 128-bit shared load, one panel per case (`lds128_cases` by default): each
+    row a pass across the 32 banks, each box a float4 on its four banks, labelled with the lanes it serves and
+    coloured by their quarter-warp. The counts are the bank model's (`banks.lds128_wavefronts`, rule "h100"), a
+    half-warp's passes `lds128_wavefronts` of the half-warp read twice, halved; the rows lay each group's distinct
+    float4s out one per bank group a pass (`banks.float4_passes`). A half-warp is one group where the model shares
+    a pass between its quarter-warps, else each quarter-warp is its own. Patches carry gids
+    ("<case> pass <p> float4 <f>")."""
+    cases = dict(cases or lds128_cases())
+    per_group = banks.BANKS * banks.WORD // 16  # float4s side by side on the 32 banks: 8
+    layout = []  # per case: [(lanes of the group, passes: [{float4: lanes}])]
+    for name, float4s in cases.items():
+        groups = []
+        for h in (0, 16):
+            half = list(float4s[h:h + 16])
+            quarters = [half[:8], half[8:]]
+            shared = banks.lds128_wavefronts(half * 2) // 2 < sum(map(banks.float4_passes, quarters))
+            for lanes in ([range(h, h + 16)] if shared else [range(h, h + 8), range(h + 8, h + 16)]):
+                reads: dict[int, list[int]] = {}
+                for lane in lanes:
+                    reads.setdefault(float4s[lane], []).append(lane)
+                passes: list[dict[int, list[int]]] = [{} for _ in range(banks.float4_passes([float4s[i]
+                                                                                            for i in lanes]))]
+                level: dict[int, int] = {}
+                for f in sorted(reads):
+                    g = f % per_group
+                    passes[level.get(g, 0)][f] = reads[f]
+                    level[g] = level.get(g, 0) + 1
+                groups.append((list(lanes), passes))
+        layout.append((name, float4s, groups))
+    row = 0.42  # inches a pass
+    heights = [sum(len(p) for _, p in groups) for _, _, groups in layout]
+    head, gap, foot = 0.75, 0.8, 0.75
+    height = head + sum(heights) * row + gap * len(layout) + foot
+    fig = plt.figure(figsize=(WIDTH, height))
+    grid = fig.add_gridspec(len(layout), 1, height_ratios=heights, hspace=gap / (sum(heights) * row / len(layout)),
+                            top=1 - (head + gap - 0.35) / height, bottom=foot / height, left=0.2, right=0.98)
+    for i, (name, float4s, groups) in enumerate(layout):
+        ax = fig.add_subplot(grid[i])
+        y, ticks = 0, []
+        for lanes, passes in groups:
+            for p, served in enumerate(passes):
+                for f, readers in served.items():
+                    g = f % per_group
+                    quarters = sorted({lane // 8 for lane in readers})
+                    for k, q in enumerate(quarters):  # one stripe per quarter-warp served
+                        ax.add_patch(Rectangle((4 * g, y + 0.08 + 0.84 * k / len(quarters)), 4,
+                                               0.84 / len(quarters), facecolor=QUARTER_SHADES[q], edgecolor="none"))
+                    ax.add_patch(Rectangle((4 * g, y + 0.08), 4, 0.84, facecolor="none", edgecolor="black",
+                                           linewidth=0.8, gid=f"{name} pass {y + 1} float4 {f}"))
+                    ax.text(4 * g + 2, y + 0.5, _ranges(readers), ha="center", va="center")
+                ticks.append(f"pass {y + 1}")
+                y += 1
+            ax.axhline(y, color="gray", linewidth=0.8, linestyle="--")
+        ax.set(xlim=(0, banks.BANKS), ylim=(y, 0))
+        ax.set_yticks([p + 0.5 for p in range(y)], ticks)
+        ax.set_xticks(range(0, banks.BANKS + 1, 4))
+        ax.tick_params(length=0)
+        for b in range(0, banks.BANKS + 1, 4):
+            ax.axvline(b, color="lightgray", linewidth=0.6, zorder=0)
+        total = banks.lds128_wavefronts(list(float4s))
+        ax.set_title(wrap(f"{'abc'[i] if i < 3 else i}) {name}: {total} passes", TEXT), fontsize=TEXT, loc="left")
+        if i == len(layout) - 1:
+            ax.set_xlabel("bank (a box: one float4 on 4 banks, labelled with the lanes it serves)")
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c) for c in QUARTER_SHADES]
+    fig.legend(handles, [f"{8 * q}–{8 * q + 7}" for q in range(4)], loc="upper center", ncol=4, frameon=False,
+               title=None, bbox_to_anchor=(0.5, 1 - (head - 0.05) / height), handlelength=1.2, columnspacing=1.0)
+    fig.suptitle(wrap("A warp's 128-bit shared load, pass by pass; colour: the quarter-warp, lanes", style.TITLE),
+                 fontsize=style.TITLE, y=1 - 0.05 / height, va="top")
     return fig
