@@ -70,6 +70,7 @@ def _figures():
         "ladder": lambda: plots.ladder({s: gl.bench_all([("wgmma_tf32", None, s), ("wgmma_ws_tf32", None, s)],
                                                         progress=False) for s in plan.LADDER_SIZES}, ["8", "14"]),
         "quarter_warps": lambda: diagrams.quarter_warps(),
+        "lds128_passes": lambda: diagrams.lds128_passes(),
         "power_turns": lambda: plots.power_turns(power.rows(), cap_w=700),
     }
 

@@ -80,3 +80,51 @@ def test_float4_lane_map_agrees_with_the_bank_model(params):
         assert not style.fits(fig)
     finally:
         plt.close(fig)
+
+
+def _page_rule(float4s: list[int]) -> int:
+    """Chapter 2's three-part rule for a warp's 128-bit load, as the page states it: each quarter-warp takes a pass;
+    distinct float4s of one quarter-warp on the same banks (a multiple of 128 bytes apart) take a pass each; the two
+    quarter-warps of a half-warp share a pass when each reads at most two distinct float4s."""
+    def on_same_banks(reads: set[int]) -> int:  # passes: the most distinct float4s that are 128 bytes apart
+        return max(sum(g % 8 == f % 8 for g in reads) for f in reads)
+
+    passes = 0
+    for h in (0, 16):
+        a, b = set(float4s[h:h + 8]), set(float4s[h + 8:h + 16])
+        passes += on_same_banks(a | b) if max(len(a), len(b)) <= 2 else on_same_banks(a) + on_same_banks(b)
+    return passes
+
+
+def test_lds128_passes_draws_the_bank_models_passes_which_are_chapter_2s_rule():
+    cases = diagrams.lds128_cases()
+    assert [banks.lds128_wavefronts(list(f)) for f in cases.values()] == [2, 4, 8]
+    fig = diagrams.lds128_passes()
+    try:
+        drawn: dict[str, dict[int, list[tuple[int, list[int]]]]] = {}
+        for gid in _gids(fig):
+            name, pass_, float4, lanes = gid.split(" | ")
+            drawn.setdefault(name, {}).setdefault(int(pass_.split()[1]), []).append(
+                (int(float4.split()[1]), [int(x) for x in lanes.split()[1].split(",")]))
+        assert list(drawn) == list(cases)
+        for name, float4s in cases.items():
+            passes = drawn[name]
+            assert sorted(passes) == list(range(1, len(passes) + 1))
+            assert len(passes) == banks.lds128_wavefronts(list(float4s)) == _page_rule(list(float4s))
+            served = sorted(lane for boxes in passes.values() for _, lanes in boxes for lane in lanes)
+            assert served == list(range(32))  # every lane once, with the float4 it reads
+            assert all(float4s[lane] == f for boxes in passes.values() for f, lanes in boxes for lane in lanes)
+            for boxes in passes.values():  # a pass reads one word per bank: its float4s on distinct banks
+                assert len({f % 8 for f, _ in boxes}) == len(boxes)
+                assert len({lane // 16 for _, lanes in boxes for lane in lanes}) == 1  # one half-warp a pass
+            assert f"{len(passes)} passes" in " ".join(ax.get_title("left") for ax in fig.axes)
+        assert not style.fits(fig)
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("float4s", [[0] * 32, [i % 8 for i in range(32)],
+                                     [i % 4 + 8 * (i // 4 % 2) for i in range(32)], [i // 8 * 8 for i in range(32)],
+                                     [i % 2 * 8 for i in range(32)], [i % 3 for i in range(32)], [i * 5 % 17 for i in range(32)]])
+def test_bank_models_lds128_count_is_chapter_2s_three_part_rule(float4s):
+    assert banks.lds128_wavefronts(float4s) == _page_rule(float4s)

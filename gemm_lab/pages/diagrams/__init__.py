@@ -48,7 +48,8 @@ from .tiles import loop_nest, outer_product, stream_k, tiling, transposed_a, war
 
 __all__ = [
     "DESCRIPTOR_FIELDS", "RING_STATES", "bank_grid", "cluster_reads", "crt", "descriptor_fields", "float4_lanes",
-    "gpu_diagram", "handoff_schedule", "k_major_desc", "lane_position", "lds128_cases", "lds128_passes", "ldmatrix_rows", "ldmatrix_x4", "levels",
+    "gpu_diagram", "handoff_schedule", "k_major_desc", "lane_position", "ldmatrix_rows", "ldmatrix_x4",
+    "lds128_cases", "lds128_passes", "levels",
     "load_latency", "loop_nest", "mbarrier_handoff", "mbarrier_ring", "mma_fragment", "mma_fragments",
     "outer_product", "outlier_channel", "ozaki_pipeline", "package_layers", "pipeline", "producer_consumer",
     "quarter_warps", "ring_moment", "stream_k", "swizzle_offset", "tiling", "tma_boxes", "tma_swizzle", "transposed_a",

@@ -186,8 +186,9 @@ def lds128_cases() -> dict[str, tuple[int, ...]]:
     a_load = next(s for s in banks.sites("smem_tiled") if s.name.startswith("load As"))
     return {
         "chapter 2's load of A, one float4 for all lanes": tuple(a // 16 for a in a_load.addresses),
-        "each quarter-warp 8 neighbouring float4s": tuple(lane % 8 for lane in range(32)),
-        "lanes 4–7 read 128 bytes past lanes 0–3 (a conflict)": tuple(lane % 4 + 8 * (lane // 4 % 2) for lane in range(32)),
+        "each quarter-warp reads 8 neighbouring float4s": tuple(lane % 8 for lane in range(32)),
+        "lanes 4–7 read 128 bytes past lanes 0–3 (a conflict)": tuple(lane % 4 + 8 * (lane // 4 % 2)
+                                                                       for lane in range(32)),
     }
 
 
@@ -209,10 +210,10 @@ def lds128_passes(cases: dict[str, Sequence[int]] | None = None) -> Figure:
     half-warp's passes `lds128_wavefronts` of the half-warp read twice, halved; the rows lay each group's distinct
     float4s out one per bank group a pass (`banks.float4_passes`). A half-warp is one group where the model shares
     a pass between its quarter-warps, else each quarter-warp is its own. Patches carry gids
-    ("<case> pass <p> float4 <f>")."""
+    ("<case> | pass <p> | float4 <f> | lanes <l>,<l>,...")."""
     cases = dict(cases or lds128_cases())
     per_group = banks.BANKS * banks.WORD // 16  # float4s side by side on the 32 banks: 8
-    layout = []  # per case: [(lanes of the group, passes: [{float4: lanes}])]
+    layout = []  # per case: its groups (a half-warp, or a quarter-warp), each a list of passes: [{float4: lanes}]
     for name, float4s in cases.items():
         groups = []
         for h in (0, 16):
@@ -223,27 +224,27 @@ def lds128_passes(cases: dict[str, Sequence[int]] | None = None) -> Figure:
                 reads: dict[int, list[int]] = {}
                 for lane in lanes:
                     reads.setdefault(float4s[lane], []).append(lane)
-                passes: list[dict[int, list[int]]] = [{} for _ in range(banks.float4_passes([float4s[i]
-                                                                                            for i in lanes]))]
+                depth = banks.float4_passes([float4s[lane] for lane in lanes])
+                passes: list[dict[int, list[int]]] = [{} for _ in range(depth)]
                 level: dict[int, int] = {}
                 for f in sorted(reads):
                     g = f % per_group
                     passes[level.get(g, 0)][f] = reads[f]
                     level[g] = level.get(g, 0) + 1
-                groups.append((list(lanes), passes))
+                groups.append(passes)
         layout.append((name, float4s, groups))
     row = 0.42  # inches a pass
     heights = [sum(len(p) for _, p in groups) for _, _, groups in layout]
-    head, gap, foot = 0.75, 0.8, 0.75
-    height = head + sum(heights) * row + gap * len(layout) + foot
+    head, gap, foot = 0.65, 0.8, 0.75  # inches: the title (two lines) above the legend, between panels, the x label
+    height = head + 0.75 + sum(heights) * row + gap * (len(layout) - 1) + foot
     fig = plt.figure(figsize=(WIDTH, height))
     grid = fig.add_gridspec(len(layout), 1, height_ratios=heights, hspace=gap / (sum(heights) * row / len(layout)),
-                            top=1 - (head + gap - 0.35) / height, bottom=foot / height, left=0.2, right=0.98)
+                            top=1 - (head + 0.75) / height, bottom=foot / height, left=0.2, right=0.98)
     for i, (name, float4s, groups) in enumerate(layout):
         ax = fig.add_subplot(grid[i])
         y, ticks = 0, []
-        for lanes, passes in groups:
-            for p, served in enumerate(passes):
+        for passes in groups:
+            for served in passes:
                 for f, readers in served.items():
                     g = f % per_group
                     quarters = sorted({lane // 8 for lane in readers})
@@ -251,7 +252,9 @@ def lds128_passes(cases: dict[str, Sequence[int]] | None = None) -> Figure:
                         ax.add_patch(Rectangle((4 * g, y + 0.08 + 0.84 * k / len(quarters)), 4,
                                                0.84 / len(quarters), facecolor=QUARTER_SHADES[q], edgecolor="none"))
                     ax.add_patch(Rectangle((4 * g, y + 0.08), 4, 0.84, facecolor="none", edgecolor="black",
-                                           linewidth=0.8, gid=f"{name} pass {y + 1} float4 {f}"))
+                                           linewidth=0.8,
+                                           gid=f"{name} | pass {y + 1} | float4 {f} | lanes "
+                                               + ",".join(map(str, readers))))
                     ax.text(4 * g + 2, y + 0.5, _ranges(readers), ha="center", va="center")
                 ticks.append(f"pass {y + 1}")
                 y += 1
@@ -267,8 +270,8 @@ def lds128_passes(cases: dict[str, Sequence[int]] | None = None) -> Figure:
         if i == len(layout) - 1:
             ax.set_xlabel("bank (a box: one float4 on 4 banks, labelled with the lanes it serves)")
     handles = [Rectangle((0, 0), 1, 1, facecolor=c) for c in QUARTER_SHADES]
-    fig.legend(handles, [f"{8 * q}–{8 * q + 7}" for q in range(4)], loc="upper center", ncol=4, frameon=False,
+    fig.legend(handles, [f"lanes {8 * q}–{8 * q + 7}" for q in range(4)], loc="upper center", ncol=4, frameon=False,
                title=None, bbox_to_anchor=(0.5, 1 - (head - 0.05) / height), handlelength=1.2, columnspacing=1.0)
-    fig.suptitle(wrap("A warp's 128-bit shared load, pass by pass; colour: the quarter-warp, lanes", style.TITLE),
+    fig.suptitle(wrap("A warp's 128-bit load from shared memory, pass by pass, coloured by quarter-warp", style.TITLE),
                  fontsize=style.TITLE, y=1 - 0.05 / height, va="top")
     return fig
