@@ -234,7 +234,7 @@ def lds128_passes(cases: dict[str, Sequence[int]] | None = None) -> Figure:
                 groups.append(passes)
         layout.append((name, float4s, groups))
     row = 0.42  # inches a pass
-    heights = [sum(len(p) for _, p in groups) for _, _, groups in layout]
+    heights = [sum(map(len, groups)) for _, _, groups in layout]
     head, gap, foot = 0.65, 0.8, 0.75  # inches: the title (two lines) above the legend, between panels, the x label
     height = head + 0.75 + sum(heights) * row + gap * (len(layout) - 1) + foot
     fig = plt.figure(figsize=(WIDTH, height))
