@@ -125,6 +125,7 @@ def test_lds128_passes_draws_the_bank_models_passes_which_are_chapter_2s_rule():
 
 @pytest.mark.parametrize("float4s", [[0] * 32, [i % 8 for i in range(32)],
                                      [i % 4 + 8 * (i // 4 % 2) for i in range(32)], [i // 8 * 8 for i in range(32)],
-                                     [i % 2 * 8 for i in range(32)], [i % 3 for i in range(32)], [i * 5 % 17 for i in range(32)]])
+                                     [i % 2 * 8 for i in range(32)], [i % 3 for i in range(32)],
+                                     [i * 5 % 17 for i in range(32)]])
 def test_bank_models_lds128_count_is_chapter_2s_three_part_rule(float4s):
     assert banks.lds128_wavefronts(float4s) == _page_rule(float4s)
