@@ -520,6 +520,7 @@ RING_LOOP = (  # the body of chapter 6's full ring's main loop: one hole, its fi
     "if (t + STAGES < steps) issue(t + STAGES);  // the step buffer t % STAGES holds next",
     "commit_copies();  // this step's group, empty past the end",
 )
+RING_START = "int stage = 0, phase = 0;  // where the next step's copies go, and the parity of this trip round the ring"
 RING_WAIT = "mbar_wait(empty0 + 8 * stage, phase ^ 1);  // the trip before was released (a fresh barrier: at once)"
 RING_NEXT = "if (++stage == STAGES) stage = 0, phase ^= 1;  // past the last stage: the next trip, the other parity"
 RING_ARRIVALS = ("mbar_init(empty0 + 8 * s, CONSUMERS * 4 * CLUSTER);  // every consumer warp of the cluster, when "
@@ -627,13 +628,13 @@ KERNEL_EXERCISES = {e.name: e for e in (
         {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}),
     KernelExercise("ring_producer", "ch09_hopper_pipeline", "ring_producer", (
         Hole(RING_ARRIVALS, "the empty barrier of stage s: how many arrivals complete one of its phases?"),
+        Hole(RING_START, "the producer's stage and phase (the parity of its trip round the ring) before its first "
+                         "step"),
         Hole(RING_WAIT, "wait until the consumers have released what this stage held on the trip before (which "
                         "parity?)"),
-        Hole("mbar_arrive_expect(full, STAGE_BYTES);  // A, and every box of B: the partner multicasts its half here "
-             "too",
-             "arrive on the full barrier, announcing the bytes that will land in this block's stage"),
         Hole(RING_NEXT, "move stage and phase on to the next step's"),
     ), (Mistake(RING_WAIT, "mbar_wait(empty0 + 8 * stage, phase);", ("did not finish",), hangs=True),
+        Mistake(RING_START, "int stage = 0, phase = 1;", ("did not finish",), hangs=True),
         Mistake(RING_NEXT, "if (++stage == STAGES) stage = 0;", ("did not finish", "refilled"), hangs=True),
         Mistake(RING_ARRIVALS, "mbar_init(empty0 + 8 * s, CONSUMERS * 4);", ("did not finish", "refilled"),
                 hangs=True)),
