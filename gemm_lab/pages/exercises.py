@@ -479,7 +479,8 @@ def _remember(x: Measurement, like: str) -> None:
 @dataclass(frozen=True)
 class Hole:
     """A line of a solution's file (its text, stripped, exactly) that a write-the-kernel exercise removes, and the hint
-    left in its place."""
+    left in its place (lines of a hint: lines of its TODO). A hole with no hint continues the hole before it, on the
+    next line of the file: one TODO asks for several lines (their order too)."""
 
     line: str
     hint: str
@@ -511,6 +512,15 @@ class KernelExercise:
     params: dict[str, int] = field(default_factory=dict)
 
 
+RING_LOOP = (  # the body of chapter 6's full ring's main loop: one hole, its first line the TODO
+    "wait_copies<STAGES - 1>();  // groups 0 .. t + STAGES - 1 committed: step t's has landed when STAGES - 1 remain",
+    "__syncthreads();  // every thread's copies of step t have landed",
+    "multiply(t % STAGES);",
+    "__syncthreads();  // every thread is done reading buffer t % STAGES: it may be refilled",
+    "if (t + STAGES < steps) issue(t + STAGES);  // the step buffer t % STAGES holds next",
+    "commit_copies();  // this step's group, empty past the end",
+)
+RING_START = "int stage = 0, phase = 0;  // where the next step's copies go, and the parity of this trip round the ring"
 RING_WAIT = "mbar_wait(empty0 + 8 * stage, phase ^ 1);  // the trip before was released (a fresh barrier: at once)"
 RING_NEXT = "if (++stage == STAGES) stage = 0, phase ^= 1;  // past the last stage: the next trip, the other parity"
 RING_ARRIVALS = ("mbar_init(empty0 + 8 * s, CONSUMERS * 4 * CLUSTER);  // every consumer warp of the cluster, when "
@@ -585,19 +595,18 @@ KERNEL_EXERCISES = {e.name: e for e in (
                 ("indices", "NaN", "wrong"))),
         {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 8}),
     KernelExercise("full_ring", "ch06_prefetch", "multistage_full_ring", (
-        Hole("for (int t = 0; t < STAGES; ++t) {  // every buffer starts filling before the first step",
-             "the loop over the steps whose copies start before step 0 (its body issues step t, commits one group)"),
-        Hole("wait_copies<STAGES - 1>();  // groups 0 .. t + STAGES - 1 committed: step t's is done when STAGES - 1 "
-             "remain", "wait until this thread's copies of step t have landed: how many of its groups may still be "
-                       "in flight here?"),
-        Hole("__syncthreads();  // every thread's copies of step t have landed",
-             "before any thread reads buffer s: what else must be true? (a barrier, if one is needed here)"),
-        Hole("__syncthreads();  // every thread is done reading buffer s: it may be refilled",
-             "before buffer s is refilled: what must be true? (a barrier, if one is needed here)"),
-        Hole("if (t + STAGES < steps) issue(t + STAGES);  // into buffer s, the one just read",
-             "start the copies of the step that buffer s holds next, if there is one"),
-    ), (Mistake("for (int t = 0; t < STAGES; ++t) {  // every buffer starts filling before the first step",
-                "for (int t = 0; t < STAGES - 1; ++t) {", ("wrong", "NaN", "never written", "landed")),),
+        Hole(RING_LOOP[0], "step t's body, every line, in an order that is right. Step t needs its tiles landed\n"
+             "(wait_copies<N>() returns once at most N of this thread's copy groups are in flight), its FFMAs\n"
+             "(multiply(t % STAGES)), the copies of the step that buffer t % STAGES holds next, if there is one\n"
+             "(issue), one commit_copies() a step as in the prologue, and a __syncthreads() wherever one warp could\n"
+             "otherwise spoil another's work. How many of this thread's groups may still be in flight at the top of\n"
+             "step t? What does each barrier protect? Which step does buffer t % STAGES hold next?"),
+        *(Hole(line, "") for line in RING_LOOP[1:]),
+    ), (Mistake(RING_LOOP[0], "wait_copies<STAGES>();", ("landed", "NaN", "never written")),
+        Mistake(RING_LOOP[3], "", ("refilled", "race")),
+        Mistake(RING_LOOP[4], "if (t + 1 < steps) issue(t + 1);", ("landed", "NaN", "never written")),
+        Mistake("\n    ".join(RING_LOOP[2:5]), "\n    ".join((RING_LOOP[4], RING_LOOP[2], "__syncthreads();")),
+                ("refilled", "landed", "race"))),
         {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "STAGES": 3}),
     KernelExercise("rows_along_k", "ch07_warp_tiling", "warp_tiling_along_k", (
         Hole("*reinterpret_cast<float4*>(&As[i / (BK / 4)][i % (BK / 4) * 4]) = staged.a[l];  // row i / (BK / 4), as "
@@ -619,13 +628,13 @@ KERNEL_EXERCISES = {e.name: e for e in (
         {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}),
     KernelExercise("ring_producer", "ch09_hopper_pipeline", "ring_producer", (
         Hole(RING_ARRIVALS, "the empty barrier of stage s: how many arrivals complete one of its phases?"),
+        Hole(RING_START, "the producer's stage and phase (the parity of its trip round the ring) before its first "
+                         "step"),
         Hole(RING_WAIT, "wait until the consumers have released what this stage held on the trip before (which "
                         "parity?)"),
-        Hole("mbar_arrive_expect(full, STAGE_BYTES);  // A, and every box of B: the partner multicasts its half here "
-             "too",
-             "arrive on the full barrier, announcing the bytes that will land in this block's stage"),
         Hole(RING_NEXT, "move stage and phase on to the next step's"),
     ), (Mistake(RING_WAIT, "mbar_wait(empty0 + 8 * stage, phase);", ("did not finish",), hangs=True),
+        Mistake(RING_START, "int stage = 0, phase = 1;", ("did not finish",), hangs=True),
         Mistake(RING_NEXT, "if (++stage == STAGES) stage = 0;", ("did not finish", "refilled"), hangs=True),
         Mistake(RING_ARRIVALS, "mbar_init(empty0 + 8 * s, CONSUMERS * 4);", ("did not finish", "refilled"),
                 hangs=True)),
@@ -656,6 +665,9 @@ def _hole_indices(name: str) -> tuple[list[str], list[int]]:
         if len(at) != 1:
             raise LookupError(f"exercise {name}: the line {hole.line!r} is in {exercise.like}'s file "
                               f"{len(at)} times, not once (the solution changed: update the exercise)")
+        if not hole.hint and (not found or at[0] != found[-1] + 1):
+            raise LookupError(f"exercise {name}: the line {hole.line!r} continues a hole, so it must follow the line "
+                              "of the hole before it")
         found.append(at[0])
     return lines, found
 
@@ -677,12 +689,18 @@ class Source(str):
 
 def skeleton(name: str) -> Source:
     """The source of write-the-kernel exercise `name`: its solution's file with each hole's line replaced by a TODO
-    that says what the line must do (the reader fills them in and passes the text, or a file's path, to `submit`)."""
+    that says what the line must do, or, for lines that continue a hole (`Hole`), by that hole's TODO alone (the reader
+    fills them in and passes the text, or a file's path, to `submit`)."""
     lines, found = _hole_indices(name)
+    gone = set()
     for hole, i in zip(KERNEL_EXERCISES[name].holes, found):
+        if not hole.hint:
+            gone.add(i)
+            continue
         indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
-        lines[i] = f"{indent}// TODO: {hole.hint}"
-    return Source("\n".join(lines) + "\n")
+        first, *more = hole.hint.split("\n")
+        lines[i] = "\n".join([f"{indent}// TODO: {first}", *(f"{indent}//       {m}" for m in more)])
+    return Source("\n".join(line for i, line in enumerate(lines) if i not in gone) + "\n")
 
 
 def hole_lines(name: str) -> str:

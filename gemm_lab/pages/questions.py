@@ -118,17 +118,30 @@ def _smem_intensity() -> tuple[float, str]:
                    f"2 BM BN BK FLOP: BM BN / (2 (BM + BN)) = {bm} x {bn} / (2 x {bm + bn}) = {value:g} FLOP per byte.")
 
 
+SMEM_TILE = {"BM": 64, "BN": 16, "BK": 8}  # not the default: chapter 2 prints the default's shared memory above
+
+
 def _smem_bytes() -> tuple[float, str]:
-    spec, p = _spec("smem_tiled")
+    spec = catalog.get("smem_tiled")
+    p = spec.full_params(SMEM_TILE)
     return spec.smem_bytes(p), (f"As is BM x BK and Bs BK x BN floats: 4 x ({p['BM']} x {p['BK']} + {p['BK']} x "
                                 f"{p['BN']}) = {spec.smem_bytes(p):,} bytes.")
 
 
-def _loads_per_ffma() -> tuple[float, str]:
+def _loads_tile() -> tuple[dict[str, int], dict[str, int]]:
+    """The default 2-D thread tile (chapter 3's figure draws it, with its loads and FFMAs) and the tile of as many
+    outputs, half as tall and twice as wide, that the question asks about."""
     _, p = _spec("thread_tile_2d")
-    value = (p["TM"] + p["TN"]) / (p["TM"] * p["TN"])
-    return value, (f"Per k a thread reads TM + TN = {p['TM'] + p['TN']} values and does TM x TN = "
-                   f"{p['TM'] * p['TN']} FFMAs: {value:g} loads per FFMA.")
+    return p, {"TM": p["TM"] // 2, "TN": p["TN"] * 2}
+
+
+def _loads_per_ffma() -> tuple[float, str]:
+    p, q = _loads_tile()
+    value, default = (q["TM"] + q["TN"]) / (q["TM"] * q["TN"]), (p["TM"] + p["TN"]) / (p["TM"] * p["TN"])
+    return value, (f"Per k a thread reads TM + TN = {q['TM'] + q['TN']} values and does TM x TN = "
+                   f"{q['TM'] * q['TN']} FFMAs: {value:g} loads per FFMA. The default {p['TM']} x {p['TN']} tile "
+                   f"reads {p['TM'] + p['TN']} for as many FFMAs, {default:g} per FFMA: for a given number of outputs "
+                   "the square tile loads least.")
 
 
 def _register_floor() -> tuple[float, str]:
@@ -395,10 +408,11 @@ QUESTIONS = {q.name: q for q in (
         bm=_spec("smem_tiled")[1]["BM"], bn=_spec("smem_tiled")[1]["BN"]), "FLOP/byte", _smem_intensity),
     Question("tile_smem", "ch02_smem_tiling", lambda: (
         "How many bytes of shared memory does a block of chapter 2's kernel use at BM = {BM}, BN = {BN}, BK = {BK}?"
-    ).format(**_spec("smem_tiled")[1]), "bytes", _smem_bytes, 0),
+    ).format(**SMEM_TILE), "bytes", _smem_bytes, 0),
     Question("loads_per_ffma", "ch03_register_blocking", lambda: (
-        "A thread of chapter 3's 2-D kernel computes a TM x TN = {TM} x {TN} tile. How many shared-memory loads does "
-        "it make per FFMA?").format(**_spec("thread_tile_2d")[1]), "loads per FFMA", _loads_per_ffma),
+        "A thread of chapter 3's 2-D kernel could compute its {n} outputs as a TM x TN = {TM} x {TN} tile instead of "
+        "the default's. How many shared-memory loads would it make per FFMA?").format(
+        n=_loads_tile()[1]["TM"] * _loads_tile()[1]["TN"], **_loads_tile()[1]), "loads per FFMA", _loads_per_ffma),
     Question("register_floor", "ch03_register_blocking", lambda: (
         "Such a thread keeps its TM x TN results in registers for the whole kernel, and the operands of one step k "
         "of its outer product while that step runs. How many registers must it hold at least, before any address or "

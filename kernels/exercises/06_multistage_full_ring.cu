@@ -1,9 +1,9 @@
 // Chapter 6's exercise: the cp.async pipeline of 09_multistage.cu with every one of its STAGES buffers in flight.
 //
-// Kernel 09 starts the copy of step t + STAGES - 1 at the top of step t, into the buffer that step t - 1 read: one
-// buffer is always the one being read, and STAGES - 1 tiles travel. Here a buffer is refilled, with the tiles of step
-// t + STAGES, as soon as every thread has finished reading it, at the end of step t: STAGES tiles travel. Row-major
-// A, B and C, the book's contract. gl.submit(source, "multistage_full_ring") checks it.
+// Kernel 09 keeps STAGES - 1 tiles travelling: one of its buffers is always the one being read. Here the prologue
+// starts all STAGES buffers filling, and each buffer is refilled as soon as no thread needs it any more, so that
+// all STAGES tiles travel. Row-major A, B and C, the book's contract. gl.submit(source, "multistage_full_ring")
+// checks it.
 #include "cp_async.cuh"
 #include "register_tile.cuh"
 
@@ -33,15 +33,7 @@ sgemm_multistage_full_ring(int M, int N, int K, float alpha, const float* __rest
     }
   };
 
-#pragma unroll
-  for (int t = 0; t < STAGES; ++t) {  // every buffer starts filling before the first step
-    if (t < steps) issue(t);
-    commit_copies();  // one group per step, empty past the end, so wait_group counts stay uniform
-  }
-  for (int t = 0; t < steps; ++t) {
-    wait_copies<STAGES - 1>();  // groups 0 .. t + STAGES - 1 committed: step t's is done when STAGES - 1 remain
-    __syncthreads();  // every thread's copies of step t have landed
-    const int s = t % STAGES;
+  auto multiply = [&](int s) {  // one step's FFMAs, from buffer s: every thread reads all of its A and B tiles
 #pragma unroll
     for (int k4 = 0; k4 < BK; k4 += 4) {
       float4 a4[TM];
@@ -56,9 +48,20 @@ sgemm_multistage_full_ring(int M, int N, int K, float alpha, const float* __rest
         tile.outer_product(a, b);
       }
     }
-    __syncthreads();  // every thread is done reading buffer s: it may be refilled
-    if (t + STAGES < steps) issue(t + STAGES);  // into buffer s, the one just read
-    commit_copies();
+  };
+
+#pragma unroll
+  for (int t = 0; t < STAGES; ++t) {  // every buffer starts filling before the first step
+    if (t < steps) issue(t);
+    commit_copies();  // one group per step, empty past the end, so wait_group counts stay uniform
+  }
+  for (int t = 0; t < steps; ++t) {
+    wait_copies<STAGES - 1>();  // groups 0 .. t + STAGES - 1 committed: step t's has landed when STAGES - 1 remain
+    __syncthreads();  // every thread's copies of step t have landed
+    multiply(t % STAGES);
+    __syncthreads();  // every thread is done reading buffer t % STAGES: it may be refilled
+    if (t + STAGES < steps) issue(t + STAGES);  // the step buffer t % STAGES holds next
+    commit_copies();  // this step's group, empty past the end
   }
   tile.store(C, row0, col0, M, N, alpha, beta, vec_bc);
 }

@@ -25,7 +25,9 @@ from ..style import TEXT, WIDTH, wrap
 def bank_grid(access: banks.Access, title: str = "") -> Figure:
     """The 32 banks (rows) and the 128-byte rows of shared memory (columns) a warp's access touches: each lane's
     word (or its 2 or 4 words, one per bank, at 64 and 128 bits) labelled once with the first lane that touches it,
-    a white corner where more lanes share the word (a broadcast). Red banks need more than one wavefront.
+    a white corner where more lanes share the word (a broadcast). Red banks need more than one wavefront. The
+    default title names the access and whether it conflicts, not its wavefronts: the chapters ask readers to count
+    them (chapter 5's exercises), and the grid shows them.
 
     Banks run down the page so that every label stands upright at the body's size: 32 columns of two-digit lanes
     would not fit the page's width. A bank's row reads as its queue: more cells in a red row, more wavefronts."""
@@ -64,8 +66,8 @@ def bank_grid(access: banks.Access, title: str = "") -> Figure:
                        "writes the word; a white corner: more lanes share it", TEXT))
     ax.set_ylabel("bank")
     ax.grid(False)
-    ax.set_title(wrap(title or f"{access.name}: {access.width * 8}-bit, {access.wavefronts} wavefront(s), "
-                      f"{access.conflicts} conflict(s)", style.TITLE), fontsize=style.TITLE)
+    verdict = "red banks: bank conflicts" if access.conflicts else "no bank conflict"  # the count is the reader's
+    ax.set_title(wrap(title or f"{access.name}: {access.width * 8}-bit, {verdict}", style.TITLE), fontsize=style.TITLE)
     fig.tight_layout()
     return fig
 
