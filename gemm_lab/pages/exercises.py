@@ -602,8 +602,7 @@ KERNEL_EXERCISES = {e.name: e for e in (
              "otherwise spoil another's work. How many of this thread's groups may still be in flight at the top of\n"
              "step t? What does each barrier protect? Which step does buffer t % STAGES hold next?"),
         *(Hole(line, "") for line in RING_LOOP[1:]),
-    ), (Mistake(RING_LOOP[0], "wait_copies<STAGES>();", ("landed", "NaN", "never written")),
-        Mistake(RING_LOOP[3], "", ("refilled", "race")),
+    ), (  # a wait too shallow or the second barrier left out are races the check missed on an H200 (page says so)
         Mistake(RING_LOOP[4], "if (t + 1 < steps) issue(t + 1);", ("landed", "NaN", "never written")),
         Mistake("\n    ".join(RING_LOOP[2:5]), "\n    ".join((RING_LOOP[4], RING_LOOP[2], "__syncthreads();")),
                 ("refilled", "landed", "race"))),
