@@ -425,7 +425,7 @@ def test_a_mistake_that_may_hang_is_named_in_a_process_of_its_own(name, index):
             f"attempt = _planted({name!r}, mistake)\n"
             "print('WRONG:', attempt.compiled, attempt.wrong, flush=True)\nos._exit(0)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                         cwd=catalog.ROOT).stdout.replace("\x00", " ")  # a hung launch's process may print NULs for spaces
+                         cwd=catalog.ROOT).stdout.replace("\x00", " ")  # a hung launch's process printed NULs
     assert "WRONG: True" in out and any(w in out for w in mistake.named), (mistake.written, out)
 
 
