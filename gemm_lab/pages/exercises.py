@@ -705,14 +705,7 @@ def skeleton(name: str) -> Source:
 def hole_lines(name: str) -> str:
     """The numbers of exercise `name`'s hole lines in its solution file ("24-26, 30"), found in the file when the
     page builds, so they follow it when it changes."""
-    numbers = sorted(i + 1 for i in _hole_indices(name)[1])
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+    return listings.number_ranges({i + 1 for i in _hole_indices(name)[1]})
 
 
 def solution(name: str) -> listings.Listing:

@@ -309,6 +309,17 @@ def _line_numbers(spec: str) -> set[int]:
     return out
 
 
+def number_ranges(numbers: list[int] | set[int], dash: str = "-") -> str:
+    """{14, 15, 27} as '14-15, 27' (`_line_numbers`' inverse; `dash` joins a run's ends)."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}{dash}{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
 def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines()
 

@@ -132,7 +132,7 @@ def _loads_tile() -> tuple[dict[str, int], dict[str, int]]:
     """The default 2-D thread tile (chapter 3's figure draws it, with its loads and FFMAs) and the tile of as many
     outputs, half as tall and twice as wide, that the question asks about."""
     _, p = _spec("thread_tile_2d")
-    return p, {"TM": p["TM"] // 2, "TN": p["TN"] * 2}
+    return p, {"TM": p["TM"] // 2, "TN": p["TN"] * 2, "n": p["TM"] * p["TN"]}
 
 
 def _loads_per_ffma() -> tuple[float, str]:
@@ -412,7 +412,7 @@ QUESTIONS = {q.name: q for q in (
     Question("loads_per_ffma", "ch03_register_blocking", lambda: (
         "A thread of chapter 3's 2-D kernel could compute its {n} outputs as a TM x TN = {TM} x {TN} tile instead of "
         "the default's. How many shared-memory loads would it make per FFMA?").format(
-        n=_loads_tile()[1]["TM"] * _loads_tile()[1]["TN"], **_loads_tile()[1]), "loads per FFMA", _loads_per_ffma),
+        **_loads_tile()[1]), "loads per FFMA", _loads_per_ffma),
     Question("register_floor", "ch03_register_blocking", lambda: (
         "Such a thread keeps its TM x TN results in registers for the whole kernel, and the operands of one step k "
         "of its outer product while that step runs. How many registers must it hold at least, before any address or "

@@ -19,6 +19,7 @@ from ... import catalog
 from ...models import banks
 from ...models.banks import lane_position  # the lane grids' numbering, which the bank model reads too
 from .. import style
+from ..listings import number_ranges
 from ..style import TEXT, WIDTH, wrap
 
 
@@ -194,17 +195,6 @@ def lds128_cases() -> dict[str, tuple[int, ...]]:
     }
 
 
-def _ranges(lanes: list[int]) -> str:
-    """Lanes as runs: [0..7, 16..23] -> "0–7, 16–23"."""
-    runs: list[list[int]] = []
-    for lane in sorted(lanes):
-        if runs and lane == runs[-1][-1] + 1:
-            runs[-1].append(lane)
-        else:
-            runs.append([lane])
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
-
-
 def lds128_passes(cases: dict[str, Sequence[int]] | None = None) -> Figure:
     """The passes (wavefronts) of a warp's 128-bit shared load, one panel per case (`lds128_cases` by default): each
     row a pass across the 32 banks, each box a float4 on its four banks, labelled with the lanes it serves and
@@ -257,7 +247,7 @@ def lds128_passes(cases: dict[str, Sequence[int]] | None = None) -> Figure:
                                            linewidth=0.8,
                                            gid=f"{name} | pass {y + 1} | float4 {f} | lanes "
                                                + ",".join(map(str, readers))))
-                    ax.text(4 * g + 2, y + 0.5, _ranges(readers), ha="center", va="center")
+                    ax.text(4 * g + 2, y + 0.5, number_ranges(readers, "–"), ha="center", va="center")
                 ticks.append(f"pass {y + 1}")
                 y += 1
             ax.axhline(y, color="gray", linewidth=0.8, linestyle="--")
