@@ -69,7 +69,7 @@ def facts_table(cards: tuple[Card, ...] = CARDS) -> Table:
         ("shared memory per SM (KiB)", *(str(c.arch.smem_per_sm // gpus.KIB) for c in cards)),
         ("shared memory + L1 (KiB)", *(str(c.arch.l1_smem_bytes // gpus.KIB) for c in cards)),
         ("L2 (MiB)", *(str(c.l2_mib) for c in cards)),
-        ("DRAM (GB)", *(str(c.dram_gb) for c in cards)),
+        ("DRAM, datasheet (GiB)", *(str(c.dram_gb) for c in cards)),
         ("DRAM bandwidth, datasheet (GB/s)", *(f"{c.dram_gbs:,}" for c in cards)),
         ("cp.async (chapters 6, 7b)", *(yes(c.cc >= cp_async) for c in cards)),
         ("TF32 tensor cores, mma.sync (8)", *(yes(c.cc >= mma) for c in cards)),
