@@ -199,8 +199,8 @@ def _vectorized_sites(p: dict[str, int], threads: int) -> list[Access]:
     sites_.append(access("load As[kk][tr+i] (float4)",
                          [a_col(layout, 0, t // (bn // tn) * tm) for t in lanes], width=16, per_step=bk * tm // 4))
     spaced = p.get("SPACED_B", 1)  # float4 groups BN / (TN / 4) apart (lanes side by side), or a thread's TN together
-    sites_.append(access("load Bs[kk][tc+j] (float4)", [t % (bn // tn) * (4 if spaced else tn) for t in lanes], width=16,
-                         per_step=bk * tn // 4))
+    sites_.append(access("load Bs[kk][tc+j] (float4)", [t % (bn // tn) * (4 if spaced else tn) for t in lanes],
+                         width=16, per_step=bk * tn // 4))
     return sites_
 
 
