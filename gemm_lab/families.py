@@ -22,7 +22,9 @@ from .spec import (
     round_up,
 )
 
-INT8_PRODUCT = "int8_wgmma_ws"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
+INT8_PRODUCT = "int8_wgmma_ws"
+# Chapter 4's step without its last part (B's reads contiguous): raced on the H200 only, the H100 being gone
+VECTORIZED_PARTS = "vectorized_parts"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
 
 PROBES = {p.name: p for p in (
     Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0), "device",
@@ -168,6 +170,11 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
         choices, defaults = {**choices, "BK": (4, 8, 16, 32), "STAGES": (2, 3, 4)}, {**defaults, "BK": 16, "STAGES": 3}
         rules.append(Rule("STAGES must be 2, 3 or 4 (buffers in the cp.async pipeline; one is being read while "
                           "the others are in flight)", lambda p: 2 <= p["STAGES"] <= 4))
+    if "SPACED_B" in dims:
+        choices, defaults = {**choices, "SPACED_B": (0, 1)}, {**defaults, "SPACED_B": 0}
+        rules.append(Rule("SPACED_B must be 0 (a thread's TN columns side by side, as in chapter 3) or 1 (its float4 "
+                          "groups spaced BN / (TN / 4) apart, the vectorized kernel's reads of B)",
+                          lambda p: p["SPACED_B"] in (0, 1)))
     if "LAYOUT" in dims:
         choices, defaults = {**choices, "LAYOUT": tuple(A_LAYOUTS)}, {**defaults, "LAYOUT": 2}
         rules += [
@@ -687,6 +694,13 @@ KERNELS: dict[str, KernelSpec] = {
             "add: FP32-level accuracy",
         ),
         _ozaki(),
+        # last, so that the kernels above keep their colours: chapter 4's step without its spaced reads of B
+        _thread_tile(
+            VECTORIZED_PARTS, "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, B read contiguous",
+            "BM BN BK TM TN SPACED_B", "chapter 4's step in parts: float4 global accesses and A transposed, with B's "
+            "fragment reads contiguous (SPACED_B 0) or spaced (1, the vectorized kernel's code)", "ch04_vectorized",
+            (_multiple_of_4("BK", "TM", "TN"),), bk=32,
+        ),
     )
 }
 

@@ -6,6 +6,8 @@
 // TM/4 + TN/4 vector loads instead of TM + TN scalar ones. A thread's TN columns are TN/4 groups
 // of four spaced BN/(TN/4) apart, so the lanes of a warp that read Bs together read consecutive
 // 16-byte words: each quarter-warp's float4 loads cover one contiguous 128-byte row segment.
+// sgemm_vectorized_parts (SPACED_B = 0) is the step without its last part: each thread's TN columns
+// are contiguous, as in chapter 3, so that the step's parts can be timed one at a time.
 // float4 global access needs 16-byte alignment: it is used when K % 4 == 0 (rows of A) and
 // N % 4 == 0 (rows of B and C); other shapes take guarded scalar loads and stores, never a
 // misaligned access. The launcher guarantees 16-byte aligned base pointers.
@@ -18,8 +20,8 @@ struct TransposedA {
   __device__ static __forceinline__ int col(int k, int m) { return m; }  // column of element (k, m)
 };
 
-// One block's BM x BN tile of C.
-template <int BM, int BN, int BK, int TM, int TN, class ALayout>
+// One block's BM x BN tile of C. SPACED_B false: a thread's TN columns are contiguous (float4 groups 4 apart).
+template <int BM, int BN, int BK, int TM, int TN, class ALayout, bool SPACED_B = true>
 __device__ __forceinline__ void vectorized_block(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                  const float* __restrict__ B, float beta, float* __restrict__ C) {
   constexpr int THREADS = (BM / TM) * (BN / TN);
@@ -27,9 +29,9 @@ __device__ __forceinline__ void vectorized_block(int M, int N, int K, float alph
   __shared__ __align__(16) float Bs[BK][BN];
 
   const bool vec_a = K % 4 == 0, vec_bc = N % 4 == 0;
-  constexpr int GROUP_STRIDE = BN / (TN / 4);   // distance between a thread's float4 column groups
-  const int tr = threadIdx.x / (BN / TN) * TM;   // first of this thread's TM rows
-  const int tc = threadIdx.x % (BN / TN) * 4;    // first column of its first float4 group
+  constexpr int GROUP_STRIDE = SPACED_B ? BN / (TN / 4) : 4;  // distance between a thread's float4 column groups
+  const int tr = threadIdx.x / (BN / TN) * TM;                 // first of this thread's TM rows
+  const int tc = threadIdx.x % (BN / TN) * (SPACED_B ? 4 : TN);  // first column of its first float4 group
   const int row0 = blockIdx.y * BM;
   const int col0 = blockIdx.x * BN;
 
@@ -82,4 +84,13 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 sgemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A,
                  const float* __restrict__ B, float beta, float* __restrict__ C) {
   vectorized_block<BM, BN, BK, TM, TN, TransposedA>(M, N, K, alpha, A, B, beta, C);
+}
+
+// The step's first parts alone (float4 global loads and stores, A transposed), with B's fragment reads spaced
+// (SPACED_B 1: sgemm_vectorized's code) or contiguous (0: a thread's TN columns side by side, as in chapter 3).
+template <int BM, int BN, int BK, int TM, int TN, int SPACED_B>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+sgemm_vectorized_parts(int M, int N, int K, float alpha, const float* __restrict__ A,
+                       const float* __restrict__ B, float beta, float* __restrict__ C) {
+  vectorized_block<BM, BN, BK, TM, TN, TransposedA, SPACED_B != 0>(M, N, K, alpha, A, B, beta, C);
 }

@@ -1,6 +1,7 @@
 """The shared-memory bank model on cases worked out by hand, and the register-bank analysis of SASS."""
 import pytest
 
+from gemm_lab import catalog
 from gemm_lab.models import banks, sass
 
 
@@ -110,3 +111,17 @@ def test_sass_is_disassembled_once_per_cubin(tmp_path, monkeypatch):
     assert "FFMA" in first and len(list((tmp_path / "cubins").glob("*.sass"))) == 1
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("nvdisasm ran again"))
     assert sass.disassemble("smem_tiled") == first
+
+
+def test_the_step_parts_passes():
+    """Chapter 4's step in parts: float4 copies with A transposed keep the 2-D kernel's passes per warp FFMA; the
+    spaced reads of B take them to the vectorized kernel's (12 passes for 64 warp FFMAs a step kk)."""
+    def per_ffma(kernel, params):
+        p = catalog.get(kernel).full_params(params)
+        return sum(s.wavefronts * s.per_step for s in banks.sites(kernel, p) if not s.store) / (
+            p["TM"] * p["TN"] * p["BK"])
+
+    from gemm_lab.lab import plan
+    got = [per_ffma(k, q) for k, q in plan.STEP_PARTS]
+    assert got == [0.3125, 0.3125, 0.1875]
+    assert per_ffma(catalog.VECTORIZED_PARTS, {"SPACED_B": 1}) == per_ffma("vectorized", {})

@@ -26,6 +26,24 @@ def test_broken_rules_are_named(kernel, params, rule):
         catalog.validate(kernel, params)
 
 
+@pytest.mark.parametrize("value", [-1, 2, 4])
+def test_the_step_parts_switch_is_0_or_1(value):
+    """vectorized_parts' SPACED_B picks B's fragment reads (0: side by side, 1: spaced); any other value is refused
+    before anything compiles, naming the rule."""
+    with pytest.raises(ValueError, match="SPACED_B must be 0 .* or 1"):
+        catalog.instance(catalog.VECTORIZED_PARTS, {"SPACED_B": value}, (4096, 4096, 4096))
+    for legal in (0, 1):
+        assert catalog.validate(catalog.VECTORIZED_PARTS, {"SPACED_B": legal})["SPACED_B"] == legal
+
+
+def test_the_step_parts_share_the_vectorized_kernels_tile_rules():
+    parts, vec = catalog.get(catalog.VECTORIZED_PARTS), catalog.get("vectorized")
+    assert parts.source == vec.source and {k: v for k, v in parts.defaults.items() if k != "SPACED_B"} == vec.defaults
+    assert parts.name_expression({"SPACED_B": 0}) == "sgemm_vectorized_parts<128, 128, 32, 8, 8, 0>"
+    with pytest.raises(ValueError, match="multiples of 4"):
+        catalog.validate(catalog.VECTORIZED_PARTS, {"BK": 6, "SPACED_B": 0})
+
+
 def test_unknown_names_are_refused():
     with pytest.raises(ValueError, match="parameters are BM, BN, BK"):
         catalog.validate("smem_tiled", {"TM": 4})

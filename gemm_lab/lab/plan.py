@@ -82,8 +82,21 @@ SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
     "wgmma_ws_3xtf32": ({"SPLITTER": 1, "STORE": 1},),
 }
 
+# Chapter 4's step in its parts, each raced on the step's default tile at STEP_PARTS_SIZE: the 2-D kernel of chapter 3,
+# + float4 global accesses and A transposed (vectorized_parts, SPACED_B 0: B's columns side by side), + B's fragment
+# reads spaced (the vectorized kernel). Recorded on STEP_PARTS_GPU only (the H100 was no longer available), where
+# `gemm-lab record --only headline --chapter ch03_register_blocking --chapter ch04_vectorized` races them.
+VECTORIZED_TILE = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8}
+STEP_PARTS = (("thread_tile_2d", VECTORIZED_TILE), (catalog.VECTORIZED_PARTS, {**VECTORIZED_TILE, "SPACED_B": 0}),
+              ("vectorized", VECTORIZED_TILE))
+STEP_PARTS_SIZE = 4096
+STEP_PARTS_GPU = "NVIDIA H200"
+# Kernels the book has recorded on one GPU only: tests ask no other GPU's records of them.
+RECORDED_ONLY_ON = {catalog.VECTORIZED_PARTS: STEP_PARTS_GPU}
+
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
+    *((name, p, STEP_PARTS_SIZE) for name, p in STEP_PARTS[:2]),  # the step's third rung is a headline case
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
     ("bank_conflicts", {"LAYOUT": 1}, 4096),
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch

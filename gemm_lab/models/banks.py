@@ -114,7 +114,8 @@ def sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access
             access("load Bs[kk][tc+j..tc+j+3]", [t % (bn // tn) * tn for t in lanes], width=16,
                    per_step=bk * tn // 4),
         ]
-    if spec.name in ("vectorized", "bank_conflicts", "prefetch"):  # prefetch: 06's tiles, double-buffered
+    # prefetch: 06's tiles, double-buffered; vectorized_parts: 06's with B's reads spaced or not (SPACED_B)
+    if spec.name in ("vectorized", "bank_conflicts", "prefetch", catalog.VECTORIZED_PARTS):
         return _vectorized_sites(p, threads)
     raise ValueError(f"no shared-memory access model for {spec.name}")
 
@@ -197,8 +198,9 @@ def _vectorized_sites(p: dict[str, int], threads: int) -> list[Access]:
                          per_step=math.ceil(bk * bn / 4 / threads)))
     sites_.append(access("load As[kk][tr+i] (float4)",
                          [a_col(layout, 0, t // (bn // tn) * tm) for t in lanes], width=16, per_step=bk * tm // 4))
-    sites_.append(access("load Bs[kk][tc+j] (float4)", [t % (bn // tn) * 4 for t in lanes], width=16,
-                         per_step=bk * tn // 4))
+    spaced = p.get("SPACED_B", 1)  # float4 groups BN / (TN / 4) apart (lanes side by side), or a thread's TN together
+    sites_.append(access("load Bs[kk][tc+j] (float4)", [t % (bn // tn) * (4 if spaced else tn) for t in lanes],
+                         width=16, per_step=bk * tn // 4))
     return sites_
 
 
