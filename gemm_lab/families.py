@@ -22,9 +22,9 @@ from .spec import (
     round_up,
 )
 
-INT8_PRODUCT = "int8_wgmma_ws"
-# Chapter 4's step without its last part (B's reads contiguous): raced on the H200 only, the H100 being gone
-VECTORIZED_PARTS = "vectorized_parts"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
+INT8_PRODUCT = "int8_wgmma_ws"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
+# Chapter 4's step without its last part (B's reads side by side): raced on the H200 only (no H100 was lent)
+VECTORIZED_PARTS = "vectorized_parts"
 
 PROBES = {p.name: p for p in (
     Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0), "device",
