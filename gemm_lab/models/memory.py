@@ -263,11 +263,12 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
     out.update({f"{what}_{level}": MISSING for level in MEMORY_LEVELS for what in ("lat", "lat_ns", "ws")})
     out.update({f"{what}_{level}": MISSING for level in MEMORY_BANDWIDTH_LEVELS
                 for what in ("bw", "inflight", "inflight_sm", "loads_sm")})
-    out.update(dict.fromkeys(("smem_per_sm", "registers_per_sm", "dram", "dram_vs_l1", "tile_vs_dram"), MISSING))
+    out.update(dict.fromkeys(("smem_per_sm", "registers_per_sm", "dram", "dram_gb", "dram_vs_l1", "tile_vs_dram"),
+                             MISSING))
     if rec is not None:
         p = rec.properties
         out.update(smem_per_sm=size_text(p["smem_per_sm"]), registers_per_sm=f"{p['registers_per_sm']:,}",
-                   dram=size_text(p["dram_bytes"]))
+                   dram=size_text(p["dram_bytes"]), dram_gb=f"{p['dram_bytes'] / 1e9:.0f} GB")  # the same, in 10^9 B
         for x in rec.latency:
             out[f"lat_{x['level']}"] = f"{x['cycles']:.0f} clock cycles ({x['ns']:.0f} ns)"
             out[f"lat_ns_{x['level']}"] = f"{x['ns']:.0f} ns"
