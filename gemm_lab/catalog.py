@@ -23,7 +23,6 @@ from .families import (
     PROBES,
     PRODUCER_REGISTERS,
     TENSOR_CORES_CHAPTER,
-    VECTORIZED_PARTS,
     WGMMA_BK,
     WGMMA_CHAPTER,
     WGMMA_N,
@@ -63,14 +62,11 @@ __all__ = [  # the catalog's names: the registry's own, and those of the spec mo
     "INT8_MAX_K", "INT8_PRODUCT", "KERNELS", "KEY_SHARES", "MAX_GRID_Y", "MAX_REGISTERS_PER_THREAD",
     "MAX_THREADS_PER_BLOCK", "MEASURING_CHAPTER", "OZAKI_ANALYSIS", "OZAKI_CHAPTER", "PRECISIONS", "PRECISION_CHAPTER",
     "PROBES", "PRODUCER_REGISTERS", "REGISTERS_PER_SM", "ROOT", "SCHEDULERS_PER_SM", "SM90_SMEM_PER_SM",
-    "SM90_SMEM_RESERVED", "STATIC_SMEM_LIMIT", "TENSOR_CORES_CHAPTER", "VECTORIZED_PARTS", "WGMMA_BK", "WGMMA_CHAPTER",
-    "WGMMA_N",
+    "SM90_SMEM_RESERVED", "STATIC_SMEM_LIMIT", "TENSOR_CORES_CHAPTER", "WGMMA_BK", "WGMMA_CHAPTER", "WGMMA_N",
     "Instance", "KernelSpec", "Params", "Probe", "Rule", "Shape", "SourceFile", "a_pad", "buffers", "check_smem",
     "code_only", "consumer_registers", "expand_includes", "get", "instance", "is_key_share", "legal_grid",
     "register_budget", "tail_shapes", "unsupported", "validate", "waits_on_tma",
 ]
-
-
 
 # The shares the intro, README and scoreboard lead with, at each kernel's defaults (benchmarks/retime.py re-times them):
 # their races take turns.LONG_TURNS.

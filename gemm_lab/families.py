@@ -23,8 +23,6 @@ from .spec import (
 )
 
 INT8_PRODUCT = "int8_wgmma_ws"  # kernel 15, the INT8 GEMM the Ozaki scheme runs once per modulus
-# Chapter 4's step without its last part (B's reads side by side): raced on the H200 only (no H100 was lent)
-VECTORIZED_PARTS = "vectorized_parts"
 
 PROBES = {p.name: p for p in (
     Probe("tensor_core_peak", "kernels/tensor_core_peak.cu", ("mma_peak", "wgmma_peak"), (8, 0), "device",
@@ -118,6 +116,10 @@ def _smem_tiled() -> KernelSpec:
     )
 
 
+def flag(name: str, zero: str, one: str) -> Rule:
+    return Rule(f"{name} must be 0 ({zero}) or 1 ({one})", lambda p: p[name] in (0, 1))
+
+
 def _divides(small: str, big: str, why: str) -> Rule:
     return Rule(f"{small} must divide {big} ({why})", lambda p: p[big] % p[small] == 0)
 
@@ -165,16 +167,14 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     if "PREFETCH" in dims:
         choices = {**choices, "BK": (4, 8, 16, 32), "PREFETCH": (0, 1)}
         defaults = {**defaults, "BM": 64, "BK": 16, "PREFETCH": 1}  # the best of the chapter's measurements
-        rules.append(Rule("PREFETCH must be 0 (one buffer) or 1 (two buffers)", lambda p: p["PREFETCH"] in (0, 1)))
+        rules.append(flag("PREFETCH", "one buffer", "two buffers"))
     if "STAGES" in dims:
         choices, defaults = {**choices, "BK": (4, 8, 16, 32), "STAGES": (2, 3, 4)}, {**defaults, "BK": 16, "STAGES": 3}
         rules.append(Rule("STAGES must be 2, 3 or 4 (buffers in the cp.async pipeline; one is being read while "
                           "the others are in flight)", lambda p: 2 <= p["STAGES"] <= 4))
-    if "SPACED_B" in dims:
+    if "SPACED_B" in dims:  # 0: a thread's TN columns side by side (chapter 3); 1: the vectorized kernel's
         choices, defaults = {**choices, "SPACED_B": (0, 1)}, {**defaults, "SPACED_B": 0}
-        rules.append(Rule("SPACED_B must be 0 (a thread's TN columns side by side, as in chapter 3) or 1 (its float4 "
-                          "groups spaced BN / (TN / 4) apart, the vectorized kernel's reads of B)",
-                          lambda p: p["SPACED_B"] in (0, 1)))
+        rules.append(flag("SPACED_B", "TN columns side by side", "float4 groups spaced BN / (TN / 4) apart"))
     if "LAYOUT" in dims:
         choices, defaults = {**choices, "LAYOUT": tuple(A_LAYOUTS)}, {**defaults, "LAYOUT": 2}
         rules += [
@@ -292,8 +292,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
 
     rules = (
         positive("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES"),
-        Rule("ALONG_K must be 0 (A transposed on the way into shared memory) or 1 (A row-major, read along k)",
-             lambda p: p["ALONG_K"] in (0, 1)),
+        flag("ALONG_K", "A transposed on the way into shared memory", "A row-major, read along k"),
         Rule("BK must be even (two sets of fragments alternate, across the steps too) and, with ALONG_K = 1, a "
              "multiple of 8 (a lane reads four k-values of a row of A as one float4, and rows of BK + 4 floats, an odd "
              "number of float4s, keep eight consecutive rows on distinct banks)",
@@ -308,8 +307,7 @@ def _pipelined_warp_tiling() -> KernelSpec:
                  threads(p) % (p["BK"] // 4) == 0 if p["ALONG_K"]
                  else threads(p) % p["BK"] == 0 and p["BM"] % (threads(p) // p["BK"]) == 0)),
         at_least_two_stages("buffers in the cp.async pipeline"),
-        Rule("STREAM must be 0 (one block per tile) or 1 (stream-K: one block per resident slot, the tiles left "
-             "over after whole waves shared out along K)", lambda p: p["STREAM"] in (0, 1)),
+        flag("STREAM", "one block per tile", "stream-K: the tiles left after whole waves shared out along K"),
         Rule("the TM x TN accumulators and the fragments of A and B must fit in the registers each thread can have "
              f"with this many threads ({REGISTER_FILE}), or they spill to local memory",
              lambda p: need(p) <= register_budget(threads(p))),
@@ -510,9 +508,6 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
             return p["BM"] + (64 if p["SUM"] > 1 else 48) + 52
         return p["BM"] // 2 + (0 if p["BSMEM"] else 2 * 16) + 32
 
-    def flag(n: str, what: str) -> Rule:
-        return Rule(f"{n} must be 0 or 1 ({what})", lambda p: p[n] in (0, 1))
-
     rules = (
         positive("BM", "CONSUMERS", "STAGES", "GROUP"),
         Rule(f"BM must be one of {', '.join(map(str, WGMMA_N))} (it is the wgmma's N, and kernels/wgmma.cuh "
@@ -523,13 +518,11 @@ def _wgmma_ws(name: str, function: str, title: str, split: bool, defaults: dict[
         Rule("CLUSTER must be 1 or 2 (blocks stacked along M that share B's boxes by multicast)" if split else
              "CLUSTER must be 1, 2 (two blocks stacked along M that share B's boxes by multicast) or -2 (two blocks "
              "side by side along N that share A's rows)", lambda p: p["CLUSTER"] in ((1, 2) if split else (1, 2, -2))),
-        Rule("PERSIST must be 0 (one block per tile) or 1 (one block per SM, looping over tiles)",
-             lambda p: p["PERSIST"] in (0, 1)),
-        flag("STORE", "each thread stores its own outputs, or TMA stores 32-row chunks of C"),
-        *((positive("SUM"), flag("SPLITTER", "the producer's idle warps split A's tiles, or the consumers"))
+        flag("PERSIST", "one block per tile", "one block per SM, looping over tiles"),
+        flag("STORE", "each thread stores its own outputs", "TMA stores 32-row chunks of C"),
+        *((positive("SUM"), flag("SPLITTER", "the producer's idle warps split A's tiles", "the consumers do"))
           if split else
-          (flag("BSMEM", "B^T read into registers, or transposed K-major into shared memory by the producer's idle "
-                "warps"),
+          (flag("BSMEM", "B^T read into registers", "transposed K-major into shared memory by the idle producer warps"),
            Rule("BSMEM = 1 needs BM 128 or 256 (kernels/wgmma_ss.cuh instantiates those)",
                 lambda p: not p["BSMEM"] or p["BM"] in (128, 256)))),
         _registers_fit(split, "the B fragments", "the registers a consumer thread gets after setmaxnreg (the SM's "
@@ -580,8 +573,7 @@ def _ozaki() -> KernelSpec:
              lambda p: p["MODULI"] == 0 or 6 <= p["MODULI"] <= 9),
         Rule("BN must be 128 or 256 (the wgmma's N: kernels/wgmma_s8.cuh instantiates these)",
              lambda p: p["BN"] in (128, 256)),
-        Rule("CONSUMERS must be 1 or 2 (warpgroups of 64 rows: tiles of 64 or 128 rows)",
-             lambda p: p["CONSUMERS"] in (1, 2)),
+        Rule("CONSUMERS must be 1 or 2 (warpgroups of 64 rows: tiles of 64 or 128 rows)", lambda p: p["CONSUMERS"] < 3),
         at_least_two_stages("stages of the TMA ring"),
         Rule("CLUSTER must be 1 or 2 (blocks stacked along M that share B's box by multicast)",
              lambda p: p["CLUSTER"] in (1, 2)),
@@ -694,13 +686,10 @@ KERNELS: dict[str, KernelSpec] = {
             "add: FP32-level accuracy",
         ),
         _ozaki(),
-        # last, so that the kernels above keep their colours: chapter 4's step without its spaced reads of B
-        _thread_tile(
-            VECTORIZED_PARTS, "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, B read contiguous",
-            "BM BN BK TM TN SPACED_B", "chapter 4's step in parts: float4 global accesses and A transposed, with B's "
-            "fragment reads contiguous (SPACED_B 0) or spaced (1, the vectorized kernel's code)", "ch04_vectorized",
-            (_multiple_of_4("BK", "TM", "TN"),), bk=32,
-        ),
+        _thread_tile(  # last, so that the kernels above keep their colours: chapter 4's step in parts
+            "vectorized_parts", "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, B read contiguous",
+            "BM BN BK TM TN SPACED_B", "float4 global accesses and A transposed, with B's fragment reads side by side "
+            "(SPACED_B 0) or spaced (1)", "ch04_vectorized", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
     )
 }
 

@@ -54,7 +54,7 @@ def test_correct_on_every_shape(kernel, params):
 def test_the_step_parts_are_correct_on_odd_shapes(params):
     """Chapter 4's step in parts (`plan.STEP_PARTS`): with B's reads side by side or spaced, right on tails in M, N
     and K, with K or N not multiples of 4 (scalar copies) and with both (float4 copies and stores)."""
-    inst = catalog.instance(catalog.VECTORIZED_PARTS, params)
+    inst = catalog.instance("vectorized_parts", params)
     for m, n, k in [*SHAPES, *catalog.tail_shapes(inst.spec, inst.params)]:
         err = run.measure_error(catalog.instance(inst.spec, params, (m, n, k)))
         assert err <= run.tolerance(k, inst.spec.precision), f"{params} at {m}x{n}x{k}: max rel err {err}"

@@ -87,16 +87,20 @@ SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
 # reads spaced (the vectorized kernel). Recorded on STEP_PARTS_GPU only (the H100 was no longer available), where
 # `gemm-lab record --only headline --chapter ch03_register_blocking --chapter ch04_vectorized` races them.
 VECTORIZED_TILE = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8}
-STEP_PARTS = (("thread_tile_2d", VECTORIZED_TILE), (catalog.VECTORIZED_PARTS, {**VECTORIZED_TILE, "SPACED_B": 0}),
+STEP_PARTS = (("thread_tile_2d", VECTORIZED_TILE), ("vectorized_parts", {**VECTORIZED_TILE, "SPACED_B": 0}),
               ("vectorized", VECTORIZED_TILE))
 STEP_PARTS_SIZE = 4096
 STEP_PARTS_GPU = "NVIDIA H200"
+# Chapter 9's step 1 also swaps chapter 8a's 128 x 256 tile for kernel 14's 256 x 128: kernel 12 raced on that tile
+# alone, at STEP_PARTS_SIZE on STEP_PARTS_GPU only (`gemm-lab record --only headline --chapter ch08a_wgmma`).
+HOPPER_TILE_PART = ("wgmma_tf32", {"BM": 256, "BN": 128, "STAGES": 4})
 # Kernels the book has recorded on one GPU only: tests ask no other GPU's records of them.
-RECORDED_ONLY_ON = {catalog.VECTORIZED_PARTS: STEP_PARTS_GPU}
+RECORDED_ONLY_ON = {"vectorized_parts": STEP_PARTS_GPU}
 
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *((name, p, STEP_PARTS_SIZE) for name, p in STEP_PARTS[:2]),  # the step's third rung is a headline case
+    (*HOPPER_TILE_PART, STEP_PARTS_SIZE),
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
     ("bank_conflicts", {"LAYOUT": 1}, 4096),
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch

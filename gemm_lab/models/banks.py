@@ -115,7 +115,7 @@ def sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access
                    per_step=bk * tn // 4),
         ]
     # prefetch: 06's tiles, double-buffered; vectorized_parts: 06's with B's reads spaced or not (SPACED_B)
-    if spec.name in ("vectorized", "bank_conflicts", "prefetch", catalog.VECTORIZED_PARTS):
+    if spec.name in ("vectorized", "bank_conflicts", "prefetch", "vectorized_parts"):
         return _vectorized_sites(p, threads)
     raise ValueError(f"no shared-memory access model for {spec.name}")
 
