@@ -316,7 +316,8 @@ def mbarrier_handoff(params: dict[str, int] | None = None, steps: int | None = N
     label_w = 2.9
     _parity_table(table, [(name, lambda c, of=of: of(plan_[c])) for name, of in table_rows], columns, stages, label_w)
     table.set_title(wrap(f"Who waits for which parity (S = STAGES = {stages}). full: 1 arrival + {full_bytes // 1024} "
-                         f"KiB; empty: {warps * cluster} arrivals ({warps} warps x {cluster} block(s))", TEXT),
+                         f"KiB; empty: one arrival per warp of the cluster ({warps} warps in each of {cluster} "
+                         "block(s))", TEXT),
                     fontsize=TEXT)
     fig.suptitle(wrap(f"Kernel 13's ring of {stages} stages: thread 0 refills a stage once the warps released it",
                       style.TITLE), fontsize=style.TITLE)
