@@ -103,7 +103,7 @@ class Listing:
             + "".join(f"<tr><td class='no'>{i}</td><td class='code'>{WRAPPED}{code}</td></tr>"
                       for i, code in enumerate(files[self.path], start=1)) + "</table></details>")
         where = "" if self.whole or carries else (
-            " <span class='where'>(the whole file: under this page's first listing of it, higher up, perhaps in "
+            " <span class='where'>(the whole file: under this page's first listing of it, which may sit in "
             "folded lab notes)</span>")
         return (f"<style>{_STYLE}{_token_css()}</style><div class='{CSS_CLASS}'>"
                 f"<div class='title'>{html.escape(self.title)}{where}</div>{body}{fold}</div>")
