@@ -173,8 +173,8 @@ def test_the_primer_prose_reads_right_once_recorded(sandbox):
     assert memory.MISSING not in text and "{glue" not in text
     for sentence in ("One load from shared memory takes 30 clock cycles (15 ns); one that hits L1 takes 34 clock "
                      "cycles (17 ns).",
-                     "A load that misses L1 and hits L2 takes 260 clock cycles (131 ns), and all the SMs copying data "
-                     "that sit in L2 move 9.0 TB/s between them.",
+                     "A load that misses L1 and hits L2 takes 260 clock cycles (131 ns), and all the SMs copying from "
+                     "L2 move 9.0 TB/s.",
                      "takes 960 clock cycles (485 ns), about 28 times an L1 hit", "this one has 132.",
                      "issue 1.05 trillion warp instructions per second, and the FP32 peak is 66.9 TFLOP/s: at most "
                      "1.05 trillion warp FFMAs per second, × 32 lanes, × 2 FLOP",
