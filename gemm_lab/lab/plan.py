@@ -86,7 +86,7 @@ SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
 # + float4 global accesses and A transposed (vectorized_parts, SPACED_B 0: B's columns side by side), + B's fragment
 # reads spaced (the vectorized kernel). Recorded on STEP_PARTS_GPU only (the H100 was no longer available), where
 # `gemm-lab record --only headline --chapter ch03_register_blocking --chapter ch04_vectorized` races them.
-VECTORIZED_TILE = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8}
+VECTORIZED_TILE = catalog.get("vectorized").full_params()  # the step's tile: chapter 4's default
 STEP_PARTS = (("thread_tile_2d", VECTORIZED_TILE), ("vectorized_parts", {**VECTORIZED_TILE, "SPACED_B": 0}),
               ("vectorized", VECTORIZED_TILE))
 STEP_PARTS_SIZE = 4096
