@@ -4,6 +4,7 @@ and 9, kernel 15 and the Ozaki scheme. `catalog.KERNELS` and `catalog.PROBES` ar
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -690,6 +691,11 @@ KERNELS: dict[str, KernelSpec] = {
             "vectorized_parts", "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, B read contiguous",
             "BM BN BK TM TN SPACED_B", "float4 global accesses and A transposed, with B's fragment reads side by side "
             "(SPACED_B 0) or spaced (1)", "ch04_vectorized", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
+        dataclasses.replace(  # chapter 7b's step 1 alone (see the top of its .cu file)
+            _pipelined_warp_tiling(), name="pipelined_step1", function="sgemm_pipelined_step1",
+            title="Warp tiling, cp.async with kernel 10's lanes", ptxas_options=(),
+            notes="kernel 10b without its step 2: kernel 10's lane grid, plain fragment loads, ptxas' default "
+                  "register-usage level"),
     )
 }
 

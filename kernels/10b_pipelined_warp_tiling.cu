@@ -22,6 +22,8 @@
 // Fragment loads are volatile: ptxas keeps them where the source puts them, a whole k ahead of their FFMAs,
 // rather than moving them close to their first use, where two warps per scheduler cannot hide their latency.
 // The catalog compiles this file with ptxas' --register-usage-level=10, which lets those fragments stay live.
+// sgemm_pipelined_step1 is chapter 7b's first step alone: the cp.async pipeline with kernel 10's lanes and plain
+// fragment loads (STEP2 = false), compiled without that ptxas option, so that the step can be timed by itself.
 // Tile order: consecutive tile indices walk down GROUP block rows before moving right, so the blocks in
 // flight share rows of A and columns of B in L2.
 // STREAM = 1 (stream-K): with one block per tile, the last wave of tiles leaves SMs idle (512 tiles of
@@ -42,13 +44,18 @@ constexpr unsigned LOCKED = 1u << 31;
 // one stream run one after another; concurrent launches of the same instance would share these words).
 __device__ unsigned shared_tile_progress[MAX_BLOCKS];
 
-// A float4 of shared memory, read where the source reads it (see the top of the file).
+// A float4 of shared memory, read where the source reads it (see the top of the file); plain: where ptxas puts it.
+template <bool VOLATILE = true>
 __device__ __forceinline__ float4 load_shared4(const float* p) {
-  float4 v;
-  asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(smem_address(p)));
-  return v;
+  if constexpr (VOLATILE) {
+    float4 v;
+    asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(smem_address(p)));
+    return v;
+  } else {
+    return *reinterpret_cast<const float4*>(p);
+  }
 }
 
 template <bool IF, class Then, class Else>
@@ -102,7 +109,9 @@ __device__ __forceinline__ void add4(float* __restrict__ C, int r, int c, int M,
 
 // C = alpha * (the product of tile `id` over k-steps [first, first + steps)) + beta * C over the tile, through the
 // cp.async pipeline. With STREAM, a share of a tile (fewer than all steps) is added into C under the tile's lock.
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM, bool VEC>
+// STEP2 false: kernel 10's lanes and plain fragment loads (sgemm_pipelined_step1).
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM, bool VEC,
+          bool STEP2 = true>
 __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                 const float* __restrict__ B, float beta, float* __restrict__ C,
                                                 int id, int first, int steps) {
@@ -121,7 +130,9 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
   const int row0 = (first_row + id % per_group % rows_here) * BM, col0 = id % per_group / rows_here * BN;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wide = lane / 8 % 2 * 4 + lane % 4, narrow = lane / 16 * 2 + lane / 4 % 2;  // see the top of the file
+  // see the top of the file; without STEP2 kernel 10's lanes, every quarter-warp reading all 8 x all 4
+  const int wide = STEP2 ? lane / 8 % 2 * 4 + lane % 4 : lane % 8;
+  const int narrow = STEP2 ? lane / 16 * 2 + lane / 4 % 2 : (lane / 8 + lane % 8) % 4;
   const int lane_m = LANES_M == 8 ? wide : narrow, lane_n = LANES_M == 8 ? narrow : wide;
   // this lane's first row: its TM rows are LANES_M apart along k, in groups of four STRIDE_M apart transposed
   const int row = warp / (BN / WN) * WM + (ALONG_K ? lane_m : lane_m * 4);
@@ -153,19 +164,19 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
   float a[2][TM];
   float b[2][TN];  // row kk of the B tile at this lane's columns, and row kk + 1
   auto load_a4 = [&](int i, const float* as, int k4) {
-    a4[i] = load_shared4(as + row_of(i) * LDA + k4);
+    a4[i] = load_shared4<STEP2>(as + row_of(i) * LDA + k4);
   };
   auto load_column = [&](float (&to)[TM], const float* as_row) {
 #pragma unroll
     for (int g = 0; g < TM / 4; ++g) {
-      const float4 v = load_shared4(as_row + row + g * STRIDE_M);
+      const float4 v = load_shared4<STEP2>(as_row + row + g * STRIDE_M);
       to[4 * g] = v.x, to[4 * g + 1] = v.y, to[4 * g + 2] = v.z, to[4 * g + 3] = v.w;
     }
   };
   auto load_b = [&](float (&to)[TN], const float* bs_row) {
 #pragma unroll
     for (int h = 0; h < TN / 4; ++h) {
-      const float4 v = load_shared4(bs_row + col + h * STRIDE_N);
+      const float4 v = load_shared4<STEP2>(bs_row + col + h * STRIDE_N);
       to[4 * h] = v.x, to[4 * h + 1] = v.y, to[4 * h + 2] = v.z, to[4 * h + 3] = v.w;
     }
   };
@@ -250,7 +261,7 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
 // Stream-K (see the top of the file): this block's run of k-steps over the shared tiles, a piece per tile, then
 // every G-th whole tile after them. Thread 0 works out each piece from the launch's constants into shared memory,
 // so that the schedule keeps no registers live across the main loop.
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, bool VEC>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, bool VEC, bool STEP2>
 __device__ __forceinline__ void stream_k(int M, int N, int K, float alpha, const float* __restrict__ A,
                                          const float* __restrict__ B, float beta, float* __restrict__ C) {
   __shared__ long long next_unit;  // this block's next k-step in the run over the shared tiles
@@ -281,29 +292,42 @@ __device__ __forceinline__ void stream_k(int M, int N, int K, float alpha, const
     __syncthreads();
     const int id = piece[0], first = piece[1], steps = piece[2];
     if (steps < 0) return;
-    pipelined_block<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, 1, VEC>(M, N, K, alpha, A, B, beta, C, id, first,
-                                                                        steps);
+    pipelined_block<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, 1, VEC, STEP2>(M, N, K, alpha, A, B, beta, C, id,
+                                                                               first, steps);
     __syncthreads();  // every warp is done with the pipeline's buffers and with piece[] before they change
   }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, bool VEC>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, bool VEC, bool STEP2>
 __device__ __forceinline__ void pipelined_gemm(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                const float* __restrict__ B, float beta, float* __restrict__ C,
                                                bool stream) {
   if (stream)
-    stream_k<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, VEC>(M, N, K, alpha, A, B, beta, C);
+    stream_k<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, VEC, STEP2>(M, N, K, alpha, A, B, beta, C);
   else  // one block per tile
-    pipelined_block<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, 0, VEC>(
+    pipelined_block<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, 0, VEC, STEP2>(
         M, N, K, alpha, A, B, beta, C, blockIdx.y * gridDim.x + blockIdx.x, 0, (K + BK - 1) / BK);
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM, bool STEP2>
+__device__ __forceinline__ void pipelined_entry(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                                const float* __restrict__ B, float beta, float* __restrict__ C) {
+  if (K % 4 == 0 && N % 4 == 0)  // rows of A and B are whole float4s
+    pipelined_gemm<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, true, STEP2>(M, N, K, alpha, A, B, beta, C, STREAM);
+  else
+    pipelined_gemm<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, false, STEP2>(M, N, K, alpha, A, B, beta, C, STREAM);
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 sgemm_pipelined_warp_tiling(int M, int N, int K, float alpha, const float* __restrict__ A,
                             const float* __restrict__ B, float beta, float* __restrict__ C) {
-  if (K % 4 == 0 && N % 4 == 0)  // rows of A and B are whole float4s
-    pipelined_gemm<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, true>(M, N, K, alpha, A, B, beta, C, STREAM);
-  else
-    pipelined_gemm<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, false>(M, N, K, alpha, A, B, beta, C, STREAM);
+  pipelined_entry<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, STREAM, true>(M, N, K, alpha, A, B, beta, C);
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
+sgemm_pipelined_step1(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+                      float beta, float* __restrict__ C) {
+  pipelined_entry<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, STREAM, false>(M, N, K, alpha, A, B, beta, C);
 }
