@@ -694,6 +694,10 @@ KERNELS: dict[str, KernelSpec] = {
         dataclasses.replace(  # chapter 7b's step 1 alone (see the top of its .cu file)
             _pipelined_warp_tiling(), name="pipelined_step1", function="sgemm_pipelined_step1",
             title="Warp tiling, cp.async with kernel 10's lanes", ptxas_options=(),
+            # raced at its defaults only: offer kernel 10b's swept tiles, not its whole space (the exhaustive tier
+            # compiles every offered instance)
+            choices={"BM": (64, 128), "BN": (128, 256), "BK": (8,), "WM": (32, 64), "WN": (32, 64), "TM": (8,),
+                     "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0, 1), "STREAM": (0, 1)},
             notes="kernel 10b without its step 2: kernel 10's lane grid, plain fragment loads, ptxas' default "
                   "register-usage level"),
     )
