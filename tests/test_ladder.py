@@ -12,12 +12,14 @@ def test_the_ladder_follows_the_book_and_names_each_steps_ceiling(replay):
     table = ladder.ladder(board, gl.ceilings(), _recorded_l2_gbs())
     chapters = [r[0] for r in table.rows]
     assert chapters[:3] == ["1", "1", "2"] and chapters.index("8a") < chapters.index("8b") < chapters.index("8c")
-    by_kernel = {r[1]: r for r in table.rows}
-    assert by_kernel["wgmma_ws_tf32"][4].endswith("(TF32)") and by_kernel["ozaki"][4].endswith("(SGEMM)")
-    assert all(r[5].split(" (")[0] in ("L2", "DRAM", "issue", "shared memory", "registers", "tensor peak", "peak")
-               for r in table.rows if r[1] != "ozaki"), [r[5] for r in table.rows]
-    passed = [r[1] for r in table.rows if "passed" in r[5]]
-    assert all(float(by_kernel[k][3].replace(",", "")) > float(by_kernel[k][5].split("(")[1].split(",")[0])
+    by_kernel = {r[2]: r for r in table.rows}
+    assert [r[1] for r in table.rows][:3] == ["1", "2", "3"] and by_kernel["pipelined_warp_tiling"][1] == "10b"
+    assert by_kernel["mma_3xtf32"][1] == "11, 3x" and by_kernel["ozaki"][1] == "16"
+    assert by_kernel["wgmma_ws_tf32"][5].endswith("(TF32)") and by_kernel["ozaki"][5].endswith("(SGEMM)")
+    assert all(r[6].split(" (")[0] in ("L2", "DRAM", "issue", "shared memory", "registers", "tensor peak", "peak")
+               for r in table.rows if r[2] != "ozaki"), [r[6] for r in table.rows]
+    passed = [r[2] for r in table.rows if "passed" in r[6]]
+    assert all(float(by_kernel[k][4].replace(",", "")) > float(by_kernel[k][6].split("(")[1].split(",")[0])
                for k in passed)
 
 
@@ -27,4 +29,4 @@ def test_the_ozaki_rows_ceiling_is_chapter_10s_speed_of_light(replay):
     x = gl.bench("ozaki", 8192)
     table = ladder.ladder([x], gl.ceilings(), _recorded_l2_gbs())
     sol = emulation.speed_of_light(8192, x.details["moduli"]).tflops
-    assert table.rows[0][5] == f"INT8 products ({sol:,.1f})", table.rows[0]
+    assert table.rows[0][6] == f"INT8 products ({sol:,.1f})", table.rows[0]
