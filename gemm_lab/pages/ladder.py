@@ -30,14 +30,15 @@ def ladder(ms: Sequence[Measurement], ceilings: dict, l2_gbs: float | None = Non
             bound = model.speed_of_light(spec, x.params, (x.m, x.n, x.k), ceilings, l2_gbs).upto(spec.chapter).bound
             level, tflops = bound.level, bound.tflops  # the lowest among the rows its chapter has taught
         passed = ", passed" if x.gflops / 1e3 > tflops else ""
-        rows.append((model.chapter_label(spec.chapter), kernel_number(spec), x.kernel, spec.title, f"{x.gflops / 1e3:,.1f}",
+        rows.append((model.chapter_label(spec.chapter), kernel_number(spec), x.kernel, spec.title,
+                     f"{x.gflops / 1e3:,.1f}",
                      f"{x.pct_cublas:.0f}\u00a0% ({baseline_name(x.precision).split()[-1]})",
                      f"{level} ({tflops:,.1f}{passed})"))
     shapes = {shape_text(x.m, x.n, x.k) for x in ms}
     return Table(("ch.", "no.", "kernel", "what changes", "TFLOP/s", "% of cuBLAS", "predicted ceiling (TFLOP/s)"),
-                 tuple(rows), f"at {', '.join(sorted(shapes))}; no.: the kernel's number, its file's in kernels/ (the text's \"kernel 11\"; "
-                 "3xTF32: its TF32 kernel's file with SPLIT set); % of cuBLAS: of the cuBLAS (SGEMM or TF32) timed in "
-                 "the same run in the kernel's own "
+                 tuple(rows), f"at {', '.join(sorted(shapes))}; no.: the kernel's number, its file's in kernels/ "
+                 "(the text's \"kernel 11\"; 3xTF32: its TF32 kernel's file with SPLIT set); % of cuBLAS: of the "
+                 "cuBLAS (SGEMM or TF32) timed in the same run in the kernel's own "
                  "math (tensor-core kernels: the median of the rounds' shares); predicted ceiling: the lowest row "
                  "of the kernel's speed-of-light budget among those its chapter has taught (passed: the kernel beats "
                  "that row, whose model over-counts its cost; the issue row counts every instruction of the compiled "
@@ -46,7 +47,7 @@ def ladder(ms: Sequence[Measurement], ceilings: dict, l2_gbs: float | None = Non
                  wrap=(3,))
 
 
-def kernel_number(spec) -> str:
+def kernel_number(spec: catalog.KernelSpec) -> str:
     """The kernel's number, the prefix of its file in `kernels/` ("11" for `kernels/11_tf32_mma.cu`), with "3x" for a
     3xTF32 row (its TF32 kernel's file with `SPLIT` set)."""
     number = PurePosixPath(spec.source).name.split("_")[0].lstrip("0")
