@@ -352,12 +352,7 @@ def _parse_ptxas(log: str, name: str, mangled: str, arch: str) -> PtxasReport | 
     if not re.search(r"Used (\d+) registers", log):
         return None
     return PtxasReport(
-        instance=name,
-        arch=arch,
-        registers=number(r"Used (\d+) registers"),
-        spill_stores=number(r"(\d+) bytes spill stores"),
-        spill_loads=number(r"(\d+) bytes spill loads"),
-        stack_bytes=number(r"(\d+) bytes stack frame"),
-        smem_bytes=number(r"(\d+) bytes smem"),
-        performance_warnings=tuple(line.strip() for line in _PERFORMANCE_LOSS.findall(log)),
-    )
+        instance=name, arch=arch, registers=number(r"Used (\d+) registers"),
+        spill_stores=number(r"(\d+) bytes spill stores"), spill_loads=number(r"(\d+) bytes spill loads"),
+        stack_bytes=number(r"(\d+) bytes stack frame"), smem_bytes=number(r"(\d+) bytes smem"),
+        performance_warnings=tuple(line.strip() for line in _PERFORMANCE_LOSS.findall(log)))

@@ -91,17 +91,11 @@ def gpu() -> GPU:
     props = cupy.cuda.runtime.getDeviceProperties(dev.id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     return GPU(
-        name=name,
-        cc=(props["major"], props["minor"]),
-        sms=props["multiProcessorCount"],
-        clock_mhz=_clock_khz(dev.id) / 1e3,
-        l2_bytes=props["l2CacheSize"],
-        smem_per_block=props["sharedMemPerBlockOptin"],
+        name=name, cc=(props["major"], props["minor"]), sms=props["multiProcessorCount"], l2_bytes=props["l2CacheSize"],
+        clock_mhz=_clock_khz(dev.id) / 1e3, smem_per_block=props["sharedMemPerBlockOptin"],
         **{key: cupy.cuda.runtime.deviceGetAttribute(attr, dev.id) for key, attr in SM_ATTRIBUTES.items()},
-        driver=_driver_version(),
-        cuda_runtime=_version_string(cupy.cuda.runtime.runtimeGetVersion()),
-        cupy=cupy.__version__,
-    )
+        driver=_driver_version(), cuda_runtime=_version_string(cupy.cuda.runtime.runtimeGetVersion()),
+        cupy=cupy.__version__)
 
 
 def runs_here(kernel: str | KernelSpec) -> bool:
