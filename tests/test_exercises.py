@@ -366,9 +366,8 @@ def test_each_broken_variant_is_caught_with_its_diagnosis(bug):
 @pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
 def test_each_write_the_kernel_exercise_has_its_holes_and_its_solution_compiles(name):
     """The skeleton removes every hole's line (each in the file exactly once); the solution (the variant's file)
-    compiles offline as a submission, at the exercise's parameters and at the variant's defaults, without spills; and
-    each planted mistake applies to the file and compiles too, so that on a GPU it is the check that names it (CPU:
-    CI runs this)."""
+    compiles offline as a submission, at the exercise's parameters and at the variant's defaults, without spills
+    (CPU: CI runs this)."""
     pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
     exercise = exercises.KERNEL_EXERCISES[name]
     assert exercise.like in exercises.VARIANTS and exercises.spec_of(exercise.like).chapter == exercise.chapter
@@ -381,6 +380,16 @@ def test_each_write_the_kernel_exercise_has_its_holes_and_its_solution_compiles(
     for params in [exercise.params] + ([defaults] if defaults != exercise.params else []):
         attempt = gl.submit(source, exercise.like, params)
         assert attempt.compiled and attempt.spills == 0, attempt.compile_log
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("name", list(exercises.KERNEL_EXERCISES))
+def test_each_planted_mistake_compiles(name):
+    """Each planted mistake applies to the solution's file and compiles, so that on a GPU it is the check, not the
+    compiler, that names it (the exhaustive tier: a compile per mistake)."""
+    pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
+    exercise = exercises.KERNEL_EXERCISES[name]
+    source = exercises.spec_of(exercise.like).path.read_text()
     for mistake in exercise.mistakes:
         attempt = gl.submit(source.replace(mistake.line, mistake.written), exercise.like, exercise.params)
         assert attempt.compiled, (mistake.written, attempt.compile_log)
