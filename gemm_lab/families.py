@@ -176,6 +176,9 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
     if "SPACED_B" in dims:  # 0: a thread's TN columns side by side (chapter 3); 1: the vectorized kernel's
         choices, defaults = {**choices, "SPACED_B": (0, 1)}, {**defaults, "SPACED_B": 0}
         rules.append(flag("SPACED_B", "TN columns side by side", "float4 groups spaced BN / (TN / 4) apart"))
+    if "TRANSPOSED_A" in dims:  # 0: the A tile as A's rows lie (chapter 3); 1: the vectorized kernel's As[k][m]
+        choices, defaults = {**choices, "TRANSPOSED_A": (0, 1)}, {**defaults, "TRANSPOSED_A": 1}
+        rules.append(flag("TRANSPOSED_A", "A's tile stored as its rows lie, As[m][k]", "stored transposed, As[k][m]"))
     if "LAYOUT" in dims:
         choices, defaults = {**choices, "LAYOUT": tuple(A_LAYOUTS)}, {**defaults, "LAYOUT": 2}
         rules += [
@@ -688,9 +691,10 @@ KERNELS: dict[str, KernelSpec] = {
         ),
         _ozaki(),
         _thread_tile(  # last, so that the kernels above keep their colours: chapter 4's step in parts
-            "vectorized_parts", "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, B read contiguous",
-            "BM BN BK TM TN SPACED_B", "float4 global accesses and A transposed, with B's fragment reads side by side "
-            "(SPACED_B 0) or spaced (1)", "ch04_vectorized", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
+            "vectorized_parts", "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, in parts",
+            "BM BN BK TM TN SPACED_B TRANSPOSED_A", "float4 global accesses, with A's tile stored as its rows lie "
+            "(TRANSPOSED_A 0) or transposed (1), and B's fragment reads side by side (SPACED_B 0) or spaced (1)",
+            "ch04_vectorized", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
         dataclasses.replace(  # chapter 7b's step 1 alone (see the top of its .cu file)
             _pipelined_warp_tiling(), name="pipelined_step1", function="sgemm_pipelined_step1",
             title="Warp tiling, cp.async with kernel 10's lanes", ptxas_options=(),

@@ -27,19 +27,21 @@ def test_broken_rules_are_named(kernel, params, rule):
 
 
 @pytest.mark.parametrize("value", [-1, 2, 4])
-def test_the_step_parts_switch_is_0_or_1(value):
-    """vectorized_parts' SPACED_B picks B's fragment reads (0: side by side, 1: spaced); any other value is refused
-    before anything compiles, naming the rule."""
-    with pytest.raises(ValueError, match="SPACED_B must be 0 .* or 1"):
-        catalog.instance("vectorized_parts", {"SPACED_B": value}, (4096, 4096, 4096))
+@pytest.mark.parametrize("switch", ["SPACED_B", "TRANSPOSED_A"])
+def test_the_step_parts_switches_are_0_or_1(switch, value):
+    """vectorized_parts' SPACED_B picks B's fragment reads (0: side by side, 1: spaced) and TRANSPOSED_A A's tile
+    (0: as A's rows lie, 1: transposed); any other value is refused before anything compiles, naming the rule."""
+    with pytest.raises(ValueError, match=f"{switch} must be 0 .* or 1"):
+        catalog.instance("vectorized_parts", {switch: value}, (4096, 4096, 4096))
     for legal in (0, 1):
-        assert catalog.validate("vectorized_parts", {"SPACED_B": legal})["SPACED_B"] == legal
+        assert catalog.validate("vectorized_parts", {switch: legal})[switch] == legal
 
 
 def test_the_step_parts_share_the_vectorized_kernels_tile_rules():
     parts, vec = catalog.get("vectorized_parts"), catalog.get("vectorized")
-    assert parts.source == vec.source and {k: v for k, v in parts.defaults.items() if k != "SPACED_B"} == vec.defaults
-    assert parts.name_expression({"SPACED_B": 0}) == "sgemm_vectorized_parts<128, 128, 32, 8, 8, 0>"
+    flags = ("SPACED_B", "TRANSPOSED_A")
+    assert parts.source == vec.source and {k: v for k, v in parts.defaults.items() if k not in flags} == vec.defaults
+    assert parts.name_expression({"SPACED_B": 0, "TRANSPOSED_A": 0}) == "sgemm_vectorized_parts<128, 128, 32, 8, 8, 0, 0>"
     with pytest.raises(ValueError, match="multiples of 4"):
         catalog.validate("vectorized_parts", {"BK": 6, "SPACED_B": 0})
 

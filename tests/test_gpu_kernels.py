@@ -49,10 +49,13 @@ def test_correct_on_every_shape(kernel, params):
         assert err <= run.tolerance(k, spec.precision), f"{kernel} {params} at {m}x{n}x{k}: max rel err {err}"
 
 
-@pytest.mark.parametrize("params", [{**plan.VECTORIZED_TILE, "SPACED_B": s} for s in (0, 1)]
-                         + [{"BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 8, "SPACED_B": 0}])
+@pytest.mark.parametrize("params", [{**plan.VECTORIZED_TILE, "SPACED_B": s, "TRANSPOSED_A": a} for s in (0, 1)
+                                    for a in (0, 1)]
+                         + [{"BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 8, "SPACED_B": 0, "TRANSPOSED_A": a}
+                            for a in (0, 1)])
 def test_the_step_parts_are_correct_on_odd_shapes(params):
-    """Chapter 4's step in parts (`plan.STEP_PARTS`): with B's reads side by side or spaced, right on tails in M, N
+    """Chapter 4's step in parts (`plan.STEP_PARTS`): with A's tile transposed or not and B's reads side by side or
+    spaced, right on tails in M, N
     and K, with K or N not multiples of 4 (scalar copies) and with both (float4 copies and stores)."""
     inst = catalog.instance("vectorized_parts", params)
     for m, n, k in [*SHAPES, *catalog.tail_shapes(inst.spec, inst.params)]:

@@ -83,11 +83,14 @@ SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
 }
 
 # Chapter 4's step in its parts, each raced on the step's default tile at STEP_PARTS_SIZE: the 2-D kernel of chapter 3,
-# + float4 global accesses and A transposed (vectorized_parts, SPACED_B 0: B's columns side by side), + B's fragment
-# reads spaced (the vectorized kernel). Recorded on STEP_PARTS_GPU only (the H100 was no longer available), where
-# `gemm-lab record --only headline --chapter ch03_register_blocking --chapter ch04_vectorized` races them.
+# + float4 global accesses (vectorized_parts, TRANSPOSED_A 0 and SPACED_B 0: both tiles as chapter 3 lays them out),
+# + A transposed (TRANSPOSED_A 1), + B's fragment reads spaced (the vectorized kernel). Recorded on STEP_PARTS_GPU only
+# (the H100 was no longer available), where `gemm-lab record --only headline --chapter ch03_register_blocking
+# --chapter ch04_vectorized` races them.
 VECTORIZED_TILE = catalog.get("vectorized").full_params()  # the step's tile: chapter 4's default
-STEP_PARTS = (("thread_tile_2d", VECTORIZED_TILE), ("vectorized_parts", {**VECTORIZED_TILE, "SPACED_B": 0}),
+STEP_PARTS = (("thread_tile_2d", VECTORIZED_TILE),
+              ("vectorized_parts", {**VECTORIZED_TILE, "SPACED_B": 0, "TRANSPOSED_A": 0}),
+              ("vectorized_parts", {**VECTORIZED_TILE, "SPACED_B": 0, "TRANSPOSED_A": 1}),
               ("vectorized", VECTORIZED_TILE))
 STEP_PARTS_SIZE = 4096
 STEP_PARTS_GPU = "NVIDIA H200"
@@ -103,7 +106,7 @@ RECORDED_ONLY_ON = {"vectorized_parts": STEP_PARTS_GPU, "pipelined_step1": STEP_
 
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
-    *((name, p, STEP_PARTS_SIZE) for name, p in STEP_PARTS[:2]),  # the step's third rung is a headline case
+    *((name, p, STEP_PARTS_SIZE) for name, p in STEP_PARTS[:-1]),  # the step's last rung is a headline case
     (*HOPPER_TILE_PART, STEP_PARTS_SIZE),
     (*PIPELINED_STEP1, STEP_PARTS_SIZE),
     ("bank_conflicts", {"LAYOUT": 0}, 4096),

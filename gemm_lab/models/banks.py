@@ -186,22 +186,27 @@ def _vectorized_sites(p: dict[str, int], threads: int) -> list[Access]:
     row = bm + catalog.a_pad(p)  # floats per stored row of the A tile
     lanes = range(32)
     per_thread_a = math.ceil(bm * bk / 4 / threads)
-    sites_ = []
-    for q in range(4):  # the transposing store: four scalar writes per float4 read from A
-        words = []
-        for i in lanes:
-            r, c = i // (bk // 4), i % (bk // 4) * 4
-            words.append((c + q) * row + a_col(layout, c + q, r))
-        sites_.append(access(f"store As[c+{q}][r] (transposing)", words, store=True, per_step=per_thread_a))
-    sites_.append(access("store Bs[r][c] (float4)",
-                         [(i // (bn // 4)) * bn + i % (bn // 4) * 4 for i in lanes], width=16, store=True,
-                         per_step=math.ceil(bk * bn / 4 / threads)))
-    sites_.append(access("load As[kk][tr+i] (float4)",
-                         [a_col(layout, 0, t // (bn // tn) * tm) for t in lanes], width=16, per_step=bk * tm // 4))
+    a_float4 = [(i // (bk // 4)) * bk + i % (bk // 4) * 4 for i in lanes]  # float4 i of a BM x BK tile, row-major
+    if p.get("TRANSPOSED_A", 1):
+        a_sites = [access(f"store As[c+{q}][r] (transposing)",
+                          [(w % bk + q) * row + a_col(layout, w % bk + q, w // bk) for w in a_float4], store=True,
+                          per_step=per_thread_a) for q in range(4)]  # four scalar writes per float4 read from A
+        a_sites.append(access("load As[kk][tr+i] (float4)", [a_col(layout, 0, t // (bn // tn) * tm) for t in lanes],
+                              width=16, per_step=bk * tm // 4))
+    else:  # vectorized_parts' A tile as A's rows lie: float4 copies; as compiled, four consecutive kk of a row merge
+        # into one 128-bit load (thread_tile_2d's model)
+        a_sites = [access("store As[r][c] (float4)", a_float4, width=16, store=True, per_step=per_thread_a),
+                   access("load As[tr+i][kk..kk+3]", [(t // (bn // tn) * tm) * bk for t in lanes], width=16,
+                          per_step=tm * bk // 4)]
     spaced = p.get("SPACED_B", 1)  # float4 groups BN / (TN / 4) apart (lanes side by side), or a thread's TN together
-    sites_.append(access("load Bs[kk][tc+j] (float4)", [t % (bn // tn) * (4 if spaced else tn) for t in lanes],
-                         width=16, per_step=bk * tn // 4))
-    return sites_
+    return [
+        *(s for s in a_sites if s.store),
+        access("store Bs[r][c] (float4)", [(i // (bn // 4)) * bn + i % (bn // 4) * 4 for i in lanes], width=16,
+               store=True, per_step=math.ceil(bk * bn / 4 / threads)),
+        *(s for s in a_sites if not s.store),
+        access("load Bs[kk][tc+j] (float4)", [t % (bn // tn) * (4 if spaced else tn) for t in lanes], width=16,
+               per_step=bk * tn // 4),
+    ]
 
 
 def predict(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> dict[str, float]:
