@@ -147,7 +147,7 @@ def _emulated(column_major=(), store_row_major=False):
     return make
 
 
-@pytest.mark.parametrize("column_major", [(), ("A",), ("A", "B"), ("A", "B", "C")])
+@pytest.mark.parametrize("column_major", [(), ("A",), ("B",), ("A", "B"), ("A", "B", "C")])
 @pytest.mark.parametrize("beta", [0.0, -2.0])
 def test_judge_stores_each_operand_as_its_layout_says(column_major, beta):
     """A launch that reads and writes the layouts as a variant's kernel does is right on every shape, with and without
@@ -236,10 +236,12 @@ def test_variants_are_refused_before_compiling_when_their_rules_break(monkeypatc
     with pytest.raises(ValueError, match="TN must divide BN"):
         gl.submit((catalog.ROOT / variants.SOLUTIONS / "03_thread_tile_1d_n.cu").read_text(), "thread_tile_1d_n",
                   {"BN": 32, "TN": 16 + 8})
-    with pytest.raises(ValueError, match="unknown kernel 'nope'.*colmajor_coalesced"):
+    with pytest.raises(ValueError, match="threads per block"):  # 32 * WARPS of them
+        gl.submit((catalog.ROOT / variants.SOLUTIONS / "01_warp_dot.cu").read_text(), "warp_dot", {"WARPS": 64})
+    with pytest.raises(ValueError, match="unknown kernel 'nope'.*warp_dot"):
         gl.submit(SOURCE, "nope")
-    with pytest.raises(ValueError, match="sgemm_colmajor_coalesced"):
-        gl.submit(SOURCE, "colmajor_coalesced")  # the chapter's kernel is not the variant
+    with pytest.raises(ValueError, match="sgemm_warp_dot"):
+        gl.submit(SOURCE, "warp_dot")  # a book's kernel is not the variant
 
 
 def test_a_tma_kernel_takes_the_tensor_maps_after_the_contract(monkeypatch):

@@ -529,21 +529,28 @@ RING_ARRIVALS = ("mbar_init(empty0 + 8 * s, CONSUMERS * 4 * CLUSTER);  // every 
 ALONG_K_LOAD = ("for (int i = 0; i < TM; ++i) a4[i] = *reinterpret_cast<const float4*>(&As[buf][row + i * LANES_M]"
                 "[kk]);")
 
+WARP_DOT_LOOP = ("for (int k = lane; k < K; k += 32) acc += A[row * K + k] * B[col * K + k];  // lanes on "
+                 "consecutive k: coalesced")
+WARP_DOT_SUM = "for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_down_sync(0xffffffff, acc, offset);"
+WARP_DOT_STORE = ("if (lane == 0) *c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;  // only lane 0 "
+                  "holds the whole sum")
+
 KERNEL_EXERCISES = {e.name: e for e in (
-    KernelExercise("column_major_index", "ch01_naive_coalesced", "colmajor_coalesced", (
-        Hole("const int row = blockIdx.y * BLOCK + threadIdx.x % BLOCK;  // fast-moving index -> row: a column is "
-             "contiguous", "this thread's row of C (blockIdx.y counts the blocks along M): consecutive threads "
-             "must read and write consecutive addresses"),
-        Hole("const int col = blockIdx.x * BLOCK + threadIdx.x / BLOCK;",
-             "and its column (blockIdx.x counts the blocks along N)"),
-        Hole("for (int k = 0; k < K; ++k) acc += A[k * M + row] * B[col * K + k];  // A(row, k) and B(k, col)",
-             "acc = the sum over k of A(row, k) * B(k, col), with A and B column-major"),
-        Hole("float* c = &C[col * M + row];  // C(row, col)", "c points at C(row, col), column-major"),
-    ), (Mistake("for (int k = 0; k < K; ++k) acc += A[k * M + row] * B[col * K + k];  // A(row, k) and B(k, col)",
-                "for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];", ("indices",)),
-        Mistake("float* c = &C[col * M + row];  // C(row, col)", "float* c = &C[row * N + col];",
-                ("indices", "transpose"))),
-        {"BLOCK": 16}),
+    KernelExercise("warp_per_output", "ch01_naive_coalesced", "warp_dot", (
+        Hole("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;",
+             "this thread's warp in the block and its lane in the warp; then the output C(row, col) of its warp (the "
+             "block's\nwarps take WARPS consecutive outputs of one row)"),
+        Hole("const int row = blockIdx.y, col = blockIdx.x * WARPS + warp;  // the output of this thread's warp", ""),
+        Hole(WARP_DOT_LOOP, "acc = this lane's share of the dot product of A's row and B's column (B(k, col) at "
+                            "B[col * K + k]):\nwhich k must each lane take, so that every k is taken once and each "
+                            "load of the warp is coalesced?"),
+        Hole(WARP_DOT_SUM, "add the 32 lanes' acc so that lane 0 ends with the whole sum (__shfl_down_sync)"),
+        Hole(WARP_DOT_STORE, "store alpha * acc + beta * C(row, col) (C not read when beta == 0): from which lane?"),
+    ), (Mistake(WARP_DOT_LOOP, "for (int k = lane; k < K; ++k) acc += A[row * K + k] * B[col * K + k];",
+                ("exactly one lane",)),
+        Mistake(WARP_DOT_SUM, "", ("all 32 lanes",)),
+        Mistake(WARP_DOT_STORE, WARP_DOT_STORE.replace("lane == 0", "threadIdx.x == 0"), ("never written",))),
+        {"WARPS": 8}),  # not planted: all lanes storing (which lane's store lands is undefined; lane 0's passes)
     KernelExercise("colmajor_tile_loop", "ch02_smem_tiling", "smem_tiled_a_colmajor", (
         Hole("__shared__ float As[BK][BM];  // the A tile as A^T's tile: row kk holds column k0 + kk of A",
              "the block's tile of A in shared memory (how will you lay it out?)"),

@@ -57,6 +57,23 @@ def _with(fixed: dict[str, int], rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
     return tuple(Rule(r.why, lambda p, r=r: r.holds({**p, **fixed})) for r in rules)
 
 
+def _warp_dot() -> Variant:
+    """Chapter 1's kernels with B column-major: one warp per output, its lanes along k; a block computes WARPS outputs
+    of a row of C."""
+    def threads(p: Params) -> int:
+        return 32 * p["WARPS"]
+
+    return _variant(
+        "coalesced", "warp_dot", "01_warp_dot.cu", "One warp per output, B column-major",
+        "the 32 lanes of a warp split one dot product along k, so both loads read whole lines; shuffles add the "
+        "lanes' sums", ("B",),
+        cause="a dot product summed wrong or stored by the wrong lanes: check that each k is taken by exactly one lane "
+              "(A(row, k) at A[row * K + k], B(k, col) at B[col * K + k]), that the shuffles add all 32 lanes' partial "
+              "sums into lane 0, and that lane 0 alone stores",
+        choices={"WARPS": (4, 8, 16, 32)}, defaults={"WARPS": 8}, tile=lambda p: (1, p["WARPS"]), threads=threads,
+        rules=(families.positive("WARPS"), *families.block_limits(threads, lambda p: 0)))
+
+
 def _thread_tile_1d_n() -> Variant:
     """Chapter 3's 1-D thread tile turned along N: each thread computes TN consecutive outputs of one row."""
     def threads(p: Params) -> int:
@@ -143,8 +160,7 @@ def _ozaki_by_thread() -> Variant:
 
 
 VARIANTS = {v.spec.name: v for v in (
-    _variant("coalesced", "colmajor_coalesced", "01_colmajor_coalesced.cu", "Coalesced, column-major",
-             "chapter 1's one thread per output with A, B and C column-major, as BLAS stores them", ("A", "B", "C")),
+    _warp_dot(),
     _variant("smem_tiled", "smem_tiled_a_colmajor", "02_smem_tiled_a_colmajor.cu",
              "Shared-memory tiling, A column-major", "chapter 2's tiling with A column-major (stored as its transpose)",
              ("A",)),
