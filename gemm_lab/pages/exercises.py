@@ -551,22 +551,28 @@ KERNEL_EXERCISES = {e.name: e for e in (
         Mistake(WARP_DOT_SUM, "", ("all 32 lanes",)),
         Mistake(WARP_DOT_STORE, WARP_DOT_STORE.replace("lane == 0", "threadIdx.x == 0"), ("never written",))),
         {"WARPS": 8}),  # not planted: all lanes storing (which lane's store lands is undefined; lane 0's passes)
-    KernelExercise("colmajor_tile_loop", "ch02_smem_tiling", "smem_tiled_a_colmajor", (
-        Hole("__shared__ float As[BK][BM];  // the A tile as A^T's tile: row kk holds column k0 + kk of A",
-             "the block's tile of A in shared memory (how will you lay it out?)"),
-        Hole("load_tile<BK, BM, BM * BN>(As, A, k0, row0, K, M);  // A^T is row-major K x M: its tile is a plain copy",
-             "copy this step's tile of A, columns k0 .. k0 + BK - 1 of rows row0 .. row0 + BM - 1, coalesced"),
-        Hole("__syncthreads();  // the tiles are complete before anyone reads them",
-             "no thread may read the tiles before the whole block has written them"),
-        Hole("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
-             "this thread's part of its dot product: A(row0 + tr, k0 + kk) times B(k0 + kk, col0 + tc), from the "
-             "tiles"),
-        Hole("__syncthreads();  // everyone is done reading before the next copy overwrites them",
-             "no thread may overwrite the tiles while others still read them"),
-    ), (Mistake("for (int kk = 0; kk < BK; ++kk) acc += As[kk][tr] * Bs[kk][tc];  // A(row0 + tr, k0 + kk)",
-                "for (int kk = 0; kk < BK; ++kk) acc += As[tr][kk] * Bs[kk][tc];", ("indices", "transpose", "NaN")),
-        Mistake("__syncthreads();  // everyone is done reading before the next copy overwrites them", "", ("race",))),
-        {"BM": 16, "BN": 16, "BK": 16}),  # as the planted bug of issue 40: without its second barrier, wrong at 2048
+    KernelExercise("two_outputs_per_thread", "ch02_smem_tiling", "smem_tiled_wide", (
+        Hole("__shared__ float Bs[BK][2 * BN];  // the B tile is as wide as the C tile",
+             "the block's tile of B in shared memory"),
+        Hole("const int col0 = blockIdx.x * 2 * BN;  // blockIdx.x counts tiles 2 * BN wide",
+             "the first column of the block's tile of C (blockIdx.x counts the tiles along N)"),
+        Hole("float acc0 = 0.0f, acc1 = 0.0f;  // outputs (tr, tc) and (tr, tc + BN): neighbouring lanes, "
+             "neighbouring floats", "this thread's running sums"),
+        Hole("load_tile<BK, 2 * BN, BM * BN>(Bs, B, k0, col0, K, N);  // the copy strides by the block's threads",
+             "copy this step's tile of B, coalesced (load_tile in tiles.cuh)"),
+        Hole("const float a = As[tr][kk];  // one shared load of A, two multiply-adds",
+             "this thread's multiply-adds at this kk: which two columns of the tile are its own?"),
+        Hole("acc0 += a * Bs[kk][tc];", ""),
+        Hole("acc1 += a * Bs[kk][tc + BN];", ""),
+        Hole("store_c(C, row0 + tr, col0 + tc, M, N, alpha, beta, acc0);",
+             "store its two outputs (store_c in tiles.cuh checks the edges of C)"),
+        Hole("store_c(C, row0 + tr, col0 + tc + BN, M, N, alpha, beta, acc1);", ""),
+    ), (Mistake("store_c(C, row0 + tr, col0 + tc + BN, M, N, alpha, beta, acc1);",  # columns tc and tc + 1
+                "store_c(C, row0 + tr, col0 + tc + 1, M, N, alpha, beta, acc1);", ("never written",)),
+        Mistake("const int col0 = blockIdx.x * 2 * BN;  // blockIdx.x counts tiles 2 * BN wide",  # tiles overlap
+                "const int col0 = blockIdx.x * BN;", ("never written",)),
+        Mistake("acc1 += a * Bs[kk][tc + BN];", "acc1 += a * Bs[kk][tc];", ("indices",))),
+        {"BM": 16, "BN": 16, "BK": 16}),
     KernelExercise("thread_tile_along_n", "ch03_register_blocking", "thread_tile_1d_n", (
         Hole("const int tr = threadIdx.x / (BN / TN);       // this thread's row of the tile: BN / TN threads share it",
              "this thread's row of the block's C tile"),

@@ -94,6 +94,19 @@ def _thread_tile_1d_n() -> Variant:
                Rule("at most 512 threads per block, as for chapter 3's kernels", lambda p: threads(p) <= 512), *limits))
 
 
+def _smem_tiled_wide() -> Variant:
+    """Chapter 2's tiling with a tile twice as wide as the block: each thread computes two outputs of its row."""
+    def smem(p: Params) -> int:
+        return 4 * (p["BM"] * p["BK"] + p["BK"] * 2 * p["BN"])
+
+    base = catalog.get("smem_tiled")
+    return _variant(
+        "smem_tiled", "smem_tiled_wide", "02_smem_tiled_wide.cu", "Shared-memory tiling, two outputs per thread",
+        "chapter 2's tiling with a BM x 2BN tile of C for a block of BM*BN threads: each value of A read from shared "
+        "memory feeds two multiply-adds", tile=lambda p: (p["BM"], 2 * p["BN"]), smem_bytes=smem,
+        rules=(families.positive("BM", "BN", "BK"), *families.block_limits(base.threads, smem)))
+
+
 def _multistage_full_ring() -> Variant:
     """Chapter 6's cp.async pipeline with all STAGES buffers in flight: kernel 09's spec, rules and shared memory."""
     return _variant(
@@ -161,9 +174,7 @@ def _ozaki_by_thread() -> Variant:
 
 VARIANTS = {v.spec.name: v for v in (
     _warp_dot(),
-    _variant("smem_tiled", "smem_tiled_a_colmajor", "02_smem_tiled_a_colmajor.cu",
-             "Shared-memory tiling, A column-major", "chapter 2's tiling with A column-major (stored as its transpose)",
-             ("A",)),
+    _smem_tiled_wide(),
     _thread_tile_1d_n(),
     _variant("vectorized", "vectorized_colmajor", "04_vectorized_colmajor.cu", "Vectorized, A and B column-major",
              "chapter 4's float4 copies and tiles with A and B column-major: B's copy now transposes", ("A", "B")),
