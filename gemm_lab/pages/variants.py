@@ -57,26 +57,6 @@ def _with(fixed: dict[str, int], rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
     return tuple(Rule(r.why, lambda p, r=r: r.holds({**p, **fixed})) for r in rules)
 
 
-def _thread_tile_1d_n() -> Variant:
-    """Chapter 3's 1-D thread tile turned along N: each thread computes TN consecutive outputs of one row."""
-    def threads(p: Params) -> int:
-        return p["BM"] * (p["BN"] // p["TN"])
-
-    def smem(p: Params) -> int:
-        return 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])
-
-    limits = families.block_limits(threads, smem)
-    return _variant(
-        "thread_tile_1d", "thread_tile_1d_n", "03_thread_tile_1d_n.cu", "1-D thread tile along N",
-        "each thread computes TN consecutive outputs of a row from registers",
-        choices={"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TN": (4, 8, 16)},
-        defaults={"BM": 64, "BN": 64, "BK": 8, "TN": 8}, threads=threads, smem_bytes=smem,
-        rules=(families.positive("BM", "BN", "BK", "TN"),
-               Rule("TN must divide BN (each thread owns TN whole columns of the tile)",
-                    lambda p: p["BN"] % p["TN"] == 0),
-               Rule("at most 512 threads per block, as for chapter 3's kernels", lambda p: threads(p) <= 512), *limits))
-
-
 def _multistage_full_ring() -> Variant:
     """Chapter 6's cp.async pipeline with all STAGES buffers in flight: kernel 09's spec, rules and shared memory."""
     return _variant(
@@ -148,7 +128,12 @@ VARIANTS = {v.spec.name: v for v in (
     _variant("smem_tiled", "smem_tiled_a_colmajor", "02_smem_tiled_a_colmajor.cu",
              "Shared-memory tiling, A column-major", "chapter 2's tiling with A column-major (stored as its transpose)",
              ("A",)),
-    _thread_tile_1d_n(),
+    _variant("thread_tile_2d", "thread_tile_2d_conflict_free", "03_thread_tile_2d_conflict_free.cu",
+             "2-D thread tile, conflict-free fragment reads",
+             "chapter 3's 2-D thread tile with the rows and columns each thread owns chosen so that, at the chapter's "
+             "tile, a warp's 32-bit fragment reads take one shared-memory wavefront each",
+             cause="a thread stores its sums at other rows or columns of C than those it read of A and B: check the "
+                   "indices of As in a[i], of Bs in b[j] and of C in the store, for the same i and j"),
     _variant("vectorized", "vectorized_colmajor", "04_vectorized_colmajor.cu", "Vectorized, A and B column-major",
              "chapter 4's float4 copies and tiles with A and B column-major: B's copy now transposes", ("A", "B")),
     _multistage_full_ring(),
