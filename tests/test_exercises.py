@@ -234,8 +234,8 @@ def test_variants_are_refused_before_compiling_when_their_rules_break(monkeypatc
         gl.submit((catalog.ROOT / variants.SOLUTIONS / "07_warp_tiling_along_k.cu").read_text(),
                   "warp_tiling_along_k", {"BK": 4})
     with pytest.raises(ValueError, match="TN must divide BN"):
-        gl.submit((catalog.ROOT / variants.SOLUTIONS / "03_thread_tile_1d_n.cu").read_text(), "thread_tile_1d_n",
-                  {"BN": 32, "TN": 16 + 8})
+        gl.submit((catalog.ROOT / variants.SOLUTIONS / "03_thread_tile_2d_conflict_free.cu").read_text(),
+                  "thread_tile_2d_conflict_free", {"BN": 32, "TN": 16 + 8})
     with pytest.raises(ValueError, match="threads per block"):  # 32 * WARPS of them
         gl.submit((catalog.ROOT / variants.SOLUTIONS / "01_warp_dot.cu").read_text(), "warp_dot", {"WARPS": 64})
     with pytest.raises(ValueError, match="unknown kernel 'nope'.*warp_dot"):

@@ -535,6 +535,10 @@ WARP_DOT_SUM = "for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_dow
 WARP_DOT_STORE = ("if (lane == 0) *c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;  // only lane 0 "
                   "holds the whole sum")
 
+SPREAD_COL = "const int tc = threadIdx.x % (BN / TN);  // its first column; its TN columns lie BN / TN apart"
+SPREAD_B = "for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tc + j * (BN / TN)];  // a warp's columns: neighbouring words"
+SPREAD_STORE = "store_c(C, row0 + tr + i * (BM / TM), col0 + tc + j * (BN / TN), M, N, alpha, beta, acc[i][j]);"
+
 KERNEL_EXERCISES = {e.name: e for e in (
     KernelExercise("warp_per_output", "ch01_naive_coalesced", "warp_dot", (
         Hole("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;",
@@ -573,22 +577,20 @@ KERNEL_EXERCISES = {e.name: e for e in (
                 "const int col0 = blockIdx.x * BN;", ("never written",)),
         Mistake("acc1 += a * Bs[kk][tc + BN];", "acc1 += a * Bs[kk][tc];", ("indices",))),
         {"BM": 16, "BN": 16, "BK": 16}),
-    KernelExercise("thread_tile_along_n", "ch03_register_blocking", "thread_tile_1d_n", (
-        Hole("const int tr = threadIdx.x / (BN / TN);       // this thread's row of the tile: BN / TN threads share it",
-             "this thread's row of the block's C tile"),
-        Hole("const int tc = threadIdx.x % (BN / TN) * TN;  // the first of its TN columns",
-             "the first of its TN consecutive columns"),
-        Hole("const float a = As[tr][kk];  // one shared load, reused TN times",
-             "the one value of A this thread needs at this kk"),
-        Hole("for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc + j];",
-             "its TN multiply-adds, one per output"),
-        Hole("for (int j = 0; j < TN; ++j) store_c(C, row0 + tr, col0 + tc + j, M, N, alpha, beta, acc[j]);",
-             "store its TN outputs (store_c in tiles.cuh checks the edges of C)"),
-    ), (Mistake("const int tc = threadIdx.x % (BN / TN) * TN;  // the first of its TN columns",
-                "const int tc = threadIdx.x % (BN / TN);", ("never written",)),
-        Mistake("for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc + j];",
-                "for (int j = 0; j < TN; ++j) acc[j] += a * Bs[kk][tc];", ("indices",))),
-        {"BM": 64, "BN": 64, "BK": 8, "TN": 8}),
+    KernelExercise("conflict_free_fragments", "ch03_register_blocking", "thread_tile_2d_conflict_free", (
+        Hole("const int tr = threadIdx.x / (BN / TN);  // this thread's first row; its TM rows lie BM / TM apart",
+             "tr, this thread's first row of the block's C tile (which TM rows does it own?)"),
+        Hole(SPREAD_COL, "tc, its first column (which TN columns?)"),
+        Hole("for (int i = 0; i < TM; ++i) a[i] = As[tr + i * (BM / TM)][kk];  // a warp's rows: BK words apart",
+             "a[i]: A at this kk for the thread's i-th row"),
+        Hole(SPREAD_B, "b[j]: B at this kk for its j-th column"),
+        Hole(SPREAD_STORE, "store acc[i][j] at its i-th row and j-th column (store_c in tiles.cuh checks the edges "
+                           "of C)"),
+    ), (Mistake(SPREAD_COL, "const int tc = threadIdx.x % TN;", ("never written",)),  # threads share columns
+        # kernel 05's store and read of B, kept: two threads store to one output, or a thread reads other columns
+        Mistake(SPREAD_STORE, "store_c(C, row0 + tr + i, col0 + tc + j, M, N, alpha, beta, acc[i][j]);", ("indices",)),
+        Mistake(SPREAD_B, "for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tc + j];", ("indices",))),
+        {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}),  # the chapter's tile, whose wavefronts the page counts
     KernelExercise("transposing_store_of_b", "ch04_vectorized", "vectorized_colmajor", (
         Hole("const int r = i / (BM / 4), c = i % (BM / 4) * 4;  // a float4 of row k0 + r of A^T: column k0 + r of A",
              "which float4 of the A tile this i is: consecutive i, consecutive addresses of A"),

@@ -74,26 +74,6 @@ def _warp_dot() -> Variant:
         rules=(families.positive("WARPS"), *families.block_limits(threads, lambda p: 0)))
 
 
-def _thread_tile_1d_n() -> Variant:
-    """Chapter 3's 1-D thread tile turned along N: each thread computes TN consecutive outputs of one row."""
-    def threads(p: Params) -> int:
-        return p["BM"] * (p["BN"] // p["TN"])
-
-    def smem(p: Params) -> int:
-        return 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])
-
-    limits = families.block_limits(threads, smem)
-    return _variant(
-        "thread_tile_1d", "thread_tile_1d_n", "03_thread_tile_1d_n.cu", "1-D thread tile along N",
-        "each thread computes TN consecutive outputs of a row from registers",
-        choices={"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (8, 16, 32), "TN": (4, 8, 16)},
-        defaults={"BM": 64, "BN": 64, "BK": 8, "TN": 8}, threads=threads, smem_bytes=smem,
-        rules=(families.positive("BM", "BN", "BK", "TN"),
-               Rule("TN must divide BN (each thread owns TN whole columns of the tile)",
-                    lambda p: p["BN"] % p["TN"] == 0),
-               Rule("at most 512 threads per block, as for chapter 3's kernels", lambda p: threads(p) <= 512), *limits))
-
-
 def _smem_tiled_wide() -> Variant:
     """Chapter 2's tiling with a tile twice as wide as the block: each thread computes two outputs of its row."""
     def smem(p: Params) -> int:
@@ -175,7 +155,12 @@ def _ozaki_by_thread() -> Variant:
 VARIANTS = {v.spec.name: v for v in (
     _warp_dot(),
     _smem_tiled_wide(),
-    _thread_tile_1d_n(),
+    _variant("thread_tile_2d", "thread_tile_2d_conflict_free", "03_thread_tile_2d_conflict_free.cu",
+             "2-D thread tile, conflict-free fragment reads",
+             "chapter 3's 2-D thread tile with the rows and columns each thread owns chosen so that, at the chapter's "
+             "tile, a warp's 32-bit fragment reads take one shared-memory wavefront each",
+             cause="a thread stores its sums at other rows or columns of C than those it read of A and B: check the "
+                   "indices of As in a[i], of Bs in b[j] and of C in the store, for the same i and j"),
     _variant("vectorized", "vectorized_colmajor", "04_vectorized_colmajor.cu", "Vectorized, A and B column-major",
              "chapter 4's float4 copies and tiles with A and B column-major: B's copy now transposes", ("A", "B")),
     _multistage_full_ring(),
