@@ -539,6 +539,12 @@ SPREAD_COL = "const int tc = threadIdx.x % (BN / TN);  // its first column; its 
 SPREAD_B = "for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tc + j * (BN / TN)];  // a warp's columns: neighbouring words"
 SPREAD_STORE = "store_c(C, row0 + tr + i * (BM / TM), col0 + tc + j * (BN / TN), M, N, alpha, beta, acc[i][j]);"
 
+BLOCK_INDEX = "const int r = i / (BK / 4) * 4, c = i % (BK / 4) * 4;  // block (r, c); i + 1: the next four k-values"
+BLOCK_LOADS = tuple(f"const float4 v{q} = load4(A, row0 + r + {q}, k0 + c, M, K, vec_a);"
+                    + ("  // vq: row q of the block, four k-values" if q == 0 else "") for q in range(4))
+BLOCK_STORES = tuple(f"*reinterpret_cast<float4*>(&As[c + {q}][r]) = make_float4(v0.{x}, v1.{x}, v2.{x}, v3.{x});"
+                     + ("  // the block's k = c: four m" if q == 0 else "") for q, x in enumerate("xyzw"))
+
 KERNEL_EXERCISES = {e.name: e for e in (
     KernelExercise("warp_per_output", "ch01_naive_coalesced", "warp_dot", (
         Hole("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;",
@@ -591,24 +597,23 @@ KERNEL_EXERCISES = {e.name: e for e in (
         Mistake(SPREAD_STORE, "store_c(C, row0 + tr + i, col0 + tc + j, M, N, alpha, beta, acc[i][j]);", ("indices",)),
         Mistake(SPREAD_B, "for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tc + j];", ("indices",))),
         {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}),  # the chapter's tile, whose wavefronts the page counts
-    KernelExercise("transposing_store_of_b", "ch04_vectorized", "vectorized_colmajor", (
-        Hole("const int r = i / (BM / 4), c = i % (BM / 4) * 4;  // a float4 of row k0 + r of A^T: column k0 + r of A",
-             "which float4 of the A tile this i is: consecutive i, consecutive addresses of A"),
-        Hole("*reinterpret_cast<float4*>(&As[r][c]) = load4(A, k0 + r, row0 + c, K, M, vec_a);  // already As[k][m]",
-             "copy it into As[k][m] (load4 in tiles.cuh reads four floats of a row-major matrix, zeros outside)"),
-        Hole("const int r = i / (BK / 4), c = i % (BK / 4) * 4;  "
-             "// a float4 of row col0 + r of B^T: k0 + c .. k0 + c + 3",
-             "which float4 of the B tile this i is: consecutive i, consecutive addresses of B"),
-        Hole("const float4 v = load4(B, col0 + r, k0 + c, N, K, vec_b);", "load it into v"),
-        Hole("Bs[c + 0][r] = v.x;  // the transposing store, now of B", "store v into Bs[k][n]: its first value"),
-        Hole("Bs[c + 1][r] = v.y;", "(second value)"),
-        Hole("Bs[c + 2][r] = v.z;", "(third value)"),
-        Hole("Bs[c + 3][r] = v.w;", "(fourth value)"),
-    ), (Mistake("Bs[c + 1][r] = v.y;", "Bs[c + 1][r] = v.x;", ("indices", "wrong")),
-        Mistake("*reinterpret_cast<float4*>(&As[r][c]) = load4(A, k0 + r, row0 + c, K, M, vec_a);  // already As[k][m]",
-                "*reinterpret_cast<float4*>(&As[r][c]) = load4(A, row0 + c, k0 + r, M, K, vec_a);",
-                ("indices", "NaN", "wrong"))),
-        {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 8}),
+    KernelExercise("transpose_in_registers", "ch04_vectorized", "vectorized_4x4_transpose", (
+        Hole(BLOCK_INDEX, "which 4 x 4 block of the A tile this i takes: its first row r and first k-value c\n"
+                          "(which order keeps a warp's loads of A on whole sectors?)"),
+        Hole(BLOCK_LOADS[0], "load the block's four rows of A into v0 .. v3, one float4 each\n"
+                             "(load4 in tiles.cuh: zeros outside A, scalar loads where K % 4 != 0)"),
+        *(Hole(line, "") for line in BLOCK_LOADS[1:]),
+        Hole(BLOCK_STORES[0], "store the block transposed into As[k][m]: four aligned float4 stores\n"
+                              "(make_float4(x, y, z, w) builds one from four floats)"),
+        *(Hole(line, "") for line in BLOCK_STORES[1:]),
+    ), (Mistake("\n      ".join(BLOCK_STORES),  # stored as loaded: each row of the block lands in a row of As
+                "\n      ".join(f"*reinterpret_cast<float4*>(&As[c + {q}][r]) = v{q};" for q in range(4)),
+                ("4 x 4 block",)),
+        # kernel 06's index: blocks one row apart overlap; the tile's rows from BM / 4 + 3 on are never written
+        Mistake(BLOCK_INDEX, "const int r = i / (BK / 4), c = i % (BK / 4) * 4;", ("4 x 4 block",)),
+        # a slip in four near-identical lines: row c + 2 of As gets the block's column c + 1 again
+        Mistake(BLOCK_STORES[2], BLOCK_STORES[2].replace(".z", ".y"), ("4 x 4 block",))),
+        {"BM": 64, "BN": 64, "BK": 32, "TM": 8, "TN": 8}),
     KernelExercise("full_ring", "ch06_prefetch", "multistage_full_ring", (
         Hole(RING_LOOP[0], "step t's body, every line, in an order that is right. Step t needs its tiles landed\n"
              "(wait_copies<N>() returns once at most N of this thread's copy groups are in flight), its FFMAs\n"

@@ -87,6 +87,20 @@ def _smem_tiled_wide() -> Variant:
         rules=(families.positive("BM", "BN", "BK"), *families.block_limits(base.threads, smem)))
 
 
+def _vectorized_4x4_transpose() -> Variant:
+    """Chapter 4's kernel 06 with its transposing store of A in float4s: 4 x 4 blocks transposed in registers."""
+    base = catalog.get("vectorized")
+    return _variant(
+        "vectorized", "vectorized_4x4_transpose", "04_vectorized_4x4_transpose.cu", "Vectorized, A stored in float4s",
+        "kernel 06 copying A in 4 x 4 blocks: four float4 loads, a transpose in registers, four float4 stores",
+        rules=(*base.rules, Rule("BM and BK must be multiples of 4 (the copy of A takes the tile in whole 4 x 4 "
+                                 "blocks, stored as float4s that must start 16-byte aligned)",
+                                 lambda p: p["BM"] % 4 == 0 and p["BK"] % 4 == 0)),
+        cause="the copy of A leaving As wrong or partly unwritten (shared memory that no thread wrote holds anything, "
+              "NaN too): one i per 4 x 4 block of the A tile, its four rows loaded and stored transposed, so that "
+              "As[k][m] = A(row0 + m, k0 + k)")
+
+
 def _multistage_full_ring() -> Variant:
     """Chapter 6's cp.async pipeline with all STAGES buffers in flight: kernel 09's spec, rules and shared memory."""
     return _variant(
@@ -161,8 +175,7 @@ VARIANTS = {v.spec.name: v for v in (
              "tile, a warp's 32-bit fragment reads take one shared-memory wavefront each",
              cause="a thread stores its sums at other rows or columns of C than those it read of A and B: check the "
                    "indices of As in a[i], of Bs in b[j] and of C in the store, for the same i and j"),
-    _variant("vectorized", "vectorized_colmajor", "04_vectorized_colmajor.cu", "Vectorized, A and B column-major",
-             "chapter 4's float4 copies and tiles with A and B column-major: B's copy now transposes", ("A", "B")),
+    _vectorized_4x4_transpose(),
     _multistage_full_ring(),
     _warp_tiling_along_k(),
     _ring_producer(),
