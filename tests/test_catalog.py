@@ -41,7 +41,8 @@ def test_the_step_parts_share_the_vectorized_kernels_tile_rules():
     parts, vec = catalog.get("vectorized_parts"), catalog.get("vectorized")
     flags = ("SPACED_B", "TRANSPOSED_A")
     assert parts.source == vec.source and {k: v for k, v in parts.defaults.items() if k not in flags} == vec.defaults
-    assert parts.name_expression({"SPACED_B": 0, "TRANSPOSED_A": 0}) == "sgemm_vectorized_parts<128, 128, 32, 8, 8, 0, 0>"
+    assert parts.name_expression({"SPACED_B": 0, "TRANSPOSED_A": 0}) == \
+        "sgemm_vectorized_parts<128, 128, 32, 8, 8, 0, 0>"
     with pytest.raises(ValueError, match="multiples of 4"):
         catalog.validate("vectorized_parts", {"BK": 6, "SPACED_B": 0})
 
