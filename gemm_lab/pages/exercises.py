@@ -307,8 +307,9 @@ def finished(shape: Shape, within: float = HANG_S, is_done: Callable[[], bool] |
                        "needs milliseconds: a thread waits for what never comes (an mbarrier wait whose phase no "
                        "arrival completes: a wrong parity, an arrival count larger than the arrivals, more bytes "
                        "expected than land; a __syncthreads that some threads never reach; or a loop that never "
-                       "ends). The GPU still runs it and cannot be stopped from here: restart the Python kernel "
-                       "before you use the GPU again")
+                       "ends; or a fault that stopped it, such as a float4 access at an address that is not a multiple "
+                       "of 16 bytes, which CUDA names only at the next call). The GPU may still run it and cannot be "
+                       "stopped from here: restart the Python kernel before you use the GPU again")
         time.sleep(POLL_S)
 
 
@@ -609,8 +610,8 @@ KERNEL_EXERCISES = {e.name: e for e in (
     ), (Mistake("\n      ".join(BLOCK_STORES),  # stored as loaded: each row of the block lands in a row of As
                 "\n      ".join(f"*reinterpret_cast<float4*>(&As[c + {q}][r]) = v{q};" for q in range(4)),
                 ("4 x 4 block",)),
-        # kernel 06's index: blocks one row apart overlap; the tile's rows from BM / 4 + 3 on are never written
-        Mistake(BLOCK_INDEX, "const int r = i / (BK / 4), c = i % (BK / 4) * 4;", ("4 x 4 block",)),
+        # not planted: a wrong block index (kernel 06's r = i / (BK / 4), say) misaligns a float4 access, a fault that
+        # ends the process's CUDA context, not a diagnosis
         # a slip in four near-identical lines: row c + 2 of As gets the block's column c + 1 again
         Mistake(BLOCK_STORES[2], BLOCK_STORES[2].replace(".z", ".y"), ("4 x 4 block",))),
         {"BM": 64, "BN": 64, "BK": 32, "TM": 8, "TN": 8}),
