@@ -605,6 +605,25 @@ def _ozaki() -> KernelSpec:
 
 # The shares the intro, README and scoreboard lead with, at each kernel's defaults (benchmarks/retime.py re-times them):
 # their races take turns.LONG_TURNS.
+def _pipelined_parts() -> KernelSpec:
+    """Chapter 7b's steps part by part (see the top of kernels/10b_pipelined_warp_tiling.cu): kernel 10b without ptxas'
+    register-usage level, with kernel 10b's lanes or kernel 10's (LANES) and volatile or plain fragment loads
+    (VOLATILE); both 0 is step 1 alone. Raced at its defaults and these switches only, so it offers kernel 10b's
+    swept tiles, not its whole space (the exhaustive tier compiles every offered instance)."""
+    base = _pipelined_warp_tiling()
+    return dataclasses.replace(
+        base, name="pipelined_parts", function="sgemm_pipelined_parts", title="Warp tiling, cp.async, step 2 in parts",
+        ptxas_options=(),
+        choices={"BM": (64, 128), "BN": (128, 256), "BK": (8,), "WM": (32, 64), "WN": (32, 64), "TM": (8,),
+                 "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0, 1), "STREAM": (0, 1), "LANES": (0, 1),
+                 "VOLATILE": (0, 1)},
+        defaults={**base.defaults, "LANES": 0, "VOLATILE": 0},
+        rules=(*base.rules, flag("LANES", "kernel 10's lanes", "kernel 10b's"),
+               flag("VOLATILE", "plain fragment loads", "volatile ones")),
+        notes="kernel 10b at ptxas' default register-usage level, with or without its lanes and its volatile fragment "
+              "loads")
+
+
 KERNELS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
@@ -695,15 +714,7 @@ KERNELS: dict[str, KernelSpec] = {
             "BM BN BK TM TN SPACED_B TRANSPOSED_A", "float4 global accesses, with A's tile stored as its rows lie "
             "(TRANSPOSED_A 0) or transposed (1), and B's fragment reads side by side (SPACED_B 0) or spaced (1)",
             "ch04_vectorized", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
-        dataclasses.replace(  # chapter 7b's step 1 alone (see the top of its .cu file)
-            _pipelined_warp_tiling(), name="pipelined_step1", function="sgemm_pipelined_step1",
-            title="Warp tiling, cp.async with kernel 10's lanes", ptxas_options=(),
-            # raced at its defaults only: offer kernel 10b's swept tiles, not its whole space (the exhaustive tier
-            # compiles every offered instance)
-            choices={"BM": (64, 128), "BN": (128, 256), "BK": (8,), "WM": (32, 64), "WN": (32, 64), "TM": (8,),
-                     "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0, 1), "STREAM": (0, 1)},
-            notes="kernel 10b without its step 2: kernel 10's lane grid, plain fragment loads, ptxas' default "
-                  "register-usage level"),
+        _pipelined_parts(),  # chapter 7b's steps part by part
     )
 }
 

@@ -22,8 +22,9 @@
 // Fragment loads are volatile: ptxas keeps them where the source puts them, a whole k ahead of their FFMAs,
 // rather than moving them close to their first use, where two warps per scheduler cannot hide their latency.
 // The catalog compiles this file with ptxas' --register-usage-level=10, which lets those fragments stay live.
-// sgemm_pipelined_step1 is chapter 7b's first step alone: the cp.async pipeline with kernel 10's lanes and plain
-// fragment loads (STEP2 = false), compiled without that ptxas option, so that the step can be timed by itself.
+// sgemm_pipelined_parts times chapter 7b's steps part by part: compiled without that ptxas option, with kernel 10b's
+// lanes or kernel 10's (LANES 1 or 0) and volatile or plain fragment loads (VOLATILE 1 or 0); LANES = VOLATILE = 0 is
+// step 1 alone, the cp.async pipeline with kernel 10's lanes.
 // Tile order: consecutive tile indices walk down GROUP block rows before moving right, so the blocks in
 // flight share rows of A and columns of B in L2.
 // STREAM = 1 (stream-K): with one block per tile, the last wave of tiles leaves SMs idle (512 tiles of
@@ -109,9 +110,10 @@ __device__ __forceinline__ void add4(float* __restrict__ C, int r, int c, int M,
 
 // C = alpha * (the product of tile `id` over k-steps [first, first + steps)) + beta * C over the tile, through the
 // cp.async pipeline. With STREAM, a share of a tile (fewer than all steps) is added into C under the tile's lock.
-// STEP2 false: kernel 10's lanes and plain fragment loads (sgemm_pipelined_step1).
+// PARTS: step 2's parts it takes (see the top of the file), 1 kernel 10b's lanes and 2 volatile fragment loads; 3 is
+// kernel 10b, 0 kernel 10's lanes and plain loads.
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM, bool VEC,
-          bool STEP2 = true>
+          int PARTS = 3>
 __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                 const float* __restrict__ B, float beta, float* __restrict__ C,
                                                 int id, int first, int steps) {
@@ -120,6 +122,7 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
   constexpr int A_STAGE = ALONG_K ? BM * LDA : BK * LDA, B_STAGE = BK * BN;
   constexpr int LANES_M = WM / TM;  // the lane grid is LANES_M x (32 / LANES_M): 8 x 4 or 4 x 8
   constexpr int STRIDE_M = WM / (TM / 4), STRIDE_N = WN / (TN / 4);  // between a lane's groups of four
+  constexpr bool LANES = PARTS & 1, VOLATILE = (PARTS & 2) != 0;
   extern __shared__ __align__(16) float smem[];
   float* const As = smem;
   float* const Bs = smem + STAGES * A_STAGE;
@@ -130,9 +133,9 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
   const int row0 = (first_row + id % per_group % rows_here) * BM, col0 = id % per_group / rows_here * BN;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // see the top of the file; without STEP2 kernel 10's lanes, every quarter-warp reading all 8 x all 4
-  const int wide = STEP2 ? lane / 8 % 2 * 4 + lane % 4 : lane % 8;
-  const int narrow = STEP2 ? lane / 16 * 2 + lane / 4 % 2 : (lane / 8 + lane % 8) % 4;
+  // see the top of the file; without LANES kernel 10's lanes, every quarter-warp reading all 8 x all 4
+  const int wide = LANES ? lane / 8 % 2 * 4 + lane % 4 : lane % 8;
+  const int narrow = LANES ? lane / 16 * 2 + lane / 4 % 2 : (lane / 8 + lane % 8) % 4;
   const int lane_m = LANES_M == 8 ? wide : narrow, lane_n = LANES_M == 8 ? narrow : wide;
   // this lane's first row: its TM rows are LANES_M apart along k, in groups of four STRIDE_M apart transposed
   const int row = warp / (BN / WN) * WM + (ALONG_K ? lane_m : lane_m * 4);
@@ -164,19 +167,19 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
   float a[2][TM];
   float b[2][TN];  // row kk of the B tile at this lane's columns, and row kk + 1
   auto load_a4 = [&](int i, const float* as, int k4) {
-    a4[i] = load_shared4<STEP2>(as + row_of(i) * LDA + k4);
+    a4[i] = load_shared4<VOLATILE>(as + row_of(i) * LDA + k4);
   };
   auto load_column = [&](float (&to)[TM], const float* as_row) {
 #pragma unroll
     for (int g = 0; g < TM / 4; ++g) {
-      const float4 v = load_shared4<STEP2>(as_row + row + g * STRIDE_M);
+      const float4 v = load_shared4<VOLATILE>(as_row + row + g * STRIDE_M);
       to[4 * g] = v.x, to[4 * g + 1] = v.y, to[4 * g + 2] = v.z, to[4 * g + 3] = v.w;
     }
   };
   auto load_b = [&](float (&to)[TN], const float* bs_row) {
 #pragma unroll
     for (int h = 0; h < TN / 4; ++h) {
-      const float4 v = load_shared4<STEP2>(bs_row + col + h * STRIDE_N);
+      const float4 v = load_shared4<VOLATILE>(bs_row + col + h * STRIDE_N);
       to[4 * h] = v.x, to[4 * h + 1] = v.y, to[4 * h + 2] = v.z, to[4 * h + 3] = v.w;
     }
   };
@@ -261,7 +264,7 @@ __device__ __forceinline__ void pipelined_block(int M, int N, int K, float alpha
 // Stream-K (see the top of the file): this block's run of k-steps over the shared tiles, a piece per tile, then
 // every G-th whole tile after them. Thread 0 works out each piece from the launch's constants into shared memory,
 // so that the schedule keeps no registers live across the main loop.
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, bool VEC, bool STEP2>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, bool VEC, int PARTS>
 __device__ __forceinline__ void stream_k(int M, int N, int K, float alpha, const float* __restrict__ A,
                                          const float* __restrict__ B, float beta, float* __restrict__ C) {
   __shared__ long long next_unit;  // this block's next k-step in the run over the shared tiles
@@ -292,42 +295,44 @@ __device__ __forceinline__ void stream_k(int M, int N, int K, float alpha, const
     __syncthreads();
     const int id = piece[0], first = piece[1], steps = piece[2];
     if (steps < 0) return;
-    pipelined_block<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, 1, VEC, STEP2>(M, N, K, alpha, A, B, beta, C, id,
+    pipelined_block<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, 1, VEC, PARTS>(M, N, K, alpha, A, B, beta, C, id,
                                                                                first, steps);
     __syncthreads();  // every warp is done with the pipeline's buffers and with piece[] before they change
   }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, bool VEC, bool STEP2>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, bool VEC, int PARTS>
 __device__ __forceinline__ void pipelined_gemm(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                const float* __restrict__ B, float beta, float* __restrict__ C,
                                                bool stream) {
   if (stream)
-    stream_k<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, VEC, STEP2>(M, N, K, alpha, A, B, beta, C);
+    stream_k<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, VEC, PARTS>(M, N, K, alpha, A, B, beta, C);
   else  // one block per tile
-    pipelined_block<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, 0, VEC, STEP2>(
+    pipelined_block<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, 0, VEC, PARTS>(
         M, N, K, alpha, A, B, beta, C, blockIdx.y * gridDim.x + blockIdx.x, 0, (K + BK - 1) / BK);
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM, bool STEP2>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM, int PARTS>
 __device__ __forceinline__ void pipelined_entry(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                 const float* __restrict__ B, float beta, float* __restrict__ C) {
   if (K % 4 == 0 && N % 4 == 0)  // rows of A and B are whole float4s
-    pipelined_gemm<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, true, STEP2>(M, N, K, alpha, A, B, beta, C, STREAM);
+    pipelined_gemm<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, true, PARTS>(M, N, K, alpha, A, B, beta, C, STREAM);
   else
-    pipelined_gemm<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, false, STEP2>(M, N, K, alpha, A, B, beta, C, STREAM);
+    pipelined_gemm<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, false, PARTS>(M, N, K, alpha, A, B, beta, C, STREAM);
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 sgemm_pipelined_warp_tiling(int M, int N, int K, float alpha, const float* __restrict__ A,
                             const float* __restrict__ B, float beta, float* __restrict__ C) {
-  pipelined_entry<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, STREAM, true>(M, N, K, alpha, A, B, beta, C);
+  pipelined_entry<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, STREAM, 3>(M, N, K, alpha, A, B, beta, C);
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int ALONG_K, int STREAM, int LANES,
+          int VOLATILE>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
-sgemm_pipelined_step1(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+sgemm_pipelined_parts(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
                       float beta, float* __restrict__ C) {
-  pipelined_entry<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, STREAM, false>(M, N, K, alpha, A, B, beta, C);
+  pipelined_entry<BM, BN, BK, WM, WN, TM, TN, STAGES, ALONG_K, STREAM, LANES + 2 * VOLATILE>(M, N, K, alpha, A, B,
+                                                                                             beta, C);
 }

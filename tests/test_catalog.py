@@ -47,16 +47,20 @@ def test_the_step_parts_share_the_vectorized_kernels_tile_rules():
         catalog.validate("vectorized_parts", {"BK": 6, "SPACED_B": 0})
 
 
-def test_step1_alone_is_kernel_10b_without_its_ptxas_option():
-    """Chapter 7b's step 1 alone (`plan.PIPELINED_STEP1`): kernel 10b's file, tiles and rules, another entry point
-    (kernel 10's lanes, plain loads) and ptxas' default register-usage level."""
-    step1, b = catalog.get("pipelined_step1"), catalog.get("pipelined_warp_tiling")
-    assert step1.source == b.source and step1.defaults == b.defaults
-    assert [r.why for r in step1.rules] == [r.why for r in b.rules]
-    assert b.ptxas_options and not step1.ptxas_options
-    assert step1.name_expression({}) == "sgemm_pipelined_step1<128, 256, 8, 64, 64, 8, 16, 2, 0, 0>"
+def test_step_2s_parts_are_kernel_10b_without_its_ptxas_option():
+    """Chapter 7b's steps part by part (`plan.PIPELINED_PARTS`): kernel 10b's file, tiles and rules, another entry
+    point whose LANES and VOLATILE switch step 2's lanes and volatile loads (both 0: step 1 alone), and ptxas' default
+    register-usage level."""
+    parts, b = catalog.get("pipelined_parts"), catalog.get("pipelined_warp_tiling")
+    assert parts.source == b.source and {k: v for k, v in parts.defaults.items() if k not in ("LANES", "VOLATILE")} \
+        == b.defaults
+    assert [r.why for r in parts.rules][:len(b.rules)] == [r.why for r in b.rules]
+    assert b.ptxas_options and not parts.ptxas_options
+    assert parts.name_expression({}) == "sgemm_pipelined_parts<128, 256, 8, 64, 64, 8, 16, 2, 0, 0, 0, 0>"
     with pytest.raises(ValueError, match="8 x 4 or 4 x 8"):
-        catalog.validate("pipelined_step1", {"TM": 4})
+        catalog.validate("pipelined_parts", {"TM": 4})
+    with pytest.raises(ValueError, match="VOLATILE must be 0"):
+        catalog.validate("pipelined_parts", {"VOLATILE": 2})
 
 
 def test_unknown_names_are_refused():

@@ -97,8 +97,8 @@ def test_kernel_10b_numbers_its_lanes_in_quarter_warps_of_4_x_2():
     """Kernel 10b's lane code (mirrored by lane_position): a bijection onto the lane grid, and each quarter-warp
     4 lanes along the wide side by 2 along the narrow one."""
     source = catalog.get("pipelined_warp_tiling").path.read_text()
-    assert "wide = STEP2 ? lane / 8 % 2 * 4 + lane % 4 : lane % 8;" in source  # STEP2 false: kernel 10's lanes
-    assert "narrow = STEP2 ? lane / 16 * 2 + lane / 4 % 2 : (lane / 8 + lane % 8) % 4;" in source
+    assert "wide = LANES ? lane / 8 % 2 * 4 + lane % 4 : lane % 8;" in source  # LANES false: kernel 10's lanes
+    assert "narrow = LANES ? lane / 16 * 2 + lane / 4 % 2 : (lane / 8 + lane % 8) % 4;" in source
     for params in SHAPES:
         owned = [diagrams.lane_position(lane, params, "pipelined_warp_tiling") for lane in range(32)]
         lanes_m, lanes_n = params["WM"] // params["TM"], params["WN"] // params["TN"]

@@ -97,18 +97,20 @@ STEP_PARTS_GPU = "NVIDIA H200"
 # Chapter 9's step 1 also swaps chapter 8a's 128 x 256 tile for kernel 14's 256 x 128: kernel 12 raced on that tile
 # alone, at STEP_PARTS_SIZE on STEP_PARTS_GPU only (`gemm-lab record --only headline --chapter ch08a_wgmma`).
 HOPPER_TILE_PART = ("wgmma_tf32", {"BM": 256, "BN": 128, "STAGES": 4})
-# Chapter 7b's step 1 alone: kernel 10b's cp.async pipeline with kernel 10's lanes and plain fragment loads, raced at
-# STEP_PARTS_SIZE on STEP_PARTS_GPU only, with kernels 10 and 10b's headline races
-# (`gemm-lab record --only headline --chapter ch07_warp_tiling --chapter ch07b_pipelined_warp_tiling`).
-PIPELINED_STEP1 = ("pipelined_step1", {})
+# Chapter 7b's steps 1 and 2 part by part, from kernel 10 to kernel 10b: step 1 alone (kernel 10b's cp.async pipeline
+# with kernel 10's lanes and plain fragment loads), + kernel 10b's lanes, + volatile fragment loads (then + ptxas'
+# register-usage level is kernel 10b), raced at STEP_PARTS_SIZE on STEP_PARTS_GPU only, with kernels 10 and 10b's
+# headline races (`gemm-lab record --only headline --chapter ch07_warp_tiling --chapter ch07b_pipelined_warp_tiling`).
+PIPELINED_PARTS = (("pipelined_parts", {}), ("pipelined_parts", {"LANES": 1}),
+                   ("pipelined_parts", {"LANES": 1, "VOLATILE": 1}))
 # Kernels the book has recorded on one GPU only: tests ask no other GPU's records of them.
-RECORDED_ONLY_ON = {"vectorized_parts": STEP_PARTS_GPU, "pipelined_step1": STEP_PARTS_GPU}
+RECORDED_ONLY_ON = {"vectorized_parts": STEP_PARTS_GPU, "pipelined_parts": STEP_PARTS_GPU}
 
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *((name, p, STEP_PARTS_SIZE) for name, p in STEP_PARTS[:-1]),  # the step's last rung is a headline case
     (*HOPPER_TILE_PART, STEP_PARTS_SIZE),
-    (*PIPELINED_STEP1, STEP_PARTS_SIZE),
+    *((name, p, STEP_PARTS_SIZE) for name, p in PIPELINED_PARTS),
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
     ("bank_conflicts", {"LAYOUT": 1}, 4096),
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch
