@@ -114,7 +114,8 @@ def test_sass_is_disassembled_once_per_cubin(tmp_path, monkeypatch):
 
 
 def test_the_step_parts_passes():
-    """Chapter 4's step in parts: float4 copies, then A transposed, keep the 2-D kernel's passes per warp FFMA (the
+    """Chapter 4's step in parts, from the 2-D kernel at BK 32: float4 copies, then A transposed, keep the 2-D kernel's
+    passes per warp FFMA (the
     compiled 2-D loop already reads four k-values of A's row per 128-bit load); the spaced reads of B take them to the
     vectorized kernel's (12 passes for 64 warp FFMAs a step kk)."""
     def per_ffma(kernel, params):
@@ -124,5 +125,5 @@ def test_the_step_parts_passes():
 
     from gemm_lab.lab import plan
     got = [per_ffma(k, q) for k, q in plan.STEP_PARTS]
-    assert got == [0.3125, 0.3125, 0.3125, 0.1875]
+    assert got[1:] == [0.3125, 0.3125, 0.3125, 0.1875]
     assert per_ffma("vectorized_parts", {"SPACED_B": 1}) == per_ffma("vectorized", {})

@@ -114,11 +114,13 @@ _FILE_SHOWN: dict[Path, Listing] = {}
 
 
 def changes(kernel: str, against: str | None = None, *, function: str | None = None,
-            against_function: str | None = None, whole_file: bool = False, context: int = 3) -> Listing:
+            against_function: str | None = None, whole_file: bool = False, context: int = 3, skip: str = "",
+            skipped: str = "not shown") -> Listing:
     """What is new in `kernel` against `against` (default: the kernel before it in the catalog's order): a diff of
     the two kernel functions, `context` unchanged lines around each change. `function` diffs another function of
     the kernel's file (a device function doing the work) against `against_function` (default: the function of that
-    name in the other file if it has one, else its kernel); `whole_file` diffs the two files.
+    name in the other file if it has one, else its kernel); `whole_file` diffs the two files. `skip` leaves lines of
+    the new file out, as `excerpt` does (a switch the page does not discuss), `skipped` saying what they are.
 
         gl.changes("thread_tile_2d")                          # against thread_tile_1d, the kernel before it
         gl.changes("pipelined_warp_tiling", against="warp_tiling", function="pipelined_block",
@@ -159,6 +161,18 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
             continue
         shown += [Line(o0 + i, None, "-", old_lines[o0 + i - 1]) for i in range(i1, i2)]
         shown += [Line(None, n0 + j, "+", new_lines[n0 + j - 1]) for j in range(j1, j2)]
+    left_out = _line_numbers(skip)
+    if left_out - {x.new for x in shown}:
+        raise ValueError(f"skip={skip!r}: line(s) {sorted(left_out - {x.new for x in shown})} of {_name(spec.path)} "
+                         "are not shown")
+    folded: list[Line] = []
+    for x in shown:
+        if x.new not in left_out:
+            folded.append(x)
+        elif x.new - 1 not in left_out:  # the first line of a skipped run stands for the run
+            run = next(m for m in range(x.new, x.new + len(left_out) + 1) if m not in left_out) - x.new
+            folded.append(Line(None, None, "…", f"{run} line{'s' if run > 1 else ''} {skipped}"))
+    shown = folded
     if not any(x.kind in "+-" for x in shown):
         raise ValueError(f"{spec.name} and {old.name}: no line of "
                          f"{'the files' if whole_file else 'their kernel functions'} differs")
