@@ -82,11 +82,11 @@ SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
     "wgmma_ws_3xtf32": ({"SPLITTER": 1, "STORE": 1},),
 }
 
-# Chapter 4's step in its parts, each raced at STEP_PARTS_SIZE: the 2-D kernel of chapter 3 at its own tile (BK 8), then
-# at the step's default tile (BK 32), + float4 global accesses (vectorized_parts, TRANSPOSED_A 0 and SPACED_B 0: both tiles as chapter 3 lays them out),
-# + A transposed (TRANSPOSED_A 1), + B's fragment reads spaced (the vectorized kernel). Recorded on STEP_PARTS_GPU only
-# (the H100 was no longer available), where `gemm-lab record --only headline --chapter ch03_register_blocking
-# --chapter ch04_vectorized` races them.
+# Chapter 4's step in its parts, each raced at STEP_PARTS_SIZE: the 2-D kernel of chapter 3 at its own tile (BK 8),
+# then at the step's default tile (BK 32), + float4 global accesses (vectorized_parts, TRANSPOSED_A 0 and SPACED_B 0:
+# both tiles as chapter 3 lays them out), + A transposed (TRANSPOSED_A 1), + B's fragment reads spaced (the vectorized
+# kernel). Recorded on STEP_PARTS_GPU only (the H100 was no longer available), where `gemm-lab record --only headline
+# --chapter ch03_register_blocking --chapter ch04_vectorized` races them.
 VECTORIZED_TILE = catalog.get("vectorized").full_params()  # the step's tile: chapter 4's default
 STEP_PARTS = (("thread_tile_2d", {}), ("thread_tile_2d", VECTORIZED_TILE),
               ("vectorized_parts", {**VECTORIZED_TILE, "SPACED_B": 0, "TRANSPOSED_A": 0}),
