@@ -609,14 +609,11 @@ def _pipelined_parts() -> KernelSpec:
     """Chapter 7b's steps part by part (see the top of kernels/10b_pipelined_warp_tiling.cu): kernel 10b without ptxas'
     register-usage level, with kernel 10b's lanes or kernel 10's (LANES) and volatile or plain fragment loads
     (VOLATILE); both 0 is step 1 alone. Raced at its defaults and these switches only, so it offers kernel 10b's
-    swept tiles, not its whole space (the exhaustive tier compiles every offered instance)."""
+    default tile, not its whole space (the exhaustive tier compiles every offered instance)."""
     base = _pipelined_warp_tiling()
     return dataclasses.replace(
         base, name="pipelined_parts", function="sgemm_pipelined_parts", title="Warp tiling, cp.async, step 2 in parts",
-        ptxas_options=(),
-        choices={"BM": (64, 128), "BN": (128, 256), "BK": (8,), "WM": (32, 64), "WN": (32, 64), "TM": (8,),
-                 "TN": (8, 16), "STAGES": (2, 3), "ALONG_K": (0, 1), "STREAM": (0, 1), "LANES": (0, 1),
-                 "VOLATILE": (0, 1)},
+        ptxas_options=(), choices={**{k: (v,) for k, v in base.defaults.items()}, "LANES": (0, 1), "VOLATILE": (0, 1)},
         defaults={**base.defaults, "LANES": 0, "VOLATILE": 0},
         rules=(*base.rules, flag("LANES", "kernel 10's lanes", "kernel 10b's"),
                flag("VOLATILE", "plain fragment loads", "volatile ones")),
@@ -709,11 +706,16 @@ KERNELS: dict[str, KernelSpec] = {
             "add: FP32-level accuracy",
         ),
         _ozaki(),
-        _thread_tile(  # last, so that the kernels above keep their colours: chapter 4's step in parts
-            "vectorized_parts", "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, in parts",
-            "BM BN BK TM TN SPACED_B TRANSPOSED_A", "float4 global accesses, with A's tile stored as its rows lie "
-            "(TRANSPOSED_A 0) or transposed (1), and B's fragment reads side by side (SPACED_B 0) or spaced (1)",
-            "ch04_vectorized", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
+        dataclasses.replace(  # last, so that the kernels above keep their colours: chapter 4's step in parts
+            _thread_tile(
+                "vectorized_parts", "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, in parts",
+                "BM BN BK TM TN SPACED_B TRANSPOSED_A", "float4 global accesses, with A's tile stored as its rows lie "
+                "(TRANSPOSED_A 0) or transposed (1), and B's fragment reads side by side (SPACED_B 0) or spaced (1)",
+                "ch04_vectorized", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
+            # raced at chapter 4's tile only: offer it and a small odd one, not the whole space (the exhaustive tier
+            # compiles every offered instance)
+            choices={"BM": (64, 128), "BN": (32, 128), "BK": (8, 32), "TM": (4, 8), "TN": (8,), "SPACED_B": (0, 1),
+                     "TRANSPOSED_A": (0, 1)}),
         _pipelined_parts(),  # chapter 7b's steps part by part
     )
 }
