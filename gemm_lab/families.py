@@ -36,7 +36,6 @@ PROBES = {p.name: p for p in (
 )}
 
 
-
 def block_limits(spec_threads: Callable[[Params], int], smem: Callable[[Params], int],
                  dynamic: bool = False) -> tuple[Rule, ...]:
     """The threads a block may have, and the shared memory: static (48 KiB) or, for `dynamic`, sm_90's opt-in."""
@@ -82,16 +81,9 @@ def _square_block(name: str, function: str, source: str, title: str, notes: str)
         return 0
 
     return KernelSpec(
-        name=name, source=source, function=function, title=title,
-        choices={"BLOCK": (4, 8, 16, 32)},
-        defaults={"BLOCK": 32},
-        tile=lambda p: (p["BLOCK"], p["BLOCK"]),
-        threads=threads,
-        smem_bytes=smem,
-        rules=(positive("BLOCK"), *block_limits(threads, smem)),
-        chapter="ch01_naive_coalesced",
-        notes=notes,
-    )
+        name=name, source=source, function=function, title=title, choices={"BLOCK": (4, 8, 16, 32)},
+        defaults={"BLOCK": 32}, tile=lambda p: (p["BLOCK"], p["BLOCK"]), threads=threads, smem_bytes=smem,
+        rules=(positive("BLOCK"), *block_limits(threads, smem)), chapter="ch01_naive_coalesced", notes=notes)
 
 
 def _smem_tiled() -> KernelSpec:
@@ -102,19 +94,12 @@ def _smem_tiled() -> KernelSpec:
         return 4 * (p["BM"] * p["BK"] + p["BK"] * p["BN"])
 
     return KernelSpec(
-        name="smem_tiled",
-        source="kernels/03_smem_tiling.cu",
-        function="sgemm_smem_tiled",
+        name="smem_tiled", source="kernels/03_smem_tiling.cu", function="sgemm_smem_tiled",
         title="Shared-memory tiling",
         choices={"BM": (4, 8, 16, 32, 64), "BN": (4, 8, 16, 32, 64), "BK": (4, 8, 16, 32, 64)},
-        defaults={"BM": 32, "BN": 32, "BK": 32},
-        tile=lambda p: (p["BM"], p["BN"]),
-        threads=threads,
-        smem_bytes=smem,
-        rules=(positive("BM", "BN", "BK"), *block_limits(threads, smem)),
-        chapter="ch02_smem_tiling",
-        notes="one output per thread, so the block has BM*BN threads",
-    )
+        defaults={"BM": 32, "BN": 32, "BK": 32}, tile=lambda p: (p["BM"], p["BN"]), threads=threads, smem_bytes=smem,
+        rules=(positive("BM", "BN", "BK"), *block_limits(threads, smem)), chapter="ch02_smem_tiling",
+        notes="one output per thread, so the block has BM*BN threads")
 
 
 def flag(name: str, zero: str, one: str) -> Rule:
@@ -606,19 +591,16 @@ def _ozaki() -> KernelSpec:
 # The shares the intro, README and scoreboard lead with, at each kernel's defaults (benchmarks/retime.py re-times them):
 # their races take turns.LONG_TURNS.
 def _pipelined_parts() -> KernelSpec:
-    """Chapter 7b's steps part by part (see the top of kernels/10b_pipelined_warp_tiling.cu): kernel 10b without ptxas'
-    register-usage level, with kernel 10b's lanes or kernel 10's (LANES) and volatile or plain fragment loads
-    (VOLATILE); both 0 is step 1 alone. Raced at its defaults and these switches only, so it offers kernel 10b's
-    default tile, not its whole space (the exhaustive tier compiles every offered instance)."""
+    """Chapter 7b's steps part by part (top of kernels/10b_pipelined_warp_tiling.cu): kernel 10b's default tile at
+    ptxas' default register-usage level, with its lanes or kernel 10's (LANES) and volatile or plain fragment loads
+    (VOLATILE); both 0 is step 1 alone. Raced at that tile only, so it offers no other (the exhaustive tier compiles
+    every offered instance)."""
     base = _pipelined_warp_tiling()
     return dataclasses.replace(
         base, name="pipelined_parts", function="sgemm_pipelined_parts", title="Warp tiling, cp.async, step 2 in parts",
         ptxas_options=(), choices={**{k: (v,) for k, v in base.defaults.items()}, "LANES": (0, 1), "VOLATILE": (0, 1)},
-        defaults={**base.defaults, "LANES": 0, "VOLATILE": 0},
-        rules=(*base.rules, flag("LANES", "kernel 10's lanes", "kernel 10b's"),
-               flag("VOLATILE", "plain fragment loads", "volatile ones")),
-        notes="kernel 10b at ptxas' default register-usage level, with or without its lanes and its volatile fragment "
-              "loads")
+        defaults={**base.defaults, "LANES": 0, "VOLATILE": 0}, notes="kernel 10b at ptxas' default register level",
+        rules=(*base.rules, flag("LANES", "kernel 10's lanes", "kernel 10b's"), flag("VOLATILE", "plain", "volatile")))
 
 
 KERNELS: dict[str, KernelSpec] = {
@@ -706,14 +688,12 @@ KERNELS: dict[str, KernelSpec] = {
             "add: FP32-level accuracy",
         ),
         _ozaki(),
-        dataclasses.replace(  # last, so that the kernels above keep their colours: chapter 4's step in parts
-            _thread_tile(
+        dataclasses.replace(  # last, so that the kernels above keep their colours: chapter 4's step in parts, raced
+            _thread_tile(     # at chapter 4's tile only: it offers that and a small odd one (as _pipelined_parts)
                 "vectorized_parts", "kernels/06_vectorized.cu", "sgemm_vectorized_parts", "Vectorized, in parts",
-                "BM BN BK TM TN SPACED_B TRANSPOSED_A", "float4 global accesses, with A's tile stored as its rows lie "
-                "(TRANSPOSED_A 0) or transposed (1), and B's fragment reads side by side (SPACED_B 0) or spaced (1)",
-                "ch04_vectorized", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
-            # raced at chapter 4's tile only: offer it and a small odd one, not the whole space (the exhaustive tier
-            # compiles every offered instance)
+                "BM BN BK TM TN SPACED_B TRANSPOSED_A", "float4 copies; A's tile as its rows lie (TRANSPOSED_A 0) or "
+                "transposed; B's fragment reads side by side (SPACED_B 0) or spaced", "ch04_vectorized",
+                (_multiple_of_4("BK", "TM", "TN"),), bk=32),
             choices={"BM": (64, 128), "BN": (32, 128), "BK": (8, 32), "TM": (4, 8), "TN": (8,), "SPACED_B": (0, 1),
                      "TRANSPOSED_A": (0, 1)}),
         _pipelined_parts(),  # chapter 7b's steps part by part

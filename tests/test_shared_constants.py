@@ -522,9 +522,12 @@ def test_static_shared_memory_is_the_kernels_arrays(spec):
     arrays = re.findall(r"__shared__ (?:__align__\(\d+\) )?float \w+((?:\[[^\]]+\])+);", text)
     lda = re.search(r"template <int BM>\s+constexpr int LDA = ([^;]+);", text)  # kernel 10's padded row length
     layout = STATIC_LAYOUT.get(spec.name)
+    # template parameters left at their defaults (vectorized_block's TRANSPOSED_A = true, for kernel 06 and 07)
+    defaults = {name: int(value == "true") if value in ("true", "false") else int(value)
+                for name, value in re.findall(r"\b(?:bool|int) (\w+) = (true|false|\d+)[,>]", text)}
     for p in catalog.legal_grid(spec):
         pad = constants(block(text, rf"struct {layout} \{{"), **p)["PAD"] if layout else 0
-        scope = constants(text, **p) | {"PAD": pad}
+        scope = defaults | constants(text, **p) | {"PAD": pad}
         floats = 0
         for dims in arrays:
             dims = re.sub(r"LDA<BM>", f"({lda[1]})", dims) if lda else dims.replace("ALayout::PAD", "PAD")
