@@ -176,12 +176,12 @@ def _thread_tile(name: str, source: str, function: str, title: str, dims: str, n
         return math.ceil(p["BM"] * p["BK"] / (4 * threads(p))) + math.ceil(p["BK"] * p["BN"] / (4 * threads(p)))
 
     # Registers: the TM x TN accumulators, two sets of fragments (the compiler loads the next k's during the FFMAs),
-    # three more per row of A where cp.async leaves A row-major (a float4 holds four k-values), six per staged float4
-    # of the next tiles where prefetching (its four values, its address and bounds) and about 32 for addresses and
-    # indices. Calibrated on ptxas (NVRTC 13, sm_90) over the offered grids and instances beyond them.
+    # three more per row of A where A stays row-major (cp.async, TRANSPOSED_A 0: a float4 holds four k-values), six
+    # per staged float4 of the next tiles where prefetching (its four values, its address and bounds) and about 32 for
+    # addresses and indices. Calibrated on ptxas (NVRTC 13, sm_90) over the offered grids and instances beyond them.
     def need(p: Params) -> int:
-        return (p["TM"] * tn(p) + 2 * (p["TM"] + tn(p)) + 3 * p["TM"] * ("STAGES" in dims)
-                + 6 * staged(p) * ("PREFETCH" in dims) + 32)
+        row_major_a, prefetch = "STAGES" in dims or not p.get("TRANSPOSED_A", 1), "PREFETCH" in dims
+        return p["TM"] * tn(p) + 2 * (p["TM"] + tn(p)) + 3 * p["TM"] * row_major_a + 6 * staged(p) * prefetch + 32
 
     rules.append(Rule(
         "the TM x TN accumulators, two sets of fragments" + (" and the staged tiles" if "PREFETCH" in dims else "") +

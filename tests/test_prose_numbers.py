@@ -19,6 +19,7 @@ ALLOWED = {
     "700 W": "the H100 SXM's power limit (NVIDIA's data sheet)",
     "494.7 TFLOP/s": "NVIDIA's dense TF32 peak of the H100 SXM",
     "1,830 MHz": "the boost clock NVIDIA's TF32 peak is quoted at",
+    "15 MHz": "the step between the SM clocks an H100 or H200 offers (nvidia-smi -q -d SUPPORTED_CLOCKS)",
 }
 MAX_TYPED = 5
 EXEMPT = {"claims"}  # quotes published numbers as data
