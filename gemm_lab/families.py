@@ -694,7 +694,7 @@ KERNELS: dict[str, KernelSpec] = {
                 "BM BN BK TM TN SPACED_B TRANSPOSED_A", "float4 copies; A's tile as its rows lie (TRANSPOSED_A 0) or "
                 "transposed; B's fragment reads side by side (SPACED_B 0) or spaced", "ch04_vectorized",
                 (_multiple_of_4("BK", "TM", "TN"),), bk=32),
-            choices={"BM": (64, 128), "BN": (32, 128), "BK": (8, 32), "TM": (4, 8), "TN": (8,), "SPACED_B": (0, 1),
+            choices={"BM": (64, 128), "BN": (64, 128), "BK": (8, 32), "TM": (4, 8), "TN": (8,), "SPACED_B": (0, 1),
                      "TRANSPOSED_A": (0, 1)}),
         _pipelined_parts(),  # chapter 7b's steps part by part
     )
