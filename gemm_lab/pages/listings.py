@@ -165,14 +165,7 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
     if left_out - {x.new for x in shown}:
         raise ValueError(f"skip={skip!r}: line(s) {sorted(left_out - {x.new for x in shown})} of {_name(spec.path)} "
                          "are not shown")
-    folded: list[Line] = []
-    for x in shown:
-        if x.new not in left_out:
-            folded.append(x)
-        elif x.new - 1 not in left_out:  # the first line of a skipped run stands for the run
-            run = next(m for m in range(x.new, x.new + len(left_out) + 1) if m not in left_out) - x.new
-            folded.append(Line(None, None, "…", f"{run} line{'s' if run > 1 else ''} {skipped}"))
-    shown = folded
+    shown = _fold(shown, left_out, skipped)
     if not any(x.kind in "+-" for x in shown):
         raise ValueError(f"{spec.name} and {old.name}: no line of "
                          f"{'the files' if whole_file else 'their kernel functions'} differs")
@@ -218,16 +211,24 @@ def excerpt(source: str, *, function: str | None = None, start_at: str | None = 
                              f"{first}-{last}")
     if marked & left_out:
         raise ValueError(f"line(s) {sorted(marked & left_out)} are both highlighted and skipped")
-    shown: list[Line] = []
-    for n in range(first, last + 1):
-        if n not in left_out:
-            shown.append(Line(None, n, "!" if n in marked else " ", lines[n - 1]))
-        elif n - 1 not in left_out or n == first:  # the first line of a skipped run stands for the run
-            run = next(m for m in range(n, last + 2) if m not in left_out) - n
-            shown.append(Line(None, None, "…", f"{run} line{'s' if run > 1 else ''} {skipped}"))
+    shown = _fold([Line(None, n, "!" if n in marked else " ", lines[n - 1]) for n in range(first, last + 1)],
+                  left_out, skipped)
     part = f"{function}()" if function else f"lines {first}-{last}" if (first, last) != (1, len(lines)) else ""
     title = _name(path) + (f": {part}" if part else "")
     return Listing(title, path, None, tuple(shown), whole=(first, last) == (1, len(lines)) and not left_out)
+
+
+def _fold(shown: list[Line], left_out: set[int], skipped: str) -> list[Line]:
+    """`shown` with the lines whose new-file number is in `left_out` folded: each run of them becomes one line saying
+    how many, and `skipped` what they are."""
+    folded: list[Line] = []
+    for x in shown:
+        if x.new not in left_out:
+            folded.append(x)
+        elif x.new - 1 not in left_out:  # the first line of a run of numbers stands for the run
+            run = next(n for n in range(x.new, x.new + len(left_out) + 1) if n not in left_out) - x.new
+            folded.append(Line(None, None, "…", f"{run} line{'s' if run > 1 else ''} {skipped}"))
+    return folded
 
 
 def source_path(source: str) -> Path:
