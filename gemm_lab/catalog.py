@@ -98,12 +98,8 @@ def instance(
     smem_limit: int | None = None,
     cc: tuple[int, int] | None = None,
 ) -> Instance:
-    """Check parameters (and a problem shape) against the kernel's rules before anything compiles, and return the
-    validated `Instance`.
-
-    Raises `ValueError` naming the broken rule and the values that broke it. `smem_limit` and `cc`
-    (compute capability) describe the device when known.
-    """
+    """The validated `Instance`: parameters (and a problem shape) checked against the kernel's rules before anything
+    compiles; a `ValueError` names the broken rule and its values. `smem_limit`, `cc`: the device, if known."""
     spec = get(kernel)
     why = unsupported(spec, cc) if cc is not None else None
     if why:

@@ -96,12 +96,8 @@ def companions(inst: Instance) -> dict[str, Any]:
 
 
 def cubin_file(inst: Instance, arch: str) -> tuple[Path, str]:
-    """The cubin of a validated instance for `arch` on disk, and its kernel's mangled name; compiled only when
-    missing.
-
-    Needs no GPU, so worker processes can fill the cache while the GPU works. Files are written through a
-    rename, so a reader never sees half of one, and two processes compiling the same instance do no harm.
-    """
+    """The cubin of a validated instance for `arch` on disk, and its kernel's mangled name; compiled only when missing.
+    Needs no GPU, so workers fill the cache while the GPU works; written through a rename, never seen half-written."""
     path = cached_cubin(inst.spec, names_of(inst.spec, inst.params), arch)
     return path, path.with_suffix(".name").read_text().splitlines()[0]
 

@@ -39,21 +39,12 @@ PROBES = {p.name: p for p in (
 def block_limits(spec_threads: Callable[[Params], int], smem: Callable[[Params], int],
                  dynamic: bool = False) -> tuple[Rule, ...]:
     """The threads a block may have, and the shared memory: static (48 KiB) or, for `dynamic`, sm_90's opt-in."""
-    limit = Rule(
-        f"dynamic shared memory must fit in {DYNAMIC_SMEM_LIMIT} bytes ({DYNAMIC_SMEM_LIMIT // 1024} KiB) per block, "
-        "the H100's maximum with the opt-in", lambda p: smem(p) <= DYNAMIC_SMEM_LIMIT,
-    ) if dynamic else Rule(
-        f"static shared memory must fit in {STATIC_SMEM_LIMIT // 1024} KiB per block "
-        "(more needs dynamic shared memory and an opt-in)",
-        lambda p: smem(p) <= STATIC_SMEM_LIMIT,
-    )
-    return (
-        Rule(
-            f"threads per block must be between 1 and {MAX_THREADS_PER_BLOCK} (the hardware's limit per block)",
-            lambda p: 1 <= spec_threads(p) <= MAX_THREADS_PER_BLOCK,
-        ),
-        limit,
-    )
+    limit = Rule(f"dynamic shared memory must fit in {DYNAMIC_SMEM_LIMIT} bytes ({DYNAMIC_SMEM_LIMIT // 1024} KiB) "
+                 "per block, the H100's maximum with the opt-in", lambda p: smem(p) <= DYNAMIC_SMEM_LIMIT) if dynamic \
+        else Rule(f"static shared memory must fit in {STATIC_SMEM_LIMIT // 1024} KiB per block (more needs dynamic "
+                  "shared memory and an opt-in)", lambda p: smem(p) <= STATIC_SMEM_LIMIT)
+    return (Rule(f"threads per block must be between 1 and {MAX_THREADS_PER_BLOCK} (the hardware's limit per block)",
+                 lambda p: 1 <= spec_threads(p) <= MAX_THREADS_PER_BLOCK), limit)
 
 
 def positive(*names: str) -> Rule:
@@ -588,19 +579,43 @@ def _ozaki() -> KernelSpec:
     )
 
 
-# The shares the intro, README and scoreboard lead with, at each kernel's defaults (benchmarks/retime.py re-times them):
-# their races take turns.LONG_TURNS.
-def _pipelined_parts() -> KernelSpec:
-    """Chapter 7b's steps part by part (top of kernels/10b_pipelined_warp_tiling.cu): kernel 10b's default tile at
-    ptxas' default register-usage level, with its lanes or kernel 10's (LANES) and volatile or plain fragment loads
-    (VOLATILE); both 0 is step 1 alone. Raced at that tile only, so it offers no other (the exhaustive tier compiles
-    every offered instance)."""
-    base = _pipelined_warp_tiling()
+def _parts(base: KernelSpec, name: str, function: str, title: str, switches: dict[str, tuple[int, ...]],
+           rules: tuple[Rule, ...], tile: Params | None = None, **changes) -> KernelSpec:
+    """A chapter's step in parts: `base` at one tile (`tile`, else its defaults), with `switches` (each defaulting to
+    its first value). Raced at that tile only, it offers no other (the exhaustive tier compiles all it offers)."""
+    tile = tile or base.defaults
     return dataclasses.replace(
-        base, name="pipelined_parts", function="sgemm_pipelined_parts", title="Warp tiling, cp.async, step 2 in parts",
-        ptxas_options=(), choices={**{k: (v,) for k, v in base.defaults.items()}, "LANES": (0, 1), "VOLATILE": (0, 1)},
-        defaults={**base.defaults, "LANES": 0, "VOLATILE": 0}, notes="kernel 10b at ptxas' default register level",
-        rules=(*base.rules, flag("LANES", "kernel 10's lanes", "kernel 10b's"), flag("VOLATILE", "plain", "volatile")))
+        base, name=name, function=function, title=title, choices={**{k: (v,) for k, v in tile.items()}, **switches},
+        defaults={**tile, **{k: v[0] for k, v in switches.items()}}, rules=(*base.rules, *rules), **changes)
+
+
+def _pipelined_parts() -> KernelSpec:
+    """Chapter 7b's steps in parts (top of 10b_pipelined_warp_tiling.cu), at ptxas' default register level: its lanes
+    or kernel 10's (LANES), volatile or plain fragment loads (VOLATILE); both 0: step 1."""
+    return _parts(_pipelined_warp_tiling(), "pipelined_parts", "sgemm_pipelined_parts",
+                  "Warp tiling, cp.async, step 2 in parts", {"LANES": (0, 1), "VOLATILE": (0, 1)},
+                  (flag("LANES", "kernel 10's lanes", "kernel 10b's"), flag("VOLATILE", "plain", "volatile")),
+                  ptxas_options=(), notes="kernel 10b at ptxas' default register level")
+
+
+def _warp_tiling_parts() -> KernelSpec:
+    """Chapter 7's warp level in parts (sgemm_warp_tiling_parts), at its table's 8 x 8 tile: the loop without bounds
+    checks inside C (LEAN) and the resident blocks asked of ptxas (BLOCKS) as switches."""
+    return _parts(_warp_tiling(), "warp_tiling_parts", "sgemm_warp_tiling_parts", "Warp tiling, warp level in parts",
+                  {"LEAN": (0, 1), "BLOCKS": (2, 1)},
+                  (flag("LEAN", "checks everywhere", "no checks inside C"),
+                   Rule("BLOCKS (blocks per SM asked of ptxas) must be 1 or 2", lambda p: p["BLOCKS"] in (1, 2))),
+                  {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}, notes="kernel 10, switches")
+
+
+def _mma_tma_parts() -> KernelSpec:
+    """Chapter 8c's change in parts (sgemm_tf32_mma_tma_parts): its tile order (BAND 1: row by row), stage hand-back
+    (EMPTY 0: __syncthreads) and cluster as switches."""
+    return _parts(_mma_tma(), "mma_tma_parts", "sgemm_tf32_mma_tma_parts", "mma.sync TF32 fed by TMA, in parts",
+                  {"CLUSTER": (1, 2), "BAND": (1, 8), "EMPTY": (0, 1)},
+                  (positive("BAND"), flag("EMPTY", "__syncthreads", "empty mbarriers"),
+                   Rule("EMPTY 0 needs CLUSTER 1: a block barrier cannot free a stage for the cluster's other blocks",
+                        lambda p: p["EMPTY"] or p["CLUSTER"] == 1)), notes="kernel 13 with switches")
 
 
 KERNELS: dict[str, KernelSpec] = {
@@ -697,6 +712,8 @@ KERNELS: dict[str, KernelSpec] = {
             choices={"BM": (64, 128), "BN": (64, 128), "BK": (8, 32), "TM": (4, 8), "TN": (8,), "SPACED_B": (0, 1),
                      "TRANSPOSED_A": (0, 1)}),
         _pipelined_parts(),  # chapter 7b's steps part by part
+        _mma_tma_parts(),  # chapter 8c's change part by part
+        _warp_tiling_parts(),  # chapter 7's warp level part by part
     )
 }
 

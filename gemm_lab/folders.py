@@ -23,11 +23,8 @@ def gpu_folder(gpu_name: str) -> Path:
 
 
 def has_records(gpu_name: str) -> bool:
-    """Whether records/ holds a complete set for this GPU, enough to replay every page.
-
-    `gemm-lab record` writes the device ceilings first and the hardware counters last, so a folder
-    with both holds a full recording; one made with `--only headline` (the scoreboard's second GPU)
-    does not, and replay then shows the H100's records instead of failing on a missing case.
-    """
+    """Whether records/ holds a complete set for this GPU, enough to replay every page: `gemm-lab record` writes the
+    ceilings first and the counters last; a `--only headline` folder (a second GPU) lacks them, so replay uses the
+    H100's records instead of failing on a missing case."""
     folder = gpu_folder(gpu_name)
     return (folder / "device.json").is_file() and (folder / "ncu.json").is_file()

@@ -222,12 +222,8 @@ def verify(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | No
 
 
 def measure_error(inst: Instance) -> float:
-    """max_rel_err of one live run of a validated instance on the seeded inputs of its shape (`CHECK_SEED`), with C
-    poisoned by NaN.
-
-    It synchronises right after the launch, so that a fault of this kernel is reported as its KernelFault
-    (and not as an error of the cuBLAS reference that follows).
-    """
+    """max_rel_err of one live run of a validated instance on the seeded inputs of its shape (`CHECK_SEED`), C poisoned
+    by NaN; synchronised right after the launch, so that a fault is this kernel's KernelFault, not cuBLAS's."""
     import cupy
 
     m, n, k = inst.shape

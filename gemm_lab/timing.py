@@ -184,12 +184,9 @@ def cublas_launches(sets: list[tuple[Any, Any, Any]]) -> list[Callable[[], Any]]
 def bench_all(cases: Iterable[tuple[str, Params | None, int | Sequence[int]]], *,
               desc: str = "benchmarks", progress: bool = True, save: bool = False,
               method: Method | None = None, kind: str = "races") -> list[Measurement]:
-    """Run a declared list of (kernel, params, size) cases with a progress bar.
-
-    Live, every case is measured (and saved as soon as it is, with `save`); in replay, every case
-    is looked up in the records. On a book page, `kind="sweeps"` marks a grid the page reads back from the records
-    unless the reader asks for sweeps (`liverun`).
-    """
+    """Run a declared list of (kernel, params, size) cases with a progress bar: live, each measured (and saved at
+    once, with `save`); in replay, looked up. On a page, `kind="sweeps"` marks a grid read back from the records
+    unless the reader asks for sweeps (`liverun`)."""
     cases = list(cases)
     out = []
     quiet = not progress or not device.live() or liverun.SESSION.bar is not None  # a page shows one bar of its own

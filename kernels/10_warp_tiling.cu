@@ -103,3 +103,19 @@ sgemm_warp_tiling(int M, int N, int K, float alpha, const float* __restrict__ A,
     warp_tiled_block<BM, BN, BK, WM, WN, TM, TN, true>(As, Bs, M, N, K, alpha, A, B, beta, C);
   }
 }
+
+// Chapter 7's warp level in parts: LEAN 0 runs the checked loop on every block, LEAN 1 the loop without bounds checks
+// where the block lies inside C (as above); BLOCKS is the resident blocks per SM asked of ptxas (above: 1).
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int LEAN, int BLOCKS>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, BLOCKS)
+sgemm_warp_tiling_parts(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+                        float beta, float* __restrict__ C) {
+  __shared__ __align__(16) float As[2][BK][LDA<BM>];
+  __shared__ __align__(16) float Bs[2][BK][BN];
+  const bool interior = (blockIdx.y + 1) * BM <= M && (blockIdx.x + 1) * BN <= N && K % BK == 0 && N % 4 == 0;
+  if (LEAN && interior) {
+    warp_tiled_block<BM, BN, BK, WM, WN, TM, TN, false>(As, Bs, M, N, K, alpha, A, B, beta, C);
+  } else {
+    warp_tiled_block<BM, BN, BK, WM, WN, TM, TN, true>(As, Bs, M, N, K, alpha, A, B, beta, C);
+  }
+}

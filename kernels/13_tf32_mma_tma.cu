@@ -17,6 +17,7 @@
 //   chunk CH[g] (+ 2 for the second n16 tile of a box) with CH = 0,0,4,4,1,1,5,5, so that the 16 lanes
 //   of each half-warp, rows t = 0..3 swizzled by t, cover 32 different banks.
 // - Blocks run in bands of 8 cluster-rows (the same few columns of B across a band) for L2 reuse.
+// sgemm_tf32_mma_tma_parts takes the band and the empty barriers as switches (chapter 8c races them one by one).
 #include "cp_async.cuh"
 #include "tf32.cuh"
 #include "tiles.cuh"
@@ -32,11 +33,14 @@ __device__ __forceinline__ void load_pair(unsigned& x, unsigned& y, unsigned add
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(address));
 }
 
-template <int BM, int BN, int WM, int WN, int STAGES, int CLUSTER>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) __cluster_dims__(1, CLUSTER, 1)
-sgemm_tf32_mma_tma(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
-                   float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b) {
-  constexpr int BK = 32, KK = BK / 8, BAND = 8;  // a row of a box is 32 floats = 128 bytes, the swizzle's span
+// BAND: cluster-rows per band of the tile order (1: row by row). EMPTY: the warps hand a stage back through its
+// `empty` mbarrier (1), or all threads meet at __syncthreads before thread 0 refills it (0: CLUSTER 1 only).
+template <int BM, int BN, int WM, int WN, int STAGES, int CLUSTER, int BAND, bool EMPTY>
+__device__ __forceinline__ void mma_tma_block(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                              const float* __restrict__ B, float beta, float* __restrict__ C,
+                                              const void* __restrict__ map_a, const void* __restrict__ map_b) {
+  static_assert(EMPTY || CLUSTER == 1, "a block barrier cannot hand a stage back to a cluster's other blocks");
+  constexpr int BK = 32, KK = BK / 8;  // a row of a box is 32 floats = 128 bytes, the swizzle's span
   constexpr int WARPS = (BM / WM) * (BN / WN), M8 = WM / 8, N16 = WN / 16;
   constexpr unsigned A_BYTES = BM * BK * 4, BOX_BYTES = BK * 32 * 4, STAGE_BYTES = (BM + BN) * BK * 4;
   extern __shared__ unsigned char smem_raw[];
@@ -108,10 +112,11 @@ sgemm_tf32_mma_tma(int M, int N, int K, float alpha, const float* __restrict__ A
   for (int step = 0; step < steps; ++step) {
 #pragma unroll
     for (int kk = 0; kk < KK; ++kk) {
-      if (kk == 0 && step > 0) release(step - 1);  // the last slice of step - 1 went into the mmas just issued
+      if (EMPTY && kk == 0 && step > 0) release(step - 1);  // step - 1's last slice went into the mmas just issued
+      if (!EMPTY && kk == 1) __syncthreads();  // every warp has issued its mmas on step - 1's last slice
       if (kk == 1 && threadIdx.x == 0 && step + STAGES - 1 < steps) {
         const int next = step + STAGES - 1;  // into the stage of step - 1, once the whole cluster has left it
-        if (next >= STAGES) mbar_wait(empty0 + 8 * (next % STAGES), (next / STAGES - 1) & 1);
+        if (EMPTY && next >= STAGES) mbar_wait(empty0 + 8 * (next % STAGES), (next / STAGES - 1) & 1);
         issue(next);
       }
       if (kk < KK - 1) {
@@ -139,4 +144,21 @@ sgemm_tf32_mma_tma(int M, int N, int K, float alpha, const float* __restrict__ A
       store_c(C, r + 1, c + 1, M, N, alpha, beta, d[3]);
     }
   if (CLUSTER > 1) cluster_sync();  // no block leaves while a partner may still arrive on its barriers
+}
+
+template <int BM, int BN, int WM, int WN, int STAGES, int CLUSTER>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) __cluster_dims__(1, CLUSTER, 1)
+sgemm_tf32_mma_tma(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+                   float beta, float* __restrict__ C, const void* __restrict__ map_a, const void* __restrict__ map_b) {
+  mma_tma_block<BM, BN, WM, WN, STAGES, CLUSTER, 8, true>(M, N, K, alpha, A, B, beta, C, map_a, map_b);
+}
+
+// Chapter 8c's change part by part: the same kernel with the tile order (BAND) and the stage hand-back (EMPTY) as
+// switches; BAND 8 and EMPTY 1 is sgemm_tf32_mma_tma.
+template <int BM, int BN, int WM, int WN, int STAGES, int CLUSTER, int BAND, int EMPTY>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) __cluster_dims__(1, CLUSTER, 1)
+sgemm_tf32_mma_tma_parts(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+                         float beta, float* __restrict__ C, const void* __restrict__ map_a,
+                         const void* __restrict__ map_b) {
+  mma_tma_block<BM, BN, WM, WN, STAGES, CLUSTER, BAND, EMPTY>(M, N, K, alpha, A, B, beta, C, map_a, map_b);
 }

@@ -547,7 +547,7 @@ DYNAMIC = {
                  lambda c: 4 * c["STAGES"] * c["STAGE_FLOATS"]),
     "wgmma_tf32": (r"struct WgmmaLayout \{", rf"base = {ALIGNED};[\s\S]*smem \+ s \* L::STAGE_BYTES;",
                    lambda c: 1024 + c["STAGES"] * c["STAGE_BYTES"]),
-    "mma_tf32_tma": (r"sgemm_tf32_mma_tma\(", rf"base = {ALIGNED};[\s\S]*full0 = base \+ STAGES \* STAGE_BYTES, "
+    "mma_tf32_tma": (r"void mma_tma_block\(", rf"base = {ALIGNED};[\s\S]*full0 = base \+ STAGES \* STAGE_BYTES, "
                                               r"empty0 = full0 \+ 8 \* STAGES;",
                      lambda c: 1024 + c["STAGES"] * (c["STAGE_BYTES"] + 2 * 8)),
     "wgmma_ws_tf32": (r"void ws_block\(", rf"base = {ALIGNED};[\s\S]*full0 = base \+ STAGES \* STAGE_BYTES \+ "
@@ -661,7 +661,7 @@ def test_wgmma_shapes_are_the_ones_the_headers_instantiate():
 
 def test_steps_of_k_are_the_kernels():
     bk = {"kernel 12's WgmmaLayout": constants(block(source("12_tf32_wgmma.cu"), r"struct WgmmaLayout \{"))["BK"],
-          "kernel 13": constants(block(source("13_tf32_mma_tma.cu"), r"sgemm_tf32_mma_tma\("))["BK"],
+          "kernel 13": constants(block(source("13_tf32_mma_tma.cu"), r"void mma_tma_block\("))["BK"],
           "kernel 14's ws_block": constants(block(source("14_tf32_wgmma_ws.cu"), r"void ws_block\("),
                                             CONSUMERS=1, BM=64)["BK"]}
     for where, value in bk.items():

@@ -150,15 +150,19 @@ def _record(args: argparse.Namespace) -> int:
     if "power" in parts and catalog.unsupported(power.CASES[0][0], device.gpu().cc) is None:
         power.sweep()
     if "counters" in parts:
-        for size, cases in ((grids.COUNTER_SIZE, plan.COUNTERS), (plan.ENERGY_SIZE, plan.ENERGY_COUNTERS)):
+        for size, cases, metrics in ((grids.COUNTER_SIZE, plan.COUNTERS + plan.MOVER_PARTS + plan.WARP_PARTS, ()),
+                                     (plan.ENERGY_SIZE, plan.ENERGY_COUNTERS, ()),
+                                     *((size, plan.STRIDE_COUNTERS, hardware.WAVEFRONT_METRICS)
+                                       for size in plan.STRIDE_SIZES)):
             for name, p in cases:
                 spec = catalog.get(name) if name not in records.CUBLAS_KERNELS.values() else None
                 if spec and catalog.unsupported(spec, device.gpu().cc):
                     continue
                 row = hardware.recorded_counters(name, spec.full_params(p) if spec else {}, (size,) * 3, gpu)
+                wanted = hardware.metrics_for(name) + metrics
                 if args.fresh or row is None or row.get("build_sha256") != (spec.build_sha256() if spec else "") \
-                        or not set(hardware.metrics_for(name)) <= set(row["metrics"]):
-                    hardware.save_counters([hardware.counters(name, (size,) * 3, p, fallback=False)])
+                        or not set(wanted) <= set(row["metrics"]):
+                    hardware.save_counters([hardware.counters(name, (size,) * 3, p, wanted, fallback=False)])
     if not args.only:
         dropped = freshness.drop_stale(gpu)
         print(f"dropped {dropped} measurement(s) of older kernel sources that the plan no longer asks for")

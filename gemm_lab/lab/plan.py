@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import catalog, folders, records, timing, turns
 from ..pages import tables
-from ..pages.grids import SWEEPS
+from ..pages.grids import COUNTER_SIZE, SWEEPS
 from ..precision import int8
 from . import published
 
@@ -80,6 +80,7 @@ ENERGY_GROUPS = (2, 4, 16)  # besides the default 8
 SANITIZE_EXTRA: dict[str, tuple[dict[str, int], ...]] = {
     "wgmma_ws_tf32": ({**BOTH_SMEM, "STORE": 0}, PAIR_ALONG_N),
     "wgmma_ws_3xtf32": ({"SPLITTER": 1, "STORE": 1},),
+    "mma_tma_parts": ({"EMPTY": 1}, {"EMPTY": 1, "BAND": 8, "CLUSTER": 2}),
 }
 
 # Chapter 4's step in its parts, each raced at STEP_PARTS_SIZE: the 2-D kernel of chapter 3 at its own tile (BK 8),
@@ -103,14 +104,26 @@ HOPPER_TILE_PART = ("wgmma_tf32", {"BM": 256, "BN": 128, "STAGES": 4})
 # headline races (`gemm-lab record --only headline --chapter ch07_warp_tiling --chapter ch07b_pipelined_warp_tiling`).
 PIPELINED_PARTS = (("pipelined_parts", {}), ("pipelined_parts", {"LANES": 1}),
                    ("pipelined_parts", {"LANES": 1, "VOLATILE": 1}))
+# Chapter 8c's change part by part, from kernel 11 to kernel 13: TMA alone (with the full mbarriers and the swizzle it
+# cannot go without; stages handed back at __syncthreads, tiles row by row, clusters of one), + empty mbarriers,
+# + the band order (then + clusters of two is kernel 13), raced at STEP_PARTS_SIZE on STEP_PARTS_GPU only, with
+# kernels 11 and 13's headline races (`gemm-lab record --only headline --chapter ch08c_data_movers`).
+MOVER_PARTS = (("mma_tma_parts", {}), ("mma_tma_parts", {"EMPTY": 1}), ("mma_tma_parts", {"EMPTY": 1, "BAND": 8}))
+# Chapter 7's warp level part by part, from chapter 6's kernel on 8 x 8 thread tiles: the warp grid alone (the
+# checked loop everywhere, two blocks per SM), + the loop without bounds checks (then + one block per SM is kernel 10
+# on that tile), raced and counted at STEP_PARTS_SIZE on STEP_PARTS_GPU only.
+WARP_PARTS = (("warp_tiling_parts", {}), ("warp_tiling_parts", {"LEAN": 1}))
 # Kernels the book has recorded on one GPU only: tests ask no other GPU's records of them.
-RECORDED_ONLY_ON = {"vectorized_parts": STEP_PARTS_GPU, "pipelined_parts": STEP_PARTS_GPU}
+RECORDED_ONLY_ON = dict.fromkeys(("vectorized_parts", "pipelined_parts", "mma_tma_parts", "warp_tiling_parts"),
+                                 STEP_PARTS_GPU)
 
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *((name, p, STEP_PARTS_SIZE) for name, p in STEP_PARTS[:-1]),  # the step's last rung is a headline case
     (*HOPPER_TILE_PART, STEP_PARTS_SIZE),
     *((name, p, STEP_PARTS_SIZE) for name, p in PIPELINED_PARTS),
+    *((name, p, STEP_PARTS_SIZE) for name, p in MOVER_PARTS),
+    *((name, p, STEP_PARTS_SIZE) for name, p in WARP_PARTS),
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
     ("bank_conflicts", {"LAYOUT": 1}, 4096),
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch
@@ -210,6 +223,9 @@ ENERGY_COUNTERS: tuple[tuple[str, dict[str, int]], ...] = (
     *(("wgmma_ws_tf32", {"GROUP": group}) for group in sorted((*ENERGY_GROUPS, 8))),
     ("cublas_tf32", {}),
 )
+# Chapter 1's power-of-two stride: both kernels' counters, L1's wavefronts included, at 4092 beside 4096.
+STRIDE_SIZES = (4092, COUNTER_SIZE)
+STRIDE_COUNTERS = COUNTERS[:2]
 
 
 def full_params(name: str, params: dict[str, int] | None = None) -> dict[str, int]:

@@ -47,6 +47,8 @@ PIPELINE_METRICS = (
     *(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS),
 )
 METRICS = TRAFFIC_METRICS + BANK_METRICS + PIPELINE_METRICS  # one set for every recorded launch, so rows compare
+# L1's data-array passes, every kind: where chapter 1's strided loads lose time (`plan.STRIDE_COUNTERS`)
+WAVEFRONT_METRICS = ("l1tex__data_pipe_lsu_wavefronts.sum",)
 # and for the launches that compute on tensor cores, how busy their pipe is (on the H100 it counts wgmma's work too)
 TENSOR_METRICS = ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",)
 

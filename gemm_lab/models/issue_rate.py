@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import catalog, timing
+from .. import catalog, records, timing
 from ..records import Measurement
 from . import hardware, sass
 
@@ -62,16 +62,19 @@ class Row:
 
 
 def rows(cases: Sequence[tuple[str, str, dict[str, int] | None]], size: int = 4096,
-         ceilings: dict | None = None) -> list[Row]:
+         ceilings: dict | None = None, gpu: str | None = None) -> list[Row]:
     """A Row per (label, kernel, params) at M = N = K = `size`: live, measured and counted now; in replay, read from
-    the records, with None where an instance is not recorded (`missing` says how to record it)."""
+    the records, with None where an instance is not recorded (`missing` says how to record it). With `gpu`, always
+    that GPU's records (rows recorded on one GPU only)."""
     peak = (ceilings or hardware.ceilings())["peak_gflops"] / 1e3
     out = []
     for label, kernel, params in cases:
         p = catalog.validate(kernel, params)
         mix = sass.main_loop_mix(kernel, p)
-        out.append(Row(label, kernel, p, mix["FFMA"] / sum(mix.values()), peak,
-                       _or_none(hardware.counters, kernel, (size,) * 3, p), _or_none(timing.bench, kernel, size, p)))
+        counted, measured = (hardware.recorded_counters(kernel, p, (size,) * 3, gpu),
+                             records.lookup_or_none(kernel, p, size, size, size, gpu=gpu)) if gpu else \
+            (_or_none(hardware.counters, kernel, (size,) * 3, p), _or_none(timing.bench, kernel, size, p))
+        out.append(Row(label, kernel, p, mix["FFMA"] / sum(mix.values()), peak, counted, measured))
     return out
 
 
