@@ -23,13 +23,14 @@ from .tables import baseline_name, counters_provenance, ozaki_label, params_text
 CUBLAS_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
 
-# matplotlib's ten default colours, then twelve more that none of them resembles
+# matplotlib's ten default colours, then fourteen more that none of them resembles
 PALETTE = tuple(f"C{i}" for i in range(10)) + ("#000080", "#808000", "#008080", "#800000", "#ff00ff", "#00c000",
-                                               "#4b0082", "#b8860b", "#00bfff", "#ff4500", "#2f4f4f", "#ff69b4")
+                                               "#4b0082", "#b8860b", "#00bfff", "#ff4500", "#2f4f4f", "#ff69b4",
+                                               "#8b4513", "#9acd32")
 
 
 def color(kernel: str) -> str:
-    """One colour per kernel, the same on every page, and no two kernels alike (up to 22)."""
+    """One colour per kernel, the same on every page, and no two kernels alike (up to 24)."""
     names = list(catalog.KERNELS)
     return "black" if kernel == CUBLAS else PALETTE[names.index(kernel) % len(PALETTE)] if kernel in names else "grey"
 
