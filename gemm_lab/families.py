@@ -601,11 +601,14 @@ def _pipelined_parts() -> KernelSpec:
 def _warp_tiling_parts() -> KernelSpec:
     """Chapter 7's warp level in parts (sgemm_warp_tiling_parts), at its table's 8 x 8 tile: the loop without bounds
     checks inside C (LEAN) and the resident blocks asked of ptxas (BLOCKS) as switches."""
+    tile = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}
     return _parts(_warp_tiling(), "warp_tiling_parts", "sgemm_warp_tiling_parts", "Warp tiling, warp level in parts",
                   {"LEAN": (0, 1), "BLOCKS": (2, 1)},
                   (flag("LEAN", "checks everywhere", "no checks inside C"),
-                   Rule("BLOCKS (blocks per SM asked of ptxas) must be 1 or 2", lambda p: p["BLOCKS"] in (1, 2))),
-                  {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}, notes="kernel 10, switches")
+                   Rule("BLOCKS (blocks per SM asked of ptxas) must be 1 or 2, and 2 only at the table's tile (128 x "
+                        "128 x 8, 8 x 8: larger ones spill in half the register file)",
+                        lambda p: p["BLOCKS"] == 1 or p["BLOCKS"] == 2 and all(p[k] == v for k, v in tile.items()))),
+                  tile, notes="kernel 10, switches")
 
 
 def _mma_tma_parts() -> KernelSpec:
