@@ -508,7 +508,8 @@ QUESTIONS = {q.name: q for q in (
         "An integer between 0 and 104 leaves 2 after division by 3, 3 after division by 5 and 2 after division by "
         "7. Which is it?"), "", _crt, 0),
     Question("moduli_bits", "ch10_ozaki", lambda: "How many bits does an integer carry when 8 residues, modulo the "
-             "first eight moduli of the scheme, pin it down?", "bits", _bits, 0.01),
+             f"first eight moduli of the scheme ({', '.join(map(str, ozaki.MODULI[:8]))}), pin it down?", "bits",
+             _bits, 0.01),
 )}
 
 
