@@ -4,6 +4,8 @@ families built to hide from the estimate's sample the row and column check raise
 pinned number it finds wanting warns; a pinned number that the estimate finds less accurate than SGEMM warns;
 infinities and NaNs come out as SGEMM's, overflow as infinities; K past the int32 limit is cut into chunks; 500 random
 shapes and families keep the contract (normwise and median)."""
+import dataclasses
+import math
 import random
 import warnings
 
@@ -218,11 +220,22 @@ def test_500_random_shapes_and_families_keep_the_contract():
     assert not failures, "\n".join(failures[:20])
 
 
+def same_report(x: ozaki.Estimate, y: ozaki.Estimate) -> bool:
+    """Equal reports, the worst row's and column's ratios to within rounding: they divide by squared norms that are
+    sums of atomic adds, whose order (and so last bit) varies from call to call."""
+    def close(u: dict[int, float], v: dict[int, float]) -> bool:
+        return u.keys() == v.keys() and all(math.isclose(u[m], v[m], rel_tol=1e-12) for m in u)
+
+    bare = {"rows": {}, "columns": {}}
+    return (dataclasses.replace(x, **bare) == dataclasses.replace(y, **bare) and close(x.rows, y.rows)
+            and close(x.columns, y.columns))
+
+
 def test_a_replayed_call_is_the_direct_call():
     """From the third call on, a launcher replays its captured graph (`Pipeline.capture`); as the inputs change under
     it (in place: the graph's pointers stay), each call gives what a fresh launcher's direct call gives, bit for bit,
-    with the same report and warnings: where the estimate keeps its number, raises it, where the check raises the
-    moduli, and where the call falls back."""
+    with the same report (`same_report`) and warnings: where the estimate keeps its number, raises it, where the check
+    raises the moduli, and where the call falls back."""
     import cupy
 
     from gemm_lab import catalog
@@ -244,6 +257,6 @@ def test_a_replayed_call_is_the_direct_call():
             warnings.simplefilter("always")
             fresh()
         assert bool((c == fresh_c).all()), f"{name}: the replayed call's C differs from a direct call's"
-        assert pipeline.report == fresh.report, f"{name}: {pipeline.report} against {fresh.report}"
+        assert same_report(pipeline.report, fresh.report), f"{name}: {pipeline.report} against {fresh.report}"
         assert [type(w.message) for w in replayed] == [type(w.message) for w in direct], name
     assert pipeline.graph is not None, "three calls alike, and no graph was captured"
