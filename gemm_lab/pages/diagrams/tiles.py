@@ -53,27 +53,35 @@ def tiling(bm: int, bn: int, bk: int, m: int = 256, n: int = 256, k: int = 256) 
 
 def warp_access(block: int = 32, k_step: int = 0) -> Figure:
     """Which addresses of A, B and C the 32 lanes of warp 0 touch in one step, naive vs coalesced: the floats the
-    lanes touch (dark) and the rest of each 128-byte line that moves with them (light). A lone touched float is one
-    cell of 32 in a row: the light lines show what the memory system moves for it, so the waste reads at a glance."""
-    fig, axes = plt.subplots(2, 3, figsize=(WIDTH, 6.2))
+    lanes touch (dark), the rest of each 32-byte sector that moves with them (orange) and the 128-byte lines L1
+    looks up (grey outline). A lone touched float is one cell of 8 in its sector: the orange shows what moves for it,
+    so the waste reads at a glance, and the titles count what the text's model counts."""
+    fig, axes = plt.subplots(2, 3, figsize=(WIDTH, 6.4))
     lanes = np.arange(32)
     for row_ax, kernel in zip(axes, ("naive", "coalesced")):
         rows, cols = (lanes % block, lanes // block) if kernel == "naive" else (lanes // block, lanes % block)
         touched = {"A": (rows, np.full(32, k_step)), "B": (np.full(32, k_step), cols), "C": (rows, cols)}
         for ax, (name, (r, c)) in zip(row_ax, touched.items()):
-            lines = sorted({(int(a), int(b) // 32) for a, b in zip(r, c)})  # 128-byte lines: 32 floats of a row
+            cells = set(zip(r.tolist(), c.tolist()))
+            sectors = sorted({(a, b // 8) for a, b in cells})  # 32 bytes: 8 floats of a row
+            lines = sorted({(a, b // 32) for a, b in cells})  # 128 bytes: 32 floats of a row
             for line_row, part in lines:
-                ax.add_patch(Rectangle((32 * part, line_row), 32, 1, facecolor="#fdd49e", edgecolor="white",
-                                       linewidth=0.5))
-            for a, b in set(zip(r.tolist(), c.tolist())):
+                ax.add_patch(Rectangle((32 * part, line_row), 32, 1, facecolor="#f0f0f0", edgecolor="#969696",
+                                       linewidth=0.6))
+            for sector_row, part in sectors:
+                ax.add_patch(Rectangle((8 * part, sector_row), 8, 1, facecolor="#fdae6b", edgecolor="#969696",
+                                       linewidth=0.6))
+            for a, b in cells:
                 ax.add_patch(Rectangle((b, a), 1, 1, facecolor="#08519c", edgecolor="none"))
             ax.set(xlim=(0, 32), ylim=(32, 0), aspect="equal")
-            ax.set_title(f"{name}: {len(lines)} line{'s' if len(lines) > 1 else ''}", fontsize=TEXT)
+            ax.set_title(f"{name}: {len(sectors)} sector{'s' if len(sectors) > 1 else ''}, "
+                         f"{len(lines)} line{'s' if len(lines) > 1 else ''}", fontsize=TEXT)
             ax.set_xticks([])
             ax.set_yticks([])
         row_ax[0].set_ylabel(f"{kernel}\nrow", fontsize=TEXT)
-    fig.supxlabel(wrap("column (row-major: a row is contiguous). Dark: a float a lane reads or writes; light: the rest "
-                       "of its 128-byte line (32 floats), moved with it"), fontsize=TEXT)
+    fig.supxlabel(wrap("column (row-major: a row is contiguous). Dark: a float a lane reads or writes; orange: the "
+                       "rest of its 32-byte sector (8 floats), which moves with it; grey: its 128-byte line "
+                       "(32 floats), which L1 looks up"), fontsize=TEXT)
     fig.suptitle(wrap(f"Warp 0 of a {block} x {block} block, one iteration of k: the cells its 32 lanes touch"),
                  fontsize=TEXT)
     fig.tight_layout()
