@@ -621,47 +621,48 @@ def _mma_tma_parts() -> KernelSpec:
                         lambda p: p["EMPTY"] or p["CLUSTER"] == 1)), notes="kernel 13 with switches")
 
 
+def _wgmma_ws_parts(base: KernelSpec) -> KernelSpec:
+    """Chapter 9's step 1 in parts (sgemm_tf32_wgmma_ws_parts): kernel 14 at that step, with its producer warpgroup
+    (PRODUCER 1: rung 1) or without (0: a consumer thread issues the TMA copies into the same mbarrier rings)."""
+    return _parts(base, "wgmma_ws_parts", "sgemm_tf32_wgmma_ws_parts", "Hopper pipeline, step 1 in parts",
+                  {"PRODUCER": (0, 1)}, (flag("PRODUCER", "a consumer thread copies", "a producer warpgroup"),),
+                  {**base.defaults, "CLUSTER": 1, "PERSIST": 0, "GROUP": 1, "STORE": 0},
+                  threads=lambda p: 128 * (p["CONSUMERS"] + p["PRODUCER"]), notes="kernel 14 at step 1, switches")
+
+
 KERNELS: dict[str, KernelSpec] = {
     spec.name: spec
     for spec in (
         _square_block(
             "naive", "sgemm_naive", "kernels/01_naive.cu", "Naive",
-            "a warp's lanes take consecutive rows of C: strided, uncoalesced loads of A",
-        ),
+            "a warp's lanes take consecutive rows of C: strided, uncoalesced loads of A"),
         _square_block(
             "coalesced", "sgemm_coalesced", "kernels/02_coalesced.cu", "Coalesced",
-            "a warp's lanes take consecutive columns of C: coalesced loads of B and stores of C",
-        ),
+            "a warp's lanes take consecutive columns of C: coalesced loads of B and stores of C"),
         _smem_tiled(),
         _thread_tile(
             "thread_tile_1d", "kernels/04_thread_tile_1d.cu", "sgemm_thread_tile_1d", "1-D thread tile",
-            "BM BN BK TM", "each thread computes TM outputs of a column from registers", "ch03_register_blocking",
-        ),
+            "BM BN BK TM", "each thread computes TM outputs of a column from registers", "ch03_register_blocking"),
         _thread_tile(
             "thread_tile_2d", "kernels/05_thread_tile_2d.cu", "sgemm_thread_tile_2d", "2-D thread tile",
             "BM BN BK TM TN", "each thread computes a TM x TN tile as outer products in registers",
-            "ch03_register_blocking",
-        ),
+            "ch03_register_blocking"),
         _thread_tile(
             "vectorized", "kernels/06_vectorized.cu", "sgemm_vectorized", "Vectorized, A transposed",
             "BM BN BK TM TN", "float4 global and shared accesses, A transposed in shared memory", "ch04_vectorized",
-            (_multiple_of_4("BK", "TM", "TN"),), bk=32,
-        ),
+            (_multiple_of_4("BK", "TM", "TN"),), bk=32),
         _thread_tile(
             "bank_conflicts", "kernels/07_bank_conflicts.cu", "sgemm_bank_conflicts", "A-tile layouts",
             "BM BN BK TM TN LAYOUT", "the vectorized kernel with its A tile plain, padded or XOR-swizzled",
-            "ch05_bank_conflicts", (_multiple_of_4("BK", "TM", "TN"),), bk=32,
-        ),
+            "ch05_bank_conflicts", (_multiple_of_4("BK", "TM", "TN"),), bk=32),
         _thread_tile(
             "prefetch", "kernels/08_prefetch.cu", "sgemm_prefetch", "Prefetch, double buffered",
             "BM BN BK TM TN PREFETCH", "the next tiles load into registers while the current ones are multiplied; "
-            "two shared buffers, one __syncthreads per step", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),),
-        ),
+            "two shared buffers, one __syncthreads per step", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),)),
         _thread_tile(
             "multistage", "kernels/09_multistage.cu", "sgemm_multistage", "cp.async pipeline",
             "BM BN BK TM TN STAGES", "cp.async (Ampere and newer) copies STAGES - 1 tiles ahead straight into "
-            "shared memory", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),), min_cc=(8, 0),
-        ),
+            "shared memory", "ch06_prefetch", (_multiple_of_4("BK", "TM", "TN"),), min_cc=(8, 0)),
         _warp_tiling(),
         _pipelined_warp_tiling(),
         _mma(
@@ -669,8 +670,7 @@ KERNELS: dict[str, KernelSpec] = {
             # the sweep's fastest at 8192 (its records)
             {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
             "mma.sync m16n8k8 (Ampere and newer) on TF32 operands: the tensor cores read the FP32 bits and drop 13 "
-            "mantissa bits; cp.async pipeline into dynamic shared memory",
-        ),
+            "mantissa bits; cp.async pipeline into dynamic shared memory"),
         _mma(
             "mma_3xtf32", "sgemm_3xtf32_mma", "Tensor cores, mma.sync 3xTF32", True,
             # the sweep's fastest at 8192 (its records)
@@ -719,5 +719,6 @@ KERNELS: dict[str, KernelSpec] = {
         _warp_tiling_parts(),  # chapter 7's warp level part by part
     )
 }
+KERNELS["wgmma_ws_parts"] = _wgmma_ws_parts(KERNELS["wgmma_ws_tf32"])  # chapter 9's step 1 part by part
 
 

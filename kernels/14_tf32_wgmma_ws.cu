@@ -123,7 +123,7 @@ __device__ __forceinline__ int2 tile_at(int t, int rows, int cols) {
 }
 
 template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, bool SPLIT, int SUM, int SPLITTER,
-          int BSMEM, int STORE>
+          int BSMEM, int STORE, int PRODUCER = 1>
 __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                                          const void* __restrict__ map_a, const void* __restrict__ map_b,
                                          const void* __restrict__ map_c) {
@@ -166,7 +166,7 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
   }
   if (BLOCKS > 1) cluster_sync(); else __syncthreads();  // partners' barriers exist before any multicast
 
-  if (wg == 0) {  // the producer warpgroup
+  if (PRODUCER && wg == 0) {  // the producer warpgroup
     set_max_registers_dec<Roles::PRODUCER_REGS>();
     if (warp == 0 && lane == 0) {  // copies
       int it = 0;
@@ -222,8 +222,8 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
         }
     }
   } else {  // a consumer warpgroup: 64 columns of the block's C tile
-    set_max_registers_inc<Roles::CONSUMER_REGS>();
-    const int g = lane / 4, t = lane % 4, c = wg - 1;
+    if constexpr (PRODUCER) set_max_registers_inc<Roles::CONSUMER_REGS>();
+    const int g = lane / 4, t = lane % 4, c = wg - PRODUCER;
     // This lane's B columns n, n + 1 of the block's tile (see b_row).
     const int chunk = g / 2 % 2 * 4 + g / 4 + 2 * (warp % 2), box = 2 * c + warp / 2;
     const int n_of_lane = 32 * box + 4 * chunk + 2 * (g % 2);
@@ -232,6 +232,16 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
     auto release = [&](int it) {  // this warp's wgmmas no longer read stage it % STAGES: tell every producer
       __syncwarp();
       if (lane < BLOCKS) mbar_arrive_remote(empty0 + 8 * (it % STAGES), lane);
+    };
+    // PRODUCER = 0 (chapter 9's step 1 in parts): no producer warpgroup; thread 0 issues the copies of fill `f` of the
+    // ring (stage f % STAGES, once every warp released its last use) for step `step` of the tile at (row0, col0).
+    auto fill = [&](int f, int row0, int col0, int step) {
+      const unsigned s = f % STAGES, full = full0 + 8 * s, a = base + s * STAGE_BYTES, b = a + B_OFFSET;
+      mbar_wait(empty0 + 8 * s, ((f / STAGES) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
+      mbar_arrive_expect(full, TX_BYTES);
+      tma_load(a, map_a, step * BK, row0, full);
+#pragma unroll
+      for (int box = 0; box < BOXES; ++box) tma_load(b + box * BOX_BYTES, map_b, col0 + 32 * box, step * BK, full);
     };
 
     float acc[NACC], part[SPLIT ? NACC : 1];
@@ -295,9 +305,18 @@ __device__ __forceinline__ void ws_block(int M, int N, int K, float alpha, float
         } else {
           wgmma_wait<1>();  // the step before is done: its stage can be refilled
           if (step > 0) release(it - 1);
+          if constexpr (!PRODUCER) {  // refill it for STAGES steps on
+            if (threadIdx.x == 0 && step > 0 && step - 1 + STAGES < steps) fill(it - 1 + STAGES, row0, col0, step - 1 + STAGES);
+            __syncwarp();
+          }
         }
         ++it;
       };
+      if constexpr (!PRODUCER) {  // the tile's first STAGES steps
+        if (threadIdx.x == 0)
+          for (int f = 0; f < STAGES && f < steps; ++f) fill(it + f, row0, col0, f);
+        __syncwarp();
+      }
       unsigned frag0[KK][4], frag1[KK][4], small0[KK][4], small1[KK][4];
       int step = 0;
       for (; step + 1 < steps; step += 2) {  // pairs, so that each fragment set is written only after its wgmmas ended
@@ -370,4 +389,18 @@ sgemm_3xtf32_wgmma_ws(int M, int N, int K, float alpha, const float* __restrict_
                       const void* __restrict__ map_c) {
   ws_block<BM, CONSUMERS, STAGES, CLUSTER, PERSIST, GROUP, true, SUM, SPLITTER, 0, STORE>(M, N, K, alpha, beta, C,
                                                                                          map_a, map_b, map_c);
+}
+
+// Chapter 9's step 1 in parts: kernel 14 at that step's options (one block per tile, no cluster, row by row, threads
+// store C), with (PRODUCER = 1) or without its producer warpgroup. Without one, the block is its consumers alone, at
+// the registers ptxas gives them, and thread 0 issues the TMA copies into the same mbarrier ring between its own
+// steps: TMA and the rings, without the specialisation.
+template <int BM, int CONSUMERS, int STAGES, int CLUSTER, int PERSIST, int GROUP, int BSMEM, int STORE, int PRODUCER>
+__global__ void __launch_bounds__(128 * (CONSUMERS + PRODUCER), 1)
+sgemm_tf32_wgmma_ws_parts(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+                          float beta, float* __restrict__ C, const void* __restrict__ map_a,
+                          const void* __restrict__ map_b, const void* __restrict__ map_c) {
+  static_assert(CLUSTER == 1 && PERSIST == 0 && BSMEM == 0 && STORE == 0, "step 1's options");
+  ws_block<BM, CONSUMERS, STAGES, CLUSTER, PERSIST, GROUP, false, 1, 0, BSMEM, STORE, PRODUCER>(M, N, K, alpha, beta, C,
+                                                                                                map_a, map_b, map_c);
 }

@@ -113,9 +113,15 @@ MOVER_PARTS = (("mma_tma_parts", {}), ("mma_tma_parts", {"EMPTY": 1}), ("mma_tma
 # checked loop everywhere, two blocks per SM), + the loop without bounds checks (then + one block per SM is kernel 10
 # on that tile), raced and counted at STEP_PARTS_SIZE on STEP_PARTS_GPU only.
 WARP_PARTS = (("warp_tiling_parts", {}), ("warp_tiling_parts", {"LEAN": 1}))
+# Chapter 9's step 1 in parts: kernel 14 at that step without its producer warpgroup (a consumer thread issues the
+# TMA copies into the same mbarrier rings), then + the producer is the ladder's rung 1; raced and counted at
+# STEP_PARTS_SIZE on STEP_PARTS_GPU only.
+PRODUCER_PARTS = (("wgmma_ws_parts", {}),)
+# ... and counted there beside the step's other parts: chapter 8a's kernel on step 1's tile, and step 1 itself.
+STEP1_COUNTERS = (HOPPER_TILE_PART, *PRODUCER_PARTS, ("wgmma_ws_tf32", HOPPER_LADDER[0]))
 # Kernels the book has recorded on one GPU only: tests ask no other GPU's records of them.
-RECORDED_ONLY_ON = dict.fromkeys(("vectorized_parts", "pipelined_parts", "mma_tma_parts", "warp_tiling_parts"),
-                                 STEP_PARTS_GPU)
+RECORDED_ONLY_ON = dict.fromkeys(("vectorized_parts", "pipelined_parts", "mma_tma_parts", "warp_tiling_parts",
+                                  "wgmma_ws_parts"), STEP_PARTS_GPU)
 
 # Single cases a chapter shows beside the headline ones.
 EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
@@ -124,6 +130,7 @@ EXTRA: tuple[tuple[str, dict[str, int], int], ...] = (
     *((name, p, STEP_PARTS_SIZE) for name, p in PIPELINED_PARTS),
     *((name, p, STEP_PARTS_SIZE) for name, p in MOVER_PARTS),
     *((name, p, STEP_PARTS_SIZE) for name, p in WARP_PARTS),
+    *((name, p, STEP_PARTS_SIZE) for name, p in PRODUCER_PARTS),
     ("bank_conflicts", {"LAYOUT": 0}, 4096),
     ("bank_conflicts", {"LAYOUT": 1}, 4096),
     *(("prefetch", {"PREFETCH": 0}, size) for size in SIZES),  # the default tile without prefetch
