@@ -21,10 +21,11 @@ def a_fresh_page(monkeypatch):
 
 
 def test_excerpt_shows_the_files_lines_under_their_numbers():
-    shown = listings.excerpt("14_tf32_wgmma_ws.cu", start_at="if (wg == 0) {", end_before="else if (HELPERS")
+    shown = listings.excerpt("14_tf32_wgmma_ws.cu", start_at="if (PRODUCER && wg == 0) {",
+                             end_before="else if (HELPERS")
     lines = _file("14_tf32_wgmma_ws.cu")
     assert all(lines[x.new - 1] == x.text for x in shown.lines)
-    assert "if (wg == 0) {" in shown.lines[0].text and "else if (HELPERS" in lines[shown.lines[-1].new]
+    assert "if (PRODUCER && wg == 0) {" in shown.lines[0].text and "else if (HELPERS" in lines[shown.lines[-1].new]
     assert not shown.whole and "<details>" in shown._repr_html_()
     whole = listings.excerpt("staging.cuh")
     assert whole.whole and [x.text for x in whole.lines] == _file("staging.cuh")
@@ -91,7 +92,8 @@ def test_every_kernel_function_is_found(name):
 
 
 def test_the_whole_file_is_folded_once_per_page():
-    first = listings.excerpt("14_tf32_wgmma_ws.cu", start_at="if (wg == 0) {", end_before="else if (HELPERS")
+    first = listings.excerpt("14_tf32_wgmma_ws.cu", start_at="if (PRODUCER && wg == 0) {",
+                             end_before="else if (HELPERS")
     later = listings.excerpt("14_tf32_wgmma_ws.cu", function="sgemm_tf32_wgmma_ws")
     diff = listings.changes("wgmma_ws_tf32", against="wgmma_tf32")  # folds the same file, the newer of the two
     html_first, html_later, html_diff = first._repr_html_(), later._repr_html_(), diff._repr_html_()

@@ -183,7 +183,7 @@ def excerpt(source: str, *, function: str | None = None, start_at: str | None = 
     of them shown as one line saying how many, and `skipped` what they are ("of the 3xTF32 path").
 
         gl.excerpt("warp_tiling", highlight="32-33, 63-80")
-        gl.excerpt("14_tf32_wgmma_ws.cu", start_at="if (wg == 0) {", end_before="else if (HELPERS")
+        gl.excerpt("14_tf32_wgmma_ws.cu", start_at="if (PRODUCER && wg == 0) {", end_before="else if (HELPERS")
         gl.excerpt("tf32.cuh", function="mma_tf32")
         gl.excerpt("wgmma_tf32", start_at="    wgmma_fence();", end_before="  };", skip="100-104, 106",
                    skipped="of the 3xTF32 path")
