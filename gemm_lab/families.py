@@ -622,11 +622,12 @@ def _mma_tma_parts() -> KernelSpec:
 
 
 def _wgmma_ws_parts(base: KernelSpec) -> KernelSpec:
-    """Chapter 9's step 1 in parts (sgemm_tf32_wgmma_ws_parts): kernel 14 at that step, with its producer warpgroup
-    (PRODUCER 1: rung 1) or without (0: a consumer thread issues the TMA copies into the same mbarrier rings)."""
+    """Chapter 9's step 1 in parts: kernel 14 at that step, with (PRODUCER 1) or without its producer warpgroup."""
+    step1 = {**base.defaults, "CLUSTER": 1, "PERSIST": 0, "GROUP": 1, "STORE": 0}
     return _parts(base, "wgmma_ws_parts", "sgemm_tf32_wgmma_ws_parts", "Hopper pipeline, step 1 in parts",
-                  {"PRODUCER": (0, 1)}, (flag("PRODUCER", "a consumer thread copies", "a producer warpgroup"),),
-                  {**base.defaults, "CLUSTER": 1, "PERSIST": 0, "GROUP": 1, "STORE": 0},
+                  {"PRODUCER": (0, 1)}, (flag("PRODUCER", "a consumer thread copies", "a producer warpgroup"), Rule(
+                      "CLUSTER 1, PERSIST 0, STORE 0: step 1's options", lambda p: all(
+                          p[k] == step1[k] for k in ("CLUSTER", "PERSIST", "STORE")))), step1,
                   threads=lambda p: 128 * (p["CONSUMERS"] + p["PRODUCER"]), notes="kernel 14 at step 1, switches")
 
 
