@@ -150,8 +150,7 @@ def _record(args: argparse.Namespace) -> int:
     if "power" in parts and catalog.unsupported(power.CASES[0][0], device.gpu().cc) is None:
         power.sweep()
     if "counters" in parts:
-        for size, cases, metrics in ((grids.COUNTER_SIZE, plan.COUNTERS + plan.MOVER_PARTS + plan.WARP_PARTS
-                                                               + plan.STEP1_COUNTERS, ()),
+        for size, cases, metrics in ((grids.COUNTER_SIZE, plan.COUNTERS + plan.COUNTED_PARTS, ()),
                                      (plan.ENERGY_SIZE, plan.ENERGY_COUNTERS, ()),
                                      *((size, plan.STRIDE_COUNTERS, hardware.WAVEFRONT_METRICS)
                                        for size in plan.STRIDE_SIZES)):

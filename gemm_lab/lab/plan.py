@@ -119,6 +119,8 @@ WARP_PARTS = (("warp_tiling_parts", {}), ("warp_tiling_parts", {"LEAN": 1}))
 PRODUCER_PARTS = (("wgmma_ws_parts", {}),)
 # ... and counted there beside the step's other parts: chapter 8a's kernel on step 1's tile, and step 1 itself.
 STEP1_COUNTERS = (HOPPER_TILE_PART, *PRODUCER_PARTS, ("wgmma_ws_tf32", HOPPER_LADDER[0]))
+# Every part counted at COUNTER_SIZE on STEP_PARTS_GPU, beside COUNTERS (`gemm-lab record --only counters`).
+COUNTED_PARTS = MOVER_PARTS + WARP_PARTS + STEP1_COUNTERS
 # Kernels the book has recorded on one GPU only: tests ask no other GPU's records of them.
 RECORDED_ONLY_ON = dict.fromkeys(("vectorized_parts", "pipelined_parts", "mma_tma_parts", "warp_tiling_parts",
                                   "wgmma_ws_parts"), STEP_PARTS_GPU)
