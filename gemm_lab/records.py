@@ -258,18 +258,16 @@ def measurements(kernel: str | None = None, gpu: str | None = None) -> list[Meas
 
 def lookup(kernel: str, params: dict[str, int], m: int, n: int, k: int, gpu: str | None = None) -> Measurement:
     """The recorded measurement of exactly this instance and shape, or a LookupError saying what exists. Without a named
-    `gpu`, a row the replayed GPU lacks is read from the book's own (`device.DEFAULT_REPLAY_GPU`); its `gpu` says so."""
-    for where in (gpu,) if gpu else dict.fromkeys((device.replay_gpu(), device.DEFAULT_REPLAY_GPU)):
+    `gpu`, the first of `fallbacks` that has it (a build that one GPU alone measured); its `gpu` says whose."""
+    for where in (gpu,) if gpu else fallbacks():
         found = [x for x in measurements(kernel, where) if x.params == params and (x.m, x.n, x.k) == (m, n, k)]
         if found:
             return found[0]
     have = sorted({(x.m, x.n, x.k) for x in measurements(kernel, gpu) if x.params == params})
     what = catalog.get(kernel).describe(params) if kernel in catalog.KERNELS else kernel
-    raise LookupError(
-        f"no recorded result for {what} at M={m}, N={n}, K={k} on "
-        f"{gpu or device.replay_gpu()}; recorded shapes for these parameters: {have or 'none'}. "
-        "Run live on a GPU, or record it with `gemm-lab record`."
-    )
+    raise LookupError(f"no recorded result for {what} at M={m}, N={n}, K={k} on {gpu or device.replay_gpu()}; recorded "
+                      f"shapes for these parameters: {have or 'none'}. Run live on a GPU, or record it with "
+                      "`gemm-lab record`.")
 
 
 def lookup_or_none(kernel: str, params: dict[str, int], m: int, n: int, k: int,
@@ -298,11 +296,11 @@ def read_kind_or_default(kind: str, gpu: str | None, benchmark: str) -> tuple[li
 
 
 def latencies(gpu: str | None = None, submits: bool = False) -> list[dict[str, Any]]:
-    """Recorded explorer moves (or exercise answers, `submits`) of a GPU (default: the replay GPU), else the book's,
-    else the first recorded GPU's that has them."""
+    """Recorded explorer moves (or exercise answers, `submits`) of a GPU (default: the replay GPU), else of the first
+    of `fallbacks` that has them."""
     def pick(name: str | None) -> list[dict[str, Any]]:
         return [r for r in read_kind(LATENCY, name) if r["kernel"].startswith("submit ") == submits]
-    return next(filter(None, map(pick, (gpu, device.DEFAULT_REPLAY_GPU, *recorded_gpus()))), [])
+    return next(filter(None, map(pick, (gpu, *fallbacks()))), [])
 
 
 def is_bench(path: Path) -> bool:
@@ -314,11 +312,12 @@ def short(row: dict[str, Any]) -> str:
     return text if len(text) < 160 else text[:157] + "..."
 
 
+def fallbacks() -> list[str]:
+    """Where an unnamed GPU's record is looked for, in order: the replayed GPU, the book's own, every recorded GPU."""
+    return list(dict.fromkeys((device.replay_gpu(), device.DEFAULT_REPLAY_GPU, *recorded_gpus())))
+
+
 def recorded_gpus() -> list[str]:
     """Names of the GPUs with recorded results under records/ (from each folder's device.json)."""
-    names = []
-    for folder in sorted(p for p in folders.RECORDS_DIR.iterdir() if p.is_dir()):
-        device_file = folder / "device.json"
-        if device_file.exists():
-            names += [row["gpu"] for row in read_rows(device_file)]
-    return names
+    files = sorted(p / "device.json" for p in folders.RECORDS_DIR.iterdir() if p.is_dir())
+    return [row["gpu"] for f in files if f.exists() for row in read_rows(f)]

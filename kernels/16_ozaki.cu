@@ -283,9 +283,11 @@ __global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, int spl
   const float* b = bt + size_t(t) * K;
   double total = 0.0, carry = 0.0, sgemm = 0.0;
   float ozaki[CANDIDATES] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float x_next = lane < K ? a[lane] : 0.0f, y_next = lane < K ? b[lane] : 0.0f;  // loaded a step ahead
   for (int base = 0; base < K; base += 32) {
     const int h = base + lane;
-    const float x = h < K ? finite_or_zero(a[h]) : 0.0f, y = h < K ? finite_or_zero(b[h]) : 0.0f;
+    const float x = finite_or_zero(x_next), y = finite_or_zero(y_next);
+    x_next = h + 32 < K ? a[h + 32] : 0.0f, y_next = h + 32 < K ? b[h + 32] : 0.0f;
     const double p = double(x) * double(y);
     total += p;
     double s = p;  // the partial sum after p, from the piece's start: a scan across the warp
@@ -449,7 +451,8 @@ __global__ void ozaki_residues_a(int M, int K, int Kp, const float* __restrict__
 
 // B's residue planes, transposed: a block reads a 64 x 64 tile of B (rows k, columns j), keeps its residues in shared
 // memory as [modulus][j][k] (each thread four consecutive k of one column, one word) and writes each j's 64 bytes of
-// k; with equilibration, s_k comes off the column's exponent.
+// k, 16 bytes a thread; blocks next in line take the next 64 k, so that their writes fill the same lines of the planes;
+// with equilibration, s_k comes off the column's exponent.
 template <int MODULI>
 __global__ void __launch_bounds__(256) ozaki_residues_b(int K, int N, int Kp, const float* __restrict__ B,
                                                        const int* __restrict__ exponents,
@@ -460,27 +463,34 @@ __global__ void __launch_bounds__(256) ozaki_residues_b(int K, int N, int Kp, co
   __shared__ int tile[MODULI][64][17];  // rows of 17 words: a warp's 32 columns hit 32 banks
   if (!chosen(verdict, MODULI)) return;
   if (!verdict[11]) shift = nullptr;
-  const int j0 = blockIdx.x * 64, h0 = blockIdx.y * 64, tx = threadIdx.x % 64, ty = threadIdx.x / 64, j = j0 + tx;
-  const int f = j < N ? exponents[j] : 0;
+  const int h0 = blockIdx.x * 64, tx = threadIdx.x % 64, ty = threadIdx.x / 64;
+  for (int j0 = blockIdx.y * 64; j0 < N; j0 += gridDim.y * 64) {  // the grid's y may be too short for N / 64
+    const int j = j0 + tx, f = j < N ? exponents[j] : 0;
 #pragma unroll
-  for (int q = ty; q < 16; q += 4) {  // rows 4q .. 4q + 3 of the tile
-    Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
+    for (int q = ty; q < 16; q += 4) {  // rows 4q .. 4q + 3 of the tile
+      Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
 #pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const int h = h0 + 4 * q + t;
-      if (h < K && j < N)
-        split[t] = Split20(rintf(PowerOfTwo(f - (shift ? shift[h] : 0))(finite_or_zero(B[size_t(h) * N + j]))));
+      for (int t = 0; t < 4; ++t) {
+        const int h = h0 + 4 * q + t;
+        if (h < K && j < N)
+          split[t] = Split20(rintf(PowerOfTwo(f - (shift ? shift[h] : 0))(finite_or_zero(B[size_t(h) * N + j]))));
+      }
+#pragma unroll
+      for (int l = 0; l < MODULI; ++l) {
+        const Prime<MODULI> mod(consts, l);
+        tile[l][tx][q] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
+      }
     }
-#pragma unroll
-    for (int l = 0; l < MODULI; ++l) {
-      const Prime<MODULI> mod(consts, l);
-      tile[l][tx][q] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
+    __syncthreads();
+    for (int u = threadIdx.x; u < MODULI * 64 * 4; u += 256) {
+      const int l = u / (64 * 4), jj = u / 4 % 64, q = 4 * (u % 4), h = h0 + 4 * q;
+      if (j0 + jj < N && h < Kp) {
+        const int* w = tile[l][jj] + q;
+        signed char* at = planes + (size_t(l) * N + j0 + jj) * Kp + h;
+        *reinterpret_cast<int4*>(at) = make_int4(w[0], w[1], w[2], w[3]);  // Kp and h are multiples of 16
+      }
     }
-  }
-  __syncthreads();
-  for (int u = threadIdx.x; u < MODULI * 64 * 16; u += 256) {
-    const int l = u / (64 * 16), jj = u / 16 % 64, q = u % 16, h = h0 + 4 * q;
-    if (j0 + jj < N && h < Kp) *reinterpret_cast<int*>(planes + (size_t(l) * N + j0 + jj) * Kp + h) = tile[l][jj][q];
+    __syncthreads();  // the tile is rewritten next
   }
 }
 

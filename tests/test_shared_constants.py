@@ -333,11 +333,11 @@ COVERS = {
     "ozaki_exponents": (r"if \(u < M\) .*\n.*else if \(u < M \+ N\)", lambda g, b, s: g[0] * b >= s.m + s.n),
     "ozaki_residues_a": (r"row = int\(u / \(Kp / 4\)\), k0 = int\(u % \(Kp / 4\)\) \* 4",
                          lambda g, b, s: g[0] * b >= s.m * s.kp // 4),
-    "ozaki_residues_b": (r"j0 = blockIdx\.x \* (\d+), h0 = blockIdx\.y \* (\d+), tx = threadIdx\.x % \d+, "
-                         r"ty = threadIdx\.x / (\d+)[^;]*;\s+.*\s+#pragma unroll\s+"
-                         r"for \(int q = ty; q < \d+; q \+= (\d+)\)",
-                         lambda g, b, s, cols, rows, lanes, steps: b == steps * lanes and g[0] * cols >= s.n
-                         and g[1] * rows >= s.kp),
+    "ozaki_residues_b": (r"h0 = blockIdx\.x \* (\d+), tx = threadIdx\.x % \d+, ty = threadIdx\.x / (\d+);\s+"
+                         r"for \(int j0 = blockIdx\.y \* (\d+); j0 < N; j0 \+= gridDim\.y \* \3\).*\s+.*\s+"
+                         r"#pragma unroll\s+for \(int q = ty; q < \d+; q \+= (\d+)\)",  # y: a grid-stride loop
+                         lambda g, b, s, rows, lanes, cols, steps: b == steps * lanes and g[0] * rows >= s.kp
+                         and 1 <= g[1] <= catalog.MAX_GRID_Y),
     "ozaki_reconstruct": (r"quads = \(N \+ 3\) / 4, i = int\(u / quads\)",
                           lambda g, b, s: g[0] * b >= s.m * -(-s.n // 4)),
     "ozaki_nonfinite": (r"j = blockIdx\.x \* blockDim\.x \+ threadIdx\.x, i = blockIdx\.y",

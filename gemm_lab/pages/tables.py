@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import catalog, device, turns
+from ..models.gpus import card_of
 from ..records import CUBLAS_KERNELS, Measurement
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> st
     ms = list(measurements)
     if not ms:
         return ""
-    gpus = sorted({x.gpu for x in ms})
+    where = _whose(ms)
     n_short = sum(map(is_short, ms)) if races else 0
     short = ("" if not n_short else "; short races, not sustained ones" if n_short == len(ms)
              else f"; {n_short} of these {len(ms)} results from short races, the others not")
@@ -135,8 +136,18 @@ def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> st
         dates = sorted({x.date for x in ms})
         span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
         how = "read back from records/" if device.live() else f"replayed: {replay_reason()}"
-        return f"recorded on {', '.join(gpus)}, {span} ({how}){short}"
-    return f"measured live on {', '.join(gpus)}{short}"
+        return f"recorded on {where}, {span} ({how}){short}"
+    return f"measured live on {where}{short}"
+
+
+def _whose(ms: list[Measurement]) -> str:
+    """The GPUs behind the rows: one; or, where a few kernels' rows come from another GPU than the rest (a kernel only
+    that GPU has measured), the rest's GPU with those kernels named, e.g. "H100 (ozaki: H200)"; else all of them."""
+    names = sorted({x.gpu for x in ms}, key=lambda g: -sum(x.gpu == g for x in ms))
+    kernels = {g: sorted({x.kernel for x in ms if x.gpu == g}) for g in names}
+    if len(names) == 1 or any(set(kernels[g]) & set(kernels[names[0]]) for g in names[1:]):
+        return ", ".join(sorted(names))
+    return f"{names[0]} (" + "; ".join(f"{', '.join(kernels[g])}: {g}" for g in names[1:]) + ")"
 
 
 def is_short(x: Measurement) -> bool:
@@ -331,7 +342,9 @@ def energy_headline(x: Measurement) -> str:
     spread = f" (rounds {x.pct_range[0]:.0f}–{x.pct_range[1]:.0f} %)" if x.precision != "fp32" and x.pct_range else ""
     text = f"{x.pct_cublas:.1f} % of {baseline_name(x.precision)}{spread}"
     mine, theirs = x.gflop_per_joule(), x.gflop_per_joule(cublas=True)
-    return text + (f" at {mine:,.0f} GFLOP/J, cuBLAS {theirs:,.0f}" if mine and theirs else "")
+    elsewhere = x.replayed and x.gpu != device.replay_gpu()  # a kernel only another GPU has measured
+    return text + (f" at {mine:,.0f} GFLOP/J, cuBLAS {theirs:,.0f}" if mine and theirs else "") + (
+        f" (on the {card_of(x.gpu).short})" if elsewhere and card_of(x.gpu) else "")
 
 
 def speed_and_power(ms: Sequence[Measurement]) -> Table:
@@ -404,6 +417,11 @@ def retimed(gpu: str | None = None) -> Retimed:
     from .. import records
 
     rows, name = records.read_kind_or_default(records.RETIME, gpu, "benchmarks/retime.py")
+    lacking = [(k, s) for k, s in catalog.KEY_SHARES if not any((r["kernel"], r["m"]) == (k, s) for r in rows)]
+    for other in ([] if gpu else records.fallbacks()):  # a key share this GPU has no race of: whose race the pages read
+        rows += [r for r in records.read_kind(records.RETIME, other) if (r["kernel"], r["m"]) in lacking
+                 and records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=name) is None]
+        lacking = [c for c in lacking if not any((r["kernel"], r["m"]) == c for r in rows)]
     cells, apart, races = [], [], []
     for r in rows:
         x = records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=r["gpu"])
@@ -468,7 +486,7 @@ def banner(page: str = "") -> Banner:
     text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}" + (
         ", the span of that GPU's records; each chart and table gives the dates of its own data, within it."
         if len(dates) > 1 else ".")
-    text += " A chart or table that names another GPU shows that GPU's records."
+    text += " A chart or table that names another GPU shows that GPU's records." + _recorded_elsewhere(page, shown)
     if os.environ.get(device.GPU_ENV):
         text += f" {device.GPU_ENV} chose these records."
     elif mine and mine != shown:
@@ -480,6 +498,23 @@ def banner(page: str = "") -> Banner:
     else:
         text += f" Install the cuda12 or cuda13 extra to measure your {mine}."
     return Banner(text)
+
+
+def _recorded_elsewhere(page: str, shown: str) -> str:
+    """The banner's sentence on the page's kernels that `shown` has no records of and another GPU has (a kernel whose
+    current build only that GPU has measured): whose rows the page reads instead, and when they were recorded."""
+    from .. import records
+
+    out = ""
+    lacking = [s for s in catalog.KERNELS.values() if page and s.chapter == page and not records.measurements(s.name)]
+    for spec in lacking:
+        for gpu in records.recorded_gpus():
+            dates = sorted({x.date for x in records.measurements(spec.name, gpu)})
+            if dates:
+                out += (f" Except the {spec.name} kernel's: {shown} has no records of it, so they are {gpu}'s, "
+                        f"recorded {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") + ".")
+                break
+    return out
 
 
 def gpu_comparison(kernels: Sequence[str], sizes: Sequence[int], gpus: Sequence[str] | None = None) -> Table:

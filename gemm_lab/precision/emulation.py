@@ -199,16 +199,20 @@ def hidden_gpu() -> str:
         except LookupError:
             return False
 
-    found = next((g for g in (device.replay_gpu(), *records.recorded_gpus()) if has(g)), None)
+    found = next(filter(has, records.fallbacks()), None)
     if found is None:
         raise LookupError("no GPU has recorded the hidden families: `gemm-lab record --only ozaki` on a Hopper GPU")
     return found
 
 
 def errors(shape: tuple[int, int, int], phi: float | None, gpu: str | None = None, family: str = "") -> list[Errors]:
-    """The recorded errors of every method on one case (the replay GPU's, or `gpu`'s), in METHODS' order."""
-    rows = [r for r in records.read_kind(ACCURACY, gpu) if (r["m"], r["n"], r["k"]) == tuple(shape) and r["phi"] == phi
-            and r.get("family", "") == family]
+    """The recorded errors of every method on one case, in METHODS' order: `gpu`'s, or the first GPU's of
+    `records.fallbacks` whose rows of the case hold the Ozaki scheme's current build (another GPU's may not)."""
+    def case(where: str | None) -> list[dict[str, Any]]:
+        return [r for r in records.read_kind(ACCURACY, where) if (r["m"], r["n"], r["k"]) == tuple(shape)
+                and r["phi"] == phi and r.get("family", "") == family]
+
+    rows = case(gpu) if gpu else next((r for r in map(case, records.fallbacks()) if _ozaki_in(r)), case(None))
     if not rows:
         raise LookupError(f"no recorded accuracy for M, N, K = {shape}, phi = {phi}{', ' + family if family else ''} "
                           f"on {gpu or device.replay_gpu()}: record it on a GPU with `gemm-lab record --only ozaki`")
@@ -230,10 +234,22 @@ def stage_ms(size: int, params: dict[str, int] | None = None, runs: int = 20) ->
         if task.live and device.runs_here(inst.spec):
             task.result = task.result or _stage_ms(inst, runs)
             return task.result
-    rows = [r for r in records.read_kind(STAGES) if r["params"] == inst.params and r["m"] == size]
+    rows = [r for r in _stage_rows(inst.params) if r["m"] == size]
     if not rows:
         raise LookupError(f"no recorded stage times of {inst.describe()} at {size} on {device.replay_gpu()}")
     return rows[0]["stages_ms"]
+
+
+def _ozaki_in(rows: list[dict[str, Any]]) -> bool:
+    return any(r["method"] == "ozaki" for r in rows)
+
+
+def _stage_rows(params: dict[str, int]) -> list[dict[str, Any]]:
+    """The recorded stage times of these parameters: the first GPU's of `records.fallbacks` that has them."""
+    def of(gpu: str) -> list[dict[str, Any]]:
+        return [r for r in records.read_kind(STAGES, gpu) if r["params"] == params]
+
+    return next(filter(None, map(of, records.fallbacks())), [])
 
 
 def _stage_ms(inst: catalog.Instance, runs: int) -> dict[str, float]:
@@ -266,7 +282,7 @@ def stage_source(params: dict[str, int] | None = None) -> str:
     inst = catalog.instance("ozaki", params, (STAGE_SIZES[0],) * 3)
     if liverun.measures("sweeps") and device.runs_here(inst.spec):
         return f"measured live on {device.gpu().name}"
-    rows = [r for r in records.read_kind(STAGES) if r["params"] == inst.params]
+    rows = _stage_rows(inst.params)
     if not rows:
         return f"no stage times recorded for {inst.describe()} on {device.replay_gpu()}"
     dates = sorted({r["recorded_at"][:10] for r in rows})

@@ -49,7 +49,7 @@ import numpy as np
 
 from .. import catalog, compiler, device, run, tma, yardstick
 from ..catalog import Instance, SourceFile
-from ..spec import ceil_div, round_up
+from ..spec import MAX_GRID_Y, ceil_div, round_up
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
 # per INT8 product (the kernel takes the first MODULI).
@@ -563,7 +563,7 @@ class Pipeline:
         kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 1024),), threads,
                                                (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
                                                 ruling, consts, self.planes_a))
-        kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(n, 64), ceil_div(self.kp, 64)), threads,
+        kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(self.kp, 64), min(ceil_div(n, 64), MAX_GRID_Y)), threads,
                                                (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
                                                 ruling, consts, self.planes_b), stream=self.aux)
         self._join_aux()
