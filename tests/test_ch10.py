@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog
+from gemm_lab import catalog, records
 from gemm_lab.pages import diagrams, plots, precision_tables, style, tables
 from gemm_lab.precision import emulation, int8, ozaki  # noqa: E402
 
@@ -72,10 +72,12 @@ def test_traffic_counts_the_planes_as_the_kernels_pad_them():
 def test_speed_of_light_is_the_int8_rate_over_the_moduli(replay):
     import gemm_lab as gl
 
-    sol = emulation.speed_of_light(8192, 8)
-    assert sol.int8_tops == pytest.approx(int8.bench(8192).cublas_gflops / 1e3)
+    sol, gpu = emulation.speed_of_light(8192, 8), emulation.scheme_gpu()  # the GPU whose records hold the races
+    assert sol.int8_tops == pytest.approx(_k15(8192, gpu).cublas_gflops / 1e3)
     assert sol.tflops == pytest.approx(sol.int8_tops / 8)
-    assert sol.times_sgemm == pytest.approx(sol.tflops / (gl.cublas(8192).gflops / 1e3))
+    sgemm = records.lookup("cublas", {}, 8192, 8192, 8192, gpu=gpu)
+    assert sol.times_sgemm == pytest.approx(sol.tflops / (sgemm.gflops / 1e3))
+    assert gl.bench("ozaki", 8192).gpu == gpu
     assert sol.products_ms == pytest.approx(8 * 2 * 8192**3 / (sol.int8_tops * 1e12) * 1e3)
     table = precision_tables.speed_of_light_table((4096, 8192), (6, 9))
     assert [r[0] for r in table.rows] == ["6", "9"] and len(table.columns) == 7
@@ -100,7 +102,7 @@ def test_speed_of_light_at_the_measured_clock(replay):
     import gemm_lab as gl
 
     x = gl.bench("ozaki", 8192)
-    k15 = int8.bench(8192)
+    k15 = _k15(8192, x.gpu)  # the same GPU's rate
     ceiling = emulation.clock_speed_of_light(x)
     assert ceiling == pytest.approx(k15.gflops / 1e3 * x.telemetry["sm_clock_mhz"] / k15.telemetry["sm_clock_mhz"]
                                     / x.details["moduli"])
@@ -249,3 +251,8 @@ def test_the_ozaki_rows_of_speed_charts_are_named_by_their_moduli(replay):
 
     assert plots.label(gl.bench("ozaki", 8192, {"MODULI": 7})) == "Ozaki, 7 moduli"
     assert catalog.get("ozaki").chapter == "ch10_ozaki"
+
+
+def _k15(size: int, gpu: str):
+    """Kernel 15's recorded race beside cuBLAS INT8 on that GPU."""
+    return records.lookup(int8.PROBE.name, int8.full_params(), size, size, size, gpu=gpu)

@@ -314,8 +314,19 @@ class SpeedOfLight:
 
 
 def speed_of_light(size: int, moduli: int) -> SpeedOfLight:
-    """`SpeedOfLight` from the measurements of cuBLAS's INT8 GEMM and SGEMM at `size` (live, or as recorded)."""
-    return SpeedOfLight(size, moduli, int8.bench(size).cublas_gflops / 1e3, timing.cublas(size).gflops / 1e3)
+    """`SpeedOfLight` from the measurements of cuBLAS's INT8 GEMM and SGEMM at `size`: live, or as recorded on the GPU
+    whose records hold the scheme's races (`scheme_gpu`), so that the ceiling and the races are one GPU's."""
+    if device.live():
+        return SpeedOfLight(size, moduli, int8.bench(size).cublas_gflops / 1e3, timing.cublas(size).gflops / 1e3)
+    int8_row = records.lookup(int8.PROBE.name, int8.full_params(), size, size, size, gpu=scheme_gpu())
+    return SpeedOfLight(size, moduli, int8_row.cublas_gflops / 1e3,
+                        records.lookup("cublas", {}, size, size, size, gpu=scheme_gpu()).gflops / 1e3)
+
+
+def scheme_gpu() -> str:
+    """The GPU whose records a replayed page reads the scheme's races from: the first of `records.fallbacks` with any
+    (another GPU may not have measured its current build)."""
+    return next((g for g in records.fallbacks() if records.measurements("ozaki", g)), device.replay_gpu())
 
 
 def chosen_moduli(inst: catalog.Instance) -> int:
@@ -345,7 +356,8 @@ def clock_speed_of_light(x: Any) -> float:
     kernel 15's recorded INT8 rate per MHz at that size (its own race's clock), times `x`'s clock, over the moduli
     that ran. The same measurement's clock sets the ceiling it is compared with (a ceiling at another clock would
     flatter or blame the pipeline for the power cap)."""
-    k15 = int8.bench(x.m)
+    k15 = (records.lookup(int8.PROBE.name, int8.full_params(), x.m, x.n, x.k, gpu=x.gpu) if x.replayed
+           else int8.bench(x.m))  # the same GPU's
     per_mhz = k15.gflops / 1e3 / k15.telemetry["sm_clock_mhz"]
     moduli = x.details.get("moduli") or x.params["MODULI"]
     return per_mhz * x.telemetry["sm_clock_mhz"] / moduli
