@@ -56,10 +56,10 @@ def kernel_number(spec: catalog.KernelSpec) -> str:
 
 def ozaki_ceiling(x: Measurement) -> tuple[str | None, float | None]:
     """Chapter 10's speed of light for the Ozaki race `x`: ("INT8 products", TFLOP/s), the rate of cuBLAS's INT8 GEMM
-    in kernel 15's recorded race at `x`'s shape over the moduli `x` ran; (None, None) where it fell back to SGEMM or no
-    INT8 race is recorded at that shape. Read from the records, as the device's ceilings are: no measurement."""
+    in kernel 15's recorded race at `x`'s shape and on its GPU over the moduli `x` ran; (None, None) where it fell back
+    to SGEMM or no INT8 race is recorded there. Read from the records, as the device's ceilings are: no measurement."""
     moduli = x.details.get("moduli") or x.params.get("MODULI")
-    race = records.lookup_or_none(int8.PROBE.name, int8.full_params(), x.m, x.n, x.k)
+    race = records.lookup_or_none(int8.PROBE.name, int8.full_params(), x.m, x.n, x.k, gpu=x.gpu)
     if not moduli or race is None:
         return None, None
     light = emulation.SpeedOfLight(x.m, int(moduli), race.cublas_gflops / 1e3, x.cublas_gflops / 1e3)

@@ -316,11 +316,11 @@ class SpeedOfLight:
 def speed_of_light(size: int, moduli: int) -> SpeedOfLight:
     """`SpeedOfLight` from the measurements of cuBLAS's INT8 GEMM and SGEMM at `size`: live, or as recorded on the GPU
     whose records hold the scheme's races (`scheme_gpu`), so that the ceiling and the races are one GPU's."""
-    if device.live():
-        return SpeedOfLight(size, moduli, int8.bench(size).cublas_gflops / 1e3, timing.cublas(size).gflops / 1e3)
-    int8_row = records.lookup(int8.PROBE.name, int8.full_params(), size, size, size, gpu=scheme_gpu())
-    return SpeedOfLight(size, moduli, int8_row.cublas_gflops / 1e3,
-                        records.lookup("cublas", {}, size, size, size, gpu=scheme_gpu()).gflops / 1e3)
+    k15, sgemm = int8.bench(size), timing.cublas(size)  # measured now where the page is live
+    if k15.replayed:
+        k15, sgemm = (records.lookup(name, params, size, size, size, gpu=scheme_gpu())
+                      for name, params in ((int8.PROBE.name, int8.full_params()), ("cublas", {})))
+    return SpeedOfLight(size, moduli, k15.cublas_gflops / 1e3, sgemm.gflops / 1e3)
 
 
 def scheme_gpu() -> str:
@@ -356,8 +356,9 @@ def clock_speed_of_light(x: Any) -> float:
     kernel 15's recorded INT8 rate per MHz at that size (its own race's clock), times `x`'s clock, over the moduli
     that ran. The same measurement's clock sets the ceiling it is compared with (a ceiling at another clock would
     flatter or blame the pipeline for the power cap)."""
-    k15 = (records.lookup(int8.PROBE.name, int8.full_params(), x.m, x.n, x.k, gpu=x.gpu) if x.replayed
-           else int8.bench(x.m))  # the same GPU's
+    k15 = int8.bench(x.m)
+    if x.replayed:  # the same GPU's rate
+        k15 = records.lookup(int8.PROBE.name, int8.full_params(), x.m, x.n, x.k, gpu=x.gpu)
     per_mhz = k15.gflops / 1e3 / k15.telemetry["sm_clock_mhz"]
     moduli = x.details.get("moduli") or x.params["MODULI"]
     return per_mhz * x.telemetry["sm_clock_mhz"] / moduli
