@@ -364,4 +364,25 @@ def test_the_outside_re_timing_sits_beside_each_key_share_and_names_those_apart(
     check = tables.retimed(gpu="Other GPU")
     assert check.gpu == gpu and check.apart == ("wgmma_ws_tf32 at 8,192 (2.5 points, 2.6 %)",)
     assert check.how == "after 1.5 s untimed, 5 runs of 2 s a side, each after 0.5 s untimed"
-    assert [r[-1] for r in check.table.rows] == ["+0.5", "-2.5"] and "95.0% (94.0–96.0)" in check.table.rows[1]
+    assert [r[-1] for r in check.table.rows] == ["+0.5 (0.5 %)", "-2.5 (2.6 %)"]
+    assert "95.0% (94.0–96.0)" in check.table.rows[1] and check.where == "H100"  # one GPU's rows: none other named
+
+
+def test_a_kernel_only_another_gpu_measured_is_read_from_it_and_says_whose(sandbox, monkeypatch):
+    """A replayed GPU without a kernel's rows reads them from the first GPU of `records.fallbacks` that has them: the
+    row keeps its GPU, and the stamps and the table rows name it among the others."""
+    from gemm_lab.pages import tables
+
+    mine, other = device.DEFAULT_REPLAY_GPU, "NVIDIA H200"
+    for gpu in (mine, other):
+        records.upsert(folders.gpu_folder(gpu) / "device.json", [{"gpu": gpu}], ("gpu",))
+    monkeypatch.setattr(device, "replay_gpu", lambda: mine)
+    records.save([records.Measurement.from_row(_row("naive", gpu=mine)),
+                  records.Measurement.from_row(_row("coalesced", gpu=mine)),
+                  records.Measurement.from_row(_row("smem_tiled", gpu=other))])
+    found = [records.lookup(k, catalog.get(k).full_params(), 64, 64, 64) for k in ("naive", "coalesced", "smem_tiled")]
+    assert [x.gpu for x in found] == [mine, mine, other] and records.fallbacks()[:2] == [mine, other]
+    assert tables.provenance(found).startswith(f"recorded on {mine} (smem_tiled: {other}),")
+    assert [tables.kernel_label(x, found) for x in found] == ["naive", "coalesced", "smem_tiled (H200)"]
+    with pytest.raises(LookupError):  # a named GPU is that GPU's alone
+        records.lookup("smem_tiled", catalog.get("smem_tiled").full_params(), 64, 64, 64, gpu=mine)

@@ -1,4 +1,5 @@
 """Replay shows the reader's GPU where records/ has it, else the H100, and the banner says which."""
+import os
 import re
 import sys
 from types import SimpleNamespace
@@ -98,3 +99,16 @@ def test_a_partial_recording_replays_the_h100(sandbox, monkeypatch):
     (records.gpu_dir("NVIDIA H200") / "ncu.json").unlink()
     monkeypatch.setattr(device, "reader_gpu", lambda: "NVIDIA H200")
     assert device.replay_gpu() == H100
+
+
+def test_a_page_whose_kernels_the_replayed_gpu_lacks_replays_the_gpu_that_has_them(monkeypatch):
+    """Chapter 10's kernel, the Ozaki scheme, has its current build recorded on the H200 alone: replayed on the H100
+    its page reads the H200's records throughout (one GPU's numbers), and its banner says so."""
+    monkeypatch.delenv(device.GPU_ENV, raising=False)  # restored after the test, as the banner sets it
+    monkeypatch.setattr(device, "reader_gpu", lambda: None)
+    text = str(tables.banner("ch10_ozaki"))
+    assert os.environ[device.GPU_ENV] == "NVIDIA H200" and device.replay_gpu() == "NVIDIA H200"
+    assert "has no records of the kernels this page introduces, so it replays the NVIDIA H200's" in text
+    monkeypatch.delenv(device.GPU_ENV)
+    assert "recorded on NVIDIA H100" in str(tables.banner("ch09_hopper_pipeline"))  # it has some of its kernels
+    assert device.GPU_ENV not in os.environ

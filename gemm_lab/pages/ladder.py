@@ -14,7 +14,7 @@ from .. import catalog, records
 from ..models import model
 from ..precision import emulation, int8
 from ..records import Measurement
-from .tables import Table, baseline_name, provenance, shape_text
+from .tables import Table, baseline_name, kernel_label, provenance, shape_text
 
 
 def ladder(ms: Sequence[Measurement], ceilings: dict, l2_gbs: float | None = None) -> Table:
@@ -30,7 +30,7 @@ def ladder(ms: Sequence[Measurement], ceilings: dict, l2_gbs: float | None = Non
             bound = model.speed_of_light(spec, x.params, (x.m, x.n, x.k), ceilings, l2_gbs).upto(spec.chapter).bound
             level, tflops = bound.level, bound.tflops  # the lowest among the rows its chapter has taught
         passed = ", passed" if x.gflops / 1e3 > tflops else ""
-        rows.append((model.chapter_label(spec.chapter), kernel_number(spec), x.kernel, spec.title,
+        rows.append((model.chapter_label(spec.chapter), kernel_number(spec), kernel_label(x, ms), spec.title,
                      f"{x.gflops / 1e3:,.1f}",
                      f"{x.pct_cublas:.0f}\u00a0% ({baseline_name(x.precision).split()[-1]})",
                      f"{level} ({tflops:,.1f}{passed})"))

@@ -150,6 +150,15 @@ def _whose(ms: list[Measurement]) -> str:
     return f"{names[0]} (" + "; ".join(f"{', '.join(kernels[g])}: {g}" for g in names[1:]) + ")"
 
 
+def kernel_label(x: Measurement, ms: Sequence[Measurement]) -> str:
+    """A row's kernel name, with its GPU's short name where the table's rows come from several GPUs and this row's
+    is not the one most rows come from (a kernel only that GPU has measured): "ozaki (H200)"."""
+    gpus = [y.gpu for y in ms]
+    if x.gpu == max(set(gpus), key=gpus.count):
+        return x.kernel
+    return f"{x.kernel} ({card.short if (card := card_of(x.gpu)) else x.gpu})"
+
+
 def is_short(x: Measurement) -> bool:
     """Timed in a short race ("": recorded before the methods were named, all of them short)."""
     return x.method in ("short", "")
@@ -286,7 +295,7 @@ def measurements_table(ms: Sequence[Measurement], *, parameters: bool = True) ->
 
     def row(x: Measurement) -> tuple[str, ...]:
         instance = ((params_text({p: x.params[p] for p in varying}),) if varying else
-                    (x.kernel, params_text(x.params))[:len(instance_columns)] if instance_columns else ())
+                    (kernel_label(x, ms), params_text(x.params))[:len(instance_columns)] if instance_columns else ())
         return (*instance, *((shape_text(x.m, x.n, x.k),) if show_shape else ()),
                 f"{x.gflops:,.0f}", f"{x.cublas_gflops:,.0f}", f"{x.pct_cublas:.1f}%" + _rounds(x),
                 f"{x.pct_peak:.1f}%" if x.precision == "fp32" else "-", f"{x.max_rel_err:.1e}")
@@ -319,8 +328,9 @@ def by_size(ms: Sequence[Measurement]) -> Table:
     cell = {(x.kernel, x.m): f"{x.gflops:,.0f} ({x.pct_cublas:.0f}%"
             + (", {:.0f}\u2060–\u2060{:.0f}%)".format(*ranged[x.kernel, x.m]) if (x.kernel, x.m) in ranged else ")")
             for x in ms}  # (word joiners: a narrow column breaks before the range, not inside it)
+    label = {x.kernel: kernel_label(x, ms) for x in ms}
     return Table(("kernel", *(f"{s}³" for s in sizes)),
-                 tuple((k, *(cell.get((k, s), "-") for s in sizes)) for k in kernels),
+                 tuple((label[k], *(cell.get((k, s), "-") for s in sizes)) for k in kernels),
                  f"GFLOP/s at M = N = K and, in brackets, % of {_baselines(ms)} timed in the same run"
                  + ("; for tensor-core kernels the median of the rounds' shares, then the rounds' range"
                     if ranged else "")
@@ -352,7 +362,8 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
     NVML read while each side's timed launches ran, and each side's work per energy (NVML's energy counter): for
     tensor-core kernels, whose clock follows the power cap, the numbers that explain a share."""
     def name(x: Measurement) -> str:
-        return ozaki_label(x.params["MODULI"], x.details.get("moduli")) if "MODULI" in x.params else x.kernel
+        mark = kernel_label(x, ms).removeprefix(x.kernel)  # " (H200)" where another GPU's row stands among them
+        return (ozaki_label(x.params["MODULI"], x.details.get("moduli")) if "MODULI" in x.params else x.kernel) + mark
 
     def share(x: Measurement) -> str:
         spread = x.pct_range
@@ -407,6 +418,7 @@ class Retimed:
     agree: float
     gpu: str
     how: str  # "after 1.5 s untimed, 5 runs of 2 s a side, each after 0.5 s untimed"
+    where: str  # "H100", or "H100 (ozaki: the H200)" where some rows are another GPU's
 
 
 def retimed(gpu: str | None = None) -> Retimed:
@@ -422,27 +434,31 @@ def retimed(gpu: str | None = None) -> Retimed:
         rows += [r for r in records.read_kind(records.RETIME, other) if (r["kernel"], r["m"]) in lacking
                  and records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=name) is None]
         lacking = [c for c in lacking if not any((r["kernel"], r["m"]) == c for r in rows)]
-    cells, apart, races = [], [], []
-    for r in rows:
-        x = records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"], gpu=r["gpu"])
-        if x is None:
-            continue
-        races.append(x)
+    found = [(x, r) for r in rows if (x := records.lookup_or_none(r["kernel"], r["params"], r["m"], r["n"], r["k"],
+                                                                  gpu=r["gpu"])) is not None]
+    races, cells, apart = [x for x, _ in found], [], []
+    for x, r in found:
         pairs = r.get("pairs_pct") or [r["pct_blocks"]]
-        gap = x.pct_cublas - r["pct_blocks"]
-        if (off := retime_gap_pct(x.pct_cublas, r["pct_blocks"])) > RETIME_AGREE:
+        gap, off = x.pct_cublas - r["pct_blocks"], retime_gap_pct(x.pct_cublas, r["pct_blocks"])
+        if off > RETIME_AGREE:
             apart.append(f"{x.kernel} at {x.m:,} ({abs(gap):.1f} points, {off:.1f} %)")
         spread = x.pct_range
-        cells.append((x.kernel, f"{x.m:,}", f"{x.pct_cublas:.1f}% ({spread[0]:.1f}–{spread[1]:.1f})" if spread
-                      else f"{x.pct_cublas:.1f}%", f"{r['pct_blocks']:.1f}% ({min(pairs):.1f}–{max(pairs):.1f})",
-                      f"{gap:+.1f}"))
-    table = Table(("kernel", "size", "race (rounds)", "re-timed (pairs of runs)", "points apart"), tuple(cells),
+        cells.append((kernel_label(x, races), f"{x.m:,}", f"{x.pct_cublas:.1f}% ({spread[0]:.1f}–{spread[1]:.1f})"
+                      if spread else f"{x.pct_cublas:.1f}%",
+                      f"{r['pct_blocks']:.1f}% ({min(pairs):.1f}–{max(pairs):.1f})", f"{gap:+.1f} ({off:.1f} %)"))
+    table = Table(("kernel", "size", "race (rounds)", "re-timed (pairs of runs)",
+                   "points apart (% of the re-timed share)"), tuple(cells),
                   f"% of the cuBLAS each kernel replaces; race: the record the pages quote; re-timed: "
                   f"benchmarks/retime.py, {min(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
     first = rows[0]
     how = (f"after {first['warm_s']:g} s untimed, {first['blocks'] // 2} runs of {first['block_s']:g} s a side, each "
            f"after {first['lead_s']:g} s untimed")
-    return Retimed(table, tuple(apart), RETIME_AGREE, name, how)
+    others = sorted({x.gpu for x in races} - {name})
+    where = card_of(name).short if card_of(name) else name
+    for g in others:  # key shares read from another GPU's records: said with the GPU they are the verdict on
+        kernels = sorted({x.kernel for x in races if x.gpu == g})
+        where += f" ({' and '.join(kernels)}: the {card_of(g).short if card_of(g) else g})"
+    return Retimed(table, tuple(apart), RETIME_AGREE, name, how, where)
 
 
 def kernels_table() -> Table:
@@ -480,6 +496,7 @@ def banner(page: str = "") -> Banner:
         gpu = device.gpu()
         return Banner(f"Live: measuring on {gpu.name} ({gpu.sms} SMs, FP32 peak {gpu.peak_gflops / 1e3:.1f} "
                       f"TFLOP/s at {gpu.clock_mhz:.0f} MHz). " + (plan or "Every number below is measured now."))
+    moved = _follow_the_page(page)
     mine, shown = device.reader_gpu(), device.replay_gpu()
     dates = sorted({x.date for x in records.measurements()})
     when = f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
@@ -487,7 +504,9 @@ def banner(page: str = "") -> Banner:
         ", the span of that GPU's records; each chart and table gives the dates of its own data, within it."
         if len(dates) > 1 else ".")
     text += " A chart or table that names another GPU shows that GPU's records." + _recorded_elsewhere(page, shown)
-    if os.environ.get(device.GPU_ENV):
+    if moved:
+        text += f" {moved} has no records of the kernels this page introduces, so it replays the {shown}'s."
+    elif os.environ.get(device.GPU_ENV):
         text += f" {device.GPU_ENV} chose these records."
     elif mine and mine != shown:
         text += f" records/ holds none from your {mine} (`gemm-lab record` adds them)."
@@ -498,6 +517,23 @@ def banner(page: str = "") -> Banner:
     else:
         text += f" Install the cuda12 or cuda13 extra to measure your {mine}."
     return Banner(text)
+
+
+def _follow_the_page(page: str) -> str:
+    """Where the replayed GPU has no records of any kernel the page introduces (their current build measured on
+    another GPU alone), the page replays the first GPU that has them all, so that its numbers are one GPU's (its
+    kernel process's GEMM_LAB_GPU, set here); returns the GPU it left, or ""."""
+    from .. import records
+
+    own = [s.name for s in catalog.KERNELS.values() if page and s.chapter == page]
+    if device.live() or os.environ.get(device.GPU_ENV) or not own or any(map(records.measurements, own)):
+        return ""
+    found = next((g for g in records.fallbacks() if all(records.measurements(k, g) for k in own)), None)
+    if found is None:
+        return ""
+    left = device.replay_gpu()
+    os.environ[device.GPU_ENV] = found
+    return left
 
 
 def _recorded_elsewhere(page: str, shown: str) -> str:
