@@ -42,7 +42,7 @@ def test_every_headline_case_is_recorded():
     assert "recorded on NVIDIA H100" in str(gl.measurements_table(ms))
     square = [x for x in ms if x.m == x.n == x.k]
     pivot = by_size(square)
-    assert [r[0] for r in pivot.rows] == list(kernels)
+    assert [r[0].split(" (")[0] for r in pivot.rows] == list(kernels)  # a row of another GPU says which
     assert len(pivot.columns) == 1 + len(plan.SIZES)
     assert all(c.endswith("%)") for r in pivot.rows for c in r[1:])
     assert all(cli._recorded(name, params, size, plan.RECORDED_ONLY_ON.get(name, device.DEFAULT_REPLAY_GPU),
