@@ -50,11 +50,12 @@ def share(x) -> str:
     return f"{x.pct_cublas:.1f} %" + (f" (rounds {low_high[0]:.1f}–{low_high[1]:.1f} %)" if low_high else "")
 
 
-def fold(**objects) -> dict:
+def fold(**objects) -> None:
     """Glue tables, figures and listings under names for a page's folded lab notes, where a ```{glue} name```
-    directive inside a dropdown shows each (code cells cannot sit inside a directive). Figures are closed, so the
-    cell that folds them (tagged `remove-cell`) shows nothing itself. Without myst-nb (a notebook on Colab) nothing
-    is glued: the objects are shown in place, so the notebook still has every note.
+    directive inside a dropdown shows each (code cells cannot sit inside a directive). Figures are closed and nothing
+    is returned, so the cell that folds them shows nothing itself, even as its last line beside a figure it shows.
+    Without myst-nb (a notebook on Colab) nothing is glued: the objects are shown in place, so the notebook still has
+    every note.
     """
     for name in objects:
         if not NAME.match(name):
@@ -66,7 +67,7 @@ def fold(**objects) -> dict:
 
         for value in objects.values():
             display(value)
-        return dict(objects)
+        return
     import matplotlib.pyplot as plt
     from IPython.display import Pretty
     from matplotlib.figure import Figure
@@ -76,4 +77,3 @@ def fold(**objects) -> dict:
         glue(name, Pretty(value) if isinstance(value, str) else value, display=False)
         if isinstance(value, Figure):
             plt.close(value)
-    return dict(objects)
