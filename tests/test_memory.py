@@ -234,9 +234,14 @@ def test_the_facts_table_computes_each_cards_peak():
 
 @pytest.mark.gpu
 def test_the_probes_measure_the_hierarchy_live():
-    """Their time is the primer's live plan's to hold (records/live_plan.json), not a timed test's."""
-    rec = memory.measure()
-    cycles = [rec.latency_of(level)["cycles"] for level in memory.MEMORY_LEVELS]
-    assert cycles[1] < cycles[2] < cycles[3] and cycles[0] < cycles[2]  # shared, L1 near; L2 farther; DRAM farthest
-    assert rec.bandwidth_of("L2")["gbs"] > rec.bandwidth_of("DRAM")["gbs"] > 100
+    """Their time is the primer's live plan's to hold (records/live_plan.json), not a timed test's. Other test workers
+    may share the GPU (pyproject's `-n auto`), and a probe timed beside them can read a level slower than it is: the
+    hierarchy must show in one of three measurements (on the H200 it failed once under `-n 4`, never alone)."""
+    def ordered(rec: memory.MemoryRecord) -> bool:
+        cycles = [rec.latency_of(level)["cycles"] for level in memory.MEMORY_LEVELS]
+        return (cycles[1] < cycles[2] < cycles[3] and cycles[0] < cycles[2]  # shared, L1 near; L2, DRAM farther
+                and rec.bandwidth_of("L2")["gbs"] > rec.bandwidth_of("DRAM")["gbs"] > 100)
+
+    rec = next((r for r in (memory.measure() for _ in range(3)) if ordered(r)), None)
+    assert rec is not None, "three measurements, none with shared/L1 < L2 < DRAM in latency, L2 > DRAM in bandwidth"
     assert memory.MemoryRecord.from_row(json.loads(json.dumps(rec.to_row()))).latency == rec.latency
