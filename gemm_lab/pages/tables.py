@@ -505,7 +505,10 @@ def banner(page: str = "") -> Banner:
         if len(dates) > 1 else ".")
     text += " A chart or table that names another GPU shows that GPU's records." + _recorded_elsewhere(page, shown)
     if moved:
-        text += f" {moved} has no records of the kernels this page introduces, so it replays the {shown}'s."
+        own = ", ".join(k.name for k in catalog.KERNELS.values() if k.chapter == page)
+        text += (f" {moved} has no records of this page's own kernel ({own}, its current build), so the page replays "
+                 f"the {shown}'s throughout, other kernels' numbers too: they differ a little from those other pages "
+                 f"give for the {moved}.")
     elif os.environ.get(device.GPU_ENV):
         text += f" {device.GPU_ENV} chose these records."
     elif mine and mine != shown:
