@@ -151,12 +151,20 @@ def _whose(ms: list[Measurement]) -> str:
 
 
 def kernel_label(x: Measurement, ms: Sequence[Measurement]) -> str:
-    """A row's kernel name, with its GPU's short name where the table's rows come from several GPUs and this row's
-    is not the one most rows come from (a kernel only that GPU has measured): "ozaki (H200)"."""
+    """A row's kernel name and its `gpu_mark`: "ozaki (H200)"."""
+    return x.kernel + gpu_mark(x, ms)
+
+
+def gpu_mark(x: Measurement, ms: Sequence[Measurement]) -> str:
+    """" (H200)" where a table's rows come from several GPUs and this row's is not the one most rows come from (a
+    kernel only that GPU has measured); "" for the rest."""
     gpus = [y.gpu for y in ms]
-    if x.gpu == max(set(gpus), key=gpus.count):
-        return x.kernel
-    return f"{x.kernel} ({card.short if (card := card_of(x.gpu)) else x.gpu})"
+    return "" if x.gpu == max(set(gpus), key=gpus.count) else f" ({short_gpu(x.gpu)})"
+
+
+def short_gpu(name: str) -> str:
+    """A GPU's short name ("H200"), or its full name where no card of `gpus.CARDS` matches it."""
+    return card.short if (card := card_of(name)) else name
 
 
 def is_short(x: Measurement) -> bool:
@@ -354,7 +362,7 @@ def energy_headline(x: Measurement) -> str:
     mine, theirs = x.gflop_per_joule(), x.gflop_per_joule(cublas=True)
     elsewhere = x.replayed and x.gpu != device.replay_gpu()  # a kernel only another GPU has measured
     return text + (f" at {mine:,.0f} GFLOP/J, cuBLAS {theirs:,.0f}" if mine and theirs else "") + (
-        f" (on the {card_of(x.gpu).short})" if elsewhere and card_of(x.gpu) else "")
+        f" (on the {short_gpu(x.gpu)})" if elsewhere and card_of(x.gpu) else "")
 
 
 def speed_and_power(ms: Sequence[Measurement]) -> Table:
@@ -362,8 +370,8 @@ def speed_and_power(ms: Sequence[Measurement]) -> Table:
     NVML read while each side's timed launches ran, and each side's work per energy (NVML's energy counter): for
     tensor-core kernels, whose clock follows the power cap, the numbers that explain a share."""
     def name(x: Measurement) -> str:
-        mark = kernel_label(x, ms).removeprefix(x.kernel)  # " (H200)" where another GPU's row stands among them
-        return (ozaki_label(x.params["MODULI"], x.details.get("moduli")) if "MODULI" in x.params else x.kernel) + mark
+        return (ozaki_label(x.params["MODULI"], x.details.get("moduli")) if "MODULI" in x.params else x.kernel) + \
+            gpu_mark(x, ms)
 
     def share(x: Measurement) -> str:
         spread = x.pct_range
@@ -454,10 +462,10 @@ def retimed(gpu: str | None = None) -> Retimed:
     how = (f"after {first['warm_s']:g} s untimed, {first['blocks'] // 2} runs of {first['block_s']:g} s a side, each "
            f"after {first['lead_s']:g} s untimed")
     others = sorted({x.gpu for x in races} - {name})
-    where = card_of(name).short if card_of(name) else name
+    where = short_gpu(name)
     for g in others:  # key shares read from another GPU's records: said with the GPU they are the verdict on
         kernels = sorted({x.kernel for x in races if x.gpu == g})
-        where += f" ({' and '.join(kernels)}: the {card_of(g).short if card_of(g) else g})"
+        where += f" ({' and '.join(kernels)}: the {short_gpu(g)})"
     return Retimed(table, tuple(apart), RETIME_AGREE, name, how, where)
 
 
@@ -505,7 +513,7 @@ def banner(page: str = "") -> Banner:
         if len(dates) > 1 else ".")
     text += " A chart or table that names another GPU shows that GPU's records." + _recorded_elsewhere(page, shown)
     if moved:
-        own = ", ".join(k.name for k in catalog.KERNELS.values() if k.chapter == page)
+        own = ", ".join(k.name for k in _own_kernels(page))
         text += (f" {moved} has no records of this page's own kernel ({own}, its current build), so the page replays "
                  f"the {shown}'s throughout, other kernels' numbers too: they differ a little from those other pages "
                  f"give for the {moved}.")
@@ -522,13 +530,18 @@ def banner(page: str = "") -> Banner:
     return Banner(text)
 
 
+def _own_kernels(page: str) -> list[catalog.KernelSpec]:
+    """The kernels a page introduces (none for "")."""
+    return [s for s in catalog.KERNELS.values() if page and s.chapter == page]
+
+
 def _follow_the_page(page: str) -> str:
     """Where the replayed GPU has no records of any kernel the page introduces (their current build measured on
     another GPU alone), the page replays the first GPU that has them all, so that its numbers are one GPU's (its
     kernel process's GEMM_LAB_GPU, set here); returns the GPU it left, or ""."""
     from .. import records
 
-    own = [s.name for s in catalog.KERNELS.values() if page and s.chapter == page]
+    own = [s.name for s in _own_kernels(page)]
     if device.live() or os.environ.get(device.GPU_ENV) or not own or any(map(records.measurements, own)):
         return ""
     found = next((g for g in records.fallbacks() if all(records.measurements(k, g) for k in own)), None)
@@ -545,9 +558,8 @@ def _recorded_elsewhere(page: str, shown: str) -> str:
     from .. import records
 
     out = ""
-    lacking = [s for s in catalog.KERNELS.values() if page and s.chapter == page and not records.measurements(s.name)]
-    for spec in lacking:
-        for gpu in records.recorded_gpus():
+    for spec in (s for s in _own_kernels(page) if not records.measurements(s.name)):
+        for gpu in records.fallbacks():
             dates = sorted({x.date for x in records.measurements(spec.name, gpu)})
             if dates:
                 out += (f" Except the {spec.name} kernel's: {shown} has no records of it, so they are {gpu}'s, "

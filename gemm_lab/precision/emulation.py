@@ -212,7 +212,8 @@ def errors(shape: tuple[int, int, int], phi: float | None, gpu: str | None = Non
         return [r for r in records.read_kind(ACCURACY, where) if (r["m"], r["n"], r["k"]) == tuple(shape)
                 and r["phi"] == phi and r.get("family", "") == family]
 
-    rows = case(gpu) if gpu else next((r for r in map(case, records.fallbacks()) if _ozaki_in(r)), case(None))
+    rows = case(gpu) if gpu else next((r for r in map(case, records.fallbacks())
+                                       if any(x["method"] == "ozaki" for x in r)), None) or case(None)
     if not rows:
         raise LookupError(f"no recorded accuracy for M, N, K = {shape}, phi = {phi}{', ' + family if family else ''} "
                           f"on {gpu or device.replay_gpu()}: record it on a GPU with `gemm-lab record --only ozaki`")
@@ -238,10 +239,6 @@ def stage_ms(size: int, params: dict[str, int] | None = None, runs: int = 20) ->
     if not rows:
         raise LookupError(f"no recorded stage times of {inst.describe()} at {size} on {device.replay_gpu()}")
     return rows[0]["stages_ms"]
-
-
-def _ozaki_in(rows: list[dict[str, Any]]) -> bool:
-    return any(r["method"] == "ozaki" for r in rows)
 
 
 def _stage_rows(params: dict[str, int]) -> list[dict[str, Any]]:
