@@ -19,7 +19,8 @@
 //    residue modulo p_l (one byte, rows of Np bytes) is kept. An int32 sum of int8 products stays exact for up to
 //    2^17 - 1 terms: longer K is cut into chunks whose residues add up modulo p_l.
 // 5. Reconstruction. c' = sum_l r_l W_l modulo P (W_l the CRT weights), the nearest multiple of P taken off, in
-//    double: c' is then right to far better than FP32's rounding. C = alpha c' 2^-(e_i + f_j) + beta C.
+//    double: c' is then right to far better than FP32's rounding. C = alpha c' 2^-(e_i + f_j) + beta C; each row's and
+//    column's largest |C| is kept for the row and column check (kernels/ozaki_check.cu).
 // consts, doubles written by gemm_lab/precision/ozaki.py: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
 // modulus's 1 / p as a float and 2^20 mod p (for Prime).
 #include "int8_wgmma.cuh"
@@ -90,32 +91,40 @@ __device__ __forceinline__ int pack(int x, int y, int z, int w) {
   return __byte_perm(__byte_perm(x, y, 0x40), __byte_perm(z, w, 0x40), 0x5410);
 }
 
+// The statistics kernels' blocks: STATS_ROWS rows x 256 columns, 64 threads across (four consecutive columns each, one
+// 16-byte load) and 4 rows at a time, so that a modest matrix still gives every SM several blocks.
+constexpr int STATS_ACROSS = 64, STATS_LANES = 4;
+static_assert(STATS_ACROSS * STATS_LANES == 256 && STATS_LANES == 4,
+              "256 threads, and each sums one of the block's 4 * STATS_ACROSS columns at the end");
+
+// A row's four floats at columns c0 .. c0 + 3 (zeros past `cols`), one 16-byte load where rows start on 16 bytes.
+__device__ __forceinline__ void load_four(const float* row, int c0, int cols, float (&x)[4]) {
+  if (cols % 4 == 0 && c0 < cols) {
+    const float4 v = *reinterpret_cast<const float4*>(row + c0);
+    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+  } else {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) x[q] = c0 + q < cols ? row[c0 + q] : 0.0f;
+  }
+}
+
 // The statistics of A (M x K) the scaling needs, from one read: each row's sum of squares (double, added into
 // row_norm2, zeroed before), each column's sum of binary exponents and count of nonzero entries (added into col_exp and
-// col_count), and whether a row holds an infinity or a NaN (row_bad and flags[0]). A block reads STATS_ROWS rows x 1024
-// columns, each thread four consecutive columns.
+// col_count), and whether a row holds an infinity or a NaN (row_bad and flags[0]).
 __global__ void __launch_bounds__(256) ozaki_stats_a(int M, int K, const float* __restrict__ A,
                                                      double* __restrict__ row_norm2, int* __restrict__ col_exp,
                                                      int* __restrict__ col_count, int* __restrict__ row_bad,
                                                      int* __restrict__ flags) {
-  __shared__ double part[8][STATS_ROWS];
-  const int c0 = (blockIdx.x * 256 + threadIdx.x) * 4, r0 = blockIdx.y * STATS_ROWS;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ double part[STATS_ACROSS / 32][STATS_ROWS];
+  __shared__ int4 esums[STATS_LANES][STATS_ACROSS], counts[STATS_LANES][STATS_ACROSS];
+  const int tx = threadIdx.x % STATS_ACROSS, ty = threadIdx.x / STATS_ACROSS, lane = threadIdx.x % 32;
+  const int c0 = (blockIdx.x * STATS_ACROSS + tx) * 4, r0 = blockIdx.y * STATS_ROWS;
   int esum[4] = {0, 0, 0, 0}, count[4] = {0, 0, 0, 0};
-#pragma unroll 8
-  for (int r = 0; r < STATS_ROWS; ++r) {
+#pragma unroll 4
+  for (int r = ty; r < STATS_ROWS; r += STATS_LANES) {
     const int row = r0 + r;
     float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (row < M) {
-      const float* a = A + size_t(row) * K;
-      if (K % 4 == 0 && c0 < K) {  // rows start on 16 bytes
-        const float4 v = *reinterpret_cast<const float4*>(a + c0);
-        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
-      } else {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) x[q] = c0 + q < K ? a[c0 + q] : 0.0f;
-      }
-    }
+    if (row < M) load_four(A + size_t(row) * K, c0, K, x);
     bool bad = false;
     double s = 0.0;
 #pragma unroll
@@ -126,54 +135,76 @@ __global__ void __launch_bounds__(256) ozaki_stats_a(int M, int K, const float* 
       s = fma(double(x[q]), double(x[q]), s);
     }
     for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffff, s, d);
-    if (lane == 0) part[warp][r] = s;
+    if (lane == 0) part[tx / 32][r] = s;
     if (__any_sync(0xffffffff, bad) && lane == 0) row_bad[row] = 1, flags[0] = 1;
   }
+  esums[ty][tx] = make_int4(esum[0], esum[1], esum[2], esum[3]);
+  counts[ty][tx] = make_int4(count[0], count[1], count[2], count[3]);
   __syncthreads();
   if (threadIdx.x < STATS_ROWS && r0 + threadIdx.x < M) {
     double s = 0.0;
 #pragma unroll
-    for (int w = 0; w < 8; ++w) s += part[w][threadIdx.x];
+    for (int w = 0; w < STATS_ACROSS / 32; ++w) s += part[w][threadIdx.x];
     atomicAdd(row_norm2 + r0 + threadIdx.x, s);
   }
+  // each thread one of the block's 256 columns, over the 4 row lanes
+  const int c = blockIdx.x * STATS_ACROSS * 4 + threadIdx.x;
+  int e = 0, n = 0;
 #pragma unroll
-  for (int q = 0; q < 4; ++q)
-    if (count[q]) atomicAdd(col_exp + c0 + q, esum[q]), atomicAdd(col_count + c0 + q, count[q]);
+  for (int t = 0; t < STATS_LANES; ++t) {
+    e += reinterpret_cast<const int*>(esums[t])[threadIdx.x], n += reinterpret_cast<const int*>(counts[t])[threadIdx.x];
+  }
+  if (n && c < K) atomicAdd(col_exp + c, e), atomicAdd(col_count + c, n);
 }
 
 // The same for B (K x N), across: each column's sum of squares (into col_norm2), each row's sum of binary exponents
 // and count of nonzero entries (into row_exp, row_count), and whether a column holds an infinity or a NaN (col_bad,
-// flags[0]). A block reads STATS_ROWS rows x 256 columns, a thread one column.
+// flags[0]).
 __global__ void __launch_bounds__(256) ozaki_stats_b(int K, int N, const float* __restrict__ B,
                                                      double* __restrict__ col_norm2, int* __restrict__ row_exp,
                                                      int* __restrict__ row_count, int* __restrict__ col_bad,
                                                      int* __restrict__ flags) {
-  __shared__ int part[8][STATS_ROWS];
-  const int j = blockIdx.x * 256 + threadIdx.x, h0 = blockIdx.y * STATS_ROWS, warp = threadIdx.x / 32;
-  double s = 0.0;
-  bool bad = false;
-#pragma unroll 8
-  for (int r = 0; r < STATS_ROWS; ++r) {
+  __shared__ int part[STATS_ACROSS / 32][STATS_ROWS];
+  __shared__ double sums[STATS_LANES][4 * STATS_ACROSS];
+  const int tx = threadIdx.x % STATS_ACROSS, ty = threadIdx.x / STATS_ACROSS, lane = threadIdx.x % 32;
+  const int j0 = (blockIdx.x * STATS_ACROSS + tx) * 4, h0 = blockIdx.y * STATS_ROWS;
+  double s[4] = {0.0, 0.0, 0.0, 0.0};
+  bool bad[4] = {false, false, false, false};
+#pragma unroll 4
+  for (int r = ty; r < STATS_ROWS; r += STATS_LANES) {
     const int h = h0 + r;
-    float x = h < K && j < N ? B[size_t(h) * N + j] : 0.0f;
-    bad |= !isfinite(x);
-    x = finite_or_zero(x);
-    s = fma(double(x), double(x), s);
-    const int packed = __reduce_add_sync(0xffffffff, exponent_and_count(x));
-    if (threadIdx.x % 32 == 0) part[warp][r] = packed;
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (h < K) load_four(B + size_t(h) * N, j0, N, x);
+    int packed = 0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      bad[q] |= !isfinite(x[q]);
+      x[q] = finite_or_zero(x[q]);
+      s[q] = fma(double(x[q]), double(x[q]), s[q]);
+      packed += exponent_and_count(x[q]);
+    }
+    packed = __reduce_add_sync(0xffffffff, packed);
+    if (lane == 0) part[tx / 32][r] = packed;
   }
-  if (j < N) {
-    atomicAdd(col_norm2 + j, s);
-    if (bad) col_bad[j] = 1, flags[0] = 1;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    sums[ty][4 * tx + q] = s[q];
+    if (bad[q] && j0 + q < N) col_bad[j0 + q] = 1, flags[0] = 1;
   }
   __syncthreads();
   if (threadIdx.x < STATS_ROWS && h0 + threadIdx.x < K) {
     int packed = 0;
 #pragma unroll
-    for (int w = 0; w < 8; ++w) packed += part[w][threadIdx.x];
+    for (int w = 0; w < STATS_ACROSS / 32; ++w) packed += part[w][threadIdx.x];
     const int count = packed % PACK, esum = packed / PACK - 160 * count;
     if (count) atomicAdd(row_exp + h0 + threadIdx.x, esum), atomicAdd(row_count + h0 + threadIdx.x, count);
   }
+  // each thread one of the block's 256 columns, over the 4 row lanes
+  const int j = blockIdx.x * STATS_ACROSS * 4 + threadIdx.x;
+  double t = 0.0;
+#pragma unroll
+  for (int u = 0; u < STATS_LANES; ++u) t += sums[u][threadIdx.x];
+  if (j < N) atomicAdd(col_norm2 + j, t);
 }
 
 // Equilibration along K: s_h = the nearest integer to half the difference of the mean binary exponents of row h of B
@@ -227,12 +258,20 @@ __global__ void ozaki_extremes(int M, int N, const double* __restrict__ row_norm
                                const double* __restrict__ col_equilibrated, const int* __restrict__ flags,
                                unsigned long long* __restrict__ best) {
   const double* col_norm2 = flags[1] ? col_equilibrated : col_plain;
+  unsigned long long rows = 0, cols = 0;  // this thread's largest row and column; then the warp's, one atomic each
   for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < M + N; u += gridDim.x * blockDim.x) {
     const bool row = u < M;
     const int index = row ? u : u - M;
     const float norm2 = float(row ? row_norm2[index] : col_norm2[index]);
-    atomicMax(best + (row ? 0 : 1), (unsigned long long)__float_as_uint(norm2) << 32 | unsigned(index));
+    const unsigned long long packed = (unsigned long long)__float_as_uint(norm2) << 32 | unsigned(index);
+    if (row) rows = max(rows, packed);
+    else cols = max(cols, packed);
   }
+  for (int d = 16; d > 0; d /= 2) {
+    rows = max(rows, __shfl_xor_sync(0xffffffff, rows, d));
+    cols = max(cols, __shfl_xor_sync(0xffffffff, cols, d));
+  }
+  if (threadIdx.x % 32 == 0) atomicMax(best, rows), atomicMax(best + 1, cols);
 }
 
 // The sample's row or column `slot`: the largest-norm one in slot 0, the host's spread choice elsewhere.
@@ -454,7 +493,7 @@ __global__ void ozaki_residues_a(int M, int K, int Kp, const float* __restrict__
 // k, 16 bytes a thread; blocks next in line take the next 64 k, so that their writes fill the same lines of the planes;
 // with equilibration, s_k comes off the column's exponent.
 template <int MODULI>
-__global__ void __launch_bounds__(256) ozaki_residues_b(int K, int N, int Kp, const float* __restrict__ B,
+__global__ void __launch_bounds__(256, 4) ozaki_residues_b(int K, int N, int Kp, const float* __restrict__ B,
                                                        const int* __restrict__ exponents,
                                                        const int* __restrict__ shift,
                                                        const double* __restrict__ verdict,
@@ -540,56 +579,94 @@ ozaki_products(int M, int N, int Kp, int Np, const double* __restrict__ consts, 
     s8_products<BN, CONSUMERS, STAGES, CLUSTER, GROUP>(M, N, Kp, MODULI, map_a, map_b, StoreResidues{R, M, Np, consts});
 }
 
-// C from the residues: each thread four consecutive columns of one row. With K cut into `chunks` (each product's
-// int32 sums exact), each modulus's residues of the chunks, `chunk_stride` bytes apart, add up modulo it.
+// C from the residues, with what the row and column check needs of it (kernels/ozaki_check.cu's ozaki_lines): each
+// row's and column's largest |C| over its finite elements, as float bits (non-negative floats order as their bits), into
+// row_max and col_max (zeroed before). A block takes REBUILD_ROWS rows x 256 columns, 64 threads across (four consecutive
+// columns each) and 4 rows at a time, so that a column's maximum is a block's before it is an atomic. With K cut into
+// `chunks` (each product's int32 sums exact), each modulus's residues of the chunks, `chunk_stride` bytes apart, add up
+// modulo it.
+constexpr int REBUILD_ROWS = 64;
 template <int MODULI>
-__global__ void ozaki_reconstruct(int M, int N, int Np, int chunks, long long chunk_stride, float alpha, float beta,
-                                  float* __restrict__ C, const unsigned char* __restrict__ R,
-                                  const int* __restrict__ row_exponents, const int* __restrict__ col_exponents,
-                                  const double* __restrict__ verdict, const double* __restrict__ consts) {
-  const long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  const int quads = (N + 3) / 4, i = int(u / quads), j0 = int(u % quads) * 4;
-  if (i >= M || !chosen(verdict, MODULI)) return;
+__global__ void __launch_bounds__(256) ozaki_reconstruct(int M, int N, int Np, int chunks, long long chunk_stride,
+                                                         float alpha, float beta, float* __restrict__ C,
+                                                         const unsigned char* __restrict__ R,
+                                                         const int* __restrict__ row_exponents,
+                                                         const int* __restrict__ col_exponents,
+                                                         const double* __restrict__ verdict,
+                                                         const double* __restrict__ consts,
+                                                         unsigned* __restrict__ row_max, unsigned* __restrict__ col_max) {
+  __shared__ unsigned row_part[2][REBUILD_ROWS];
+  __shared__ uint4 col_part[4][64];
+  if (!chosen(verdict, MODULI)) return;  // every block alike, before any barrier
+  const int tx = threadIdx.x % 64, ty = threadIdx.x / 64, lane = threadIdx.x % 32;
+  const int j0 = (blockIdx.x * 64 + tx) * 4, j = blockIdx.x * 256 + threadIdx.x;
   const double P = consts[2 * MODULI], inv_P = consts[2 * MODULI + 1];
-  double s[4] = {0.0, 0.0, 0.0, 0.0};
+  int f[4];
 #pragma unroll
-  for (int l = 0; l < MODULI; ++l) {
-    const unsigned char* at = R + (size_t(l) * M + i) * Np + j0;
-    uchar4 r = *reinterpret_cast<const uchar4*>(at);
-    if (chunks > 1) {
-      const unsigned p = unsigned(consts[l]);
-      unsigned x = r.x, y = r.y, z = r.z, w = r.w;
-      for (int c = 1; c < chunks; ++c) {
-        const uchar4 v = *reinterpret_cast<const uchar4*>(at + c * chunk_stride);
-        x = (x + v.x) % p, y = (y + v.y) % p, z = (z + v.z) % p, w = (w + v.w) % p;
+  for (int q = 0; q < 4; ++q) f[q] = j0 + q < N ? col_exponents[j0 + q] : 0;
+  unsigned column[4] = {0u, 0u, 0u, 0u};
+  for (int r0 = blockIdx.y * REBUILD_ROWS; r0 < M; r0 += gridDim.y * REBUILD_ROWS) {  // y may be too short for M
+    for (int r = ty; r < REBUILD_ROWS; r += 4) {
+      const int i = r0 + r;
+      unsigned row = 0u;
+      if (i < M && j0 < N) {  // Np >= N is a multiple of 4: the four bytes lie in the row
+        double s[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+        for (int l = 0; l < MODULI; ++l) {
+          const unsigned char* at = R + (size_t(l) * M + i) * Np + j0;
+          uchar4 r = *reinterpret_cast<const uchar4*>(at);
+          if (chunks > 1) {
+            const unsigned p = unsigned(consts[l]);
+            unsigned x = r.x, y = r.y, z = r.z, w = r.w;
+            for (int c = 1; c < chunks; ++c) {
+              const uchar4 v = *reinterpret_cast<const uchar4*>(at + c * chunk_stride);
+              x = (x + v.x) % p, y = (y + v.y) % p, z = (z + v.z) % p, w = (w + v.w) % p;
+            }
+            r = make_uchar4(x, y, z, w);
+          }
+          const double w = consts[MODULI + l];
+          s[0] = fma(double(r.x), w, s[0]), s[1] = fma(double(r.y), w, s[1]);
+          s[2] = fma(double(r.z), w, s[2]), s[3] = fma(double(r.w), w, s[3]);
+        }
+        const int e = row_exponents[i];
+        float out[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const double c = fma(-rint(s[q] * inv_P), P, s[q]);  // the representative nearest zero: |c| <= P / 4
+          out[q] = float(alpha * ldexp(c, -(e + f[q])));
+          const unsigned size = j0 + q < N && isfinite(out[q]) ? __float_as_uint(fabsf(out[q])) : 0u;
+          column[q] = max(column[q], size), row = max(row, size);
+        }
+        float* at = C + size_t(i) * N;
+        if (N % 4 == 0) {
+          float4 v = make_float4(out[0], out[1], out[2], out[3]);
+          if (beta != 0.0f) {
+            const float4 old = *reinterpret_cast<const float4*>(at + j0);
+            v = make_float4(v.x + beta * old.x, v.y + beta * old.y, v.z + beta * old.z, v.w + beta * old.w);
+          }
+          *reinterpret_cast<float4*>(at + j0) = v;
+        } else {
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            if (j0 + q < N) at[j0 + q] = beta == 0.0f ? out[q] : out[q] + beta * at[j0 + q];
+        }
       }
-      r = make_uchar4(x, y, z, w);
+      row = __reduce_max_sync(0xffffffff, row);
+      if (lane == 0) row_part[tx / 32][r] = row;
     }
-    const double w = consts[MODULI + l];
-    s[0] = fma(double(r.x), w, s[0]), s[1] = fma(double(r.y), w, s[1]);
-    s[2] = fma(double(r.z), w, s[2]), s[3] = fma(double(r.w), w, s[3]);
-  }
-  const int e = row_exponents[i];
-  float out[4];
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const int f = j0 + q < N ? col_exponents[j0 + q] : 0;
-    const double c = fma(-rint(s[q] * inv_P), P, s[q]);  // the representative nearest zero: |c| <= P / 4
-    out[q] = float(alpha * ldexp(c, -(e + f)));
-  }
-  float* row = C + size_t(i) * N;
-  if (N % 4 == 0) {
-    float4 v = make_float4(out[0], out[1], out[2], out[3]);
-    if (beta != 0.0f) {
-      const float4 old = *reinterpret_cast<const float4*>(row + j0);
-      v = make_float4(v.x + beta * old.x, v.y + beta * old.y, v.z + beta * old.z, v.w + beta * old.w);
+    __syncthreads();
+    if (threadIdx.x < REBUILD_ROWS && r0 + threadIdx.x < M) {
+      const unsigned row = max(row_part[0][threadIdx.x], row_part[1][threadIdx.x]);
+      if (row) atomicMax(row_max + r0 + threadIdx.x, row);
     }
-    *reinterpret_cast<float4*>(row + j0) = v;
-  } else {
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-      if (j0 + q < N) row[j0 + q] = beta == 0.0f ? out[q] : out[q] + beta * row[j0 + q];
+    __syncthreads();  // row_part is rewritten next
   }
+  col_part[ty][tx] = make_uint4(column[0], column[1], column[2], column[3]);
+  __syncthreads();
+  unsigned largest = 0u;  // each thread one of the block's 256 columns, over the 4 row lanes
+#pragma unroll
+  for (int t = 0; t < 4; ++t) largest = max(largest, reinterpret_cast<const unsigned*>(col_part[t])[threadIdx.x]);
+  if (j < N && largest) atomicMax(col_max + j, largest);
 }
 
 // SGEMM's infinities and NaNs: an element of a row of A or a column of B that holds one gets what IEEE arithmetic

@@ -5,44 +5,16 @@
 // deviation is sigma_ij = sqrt((|a_i|^2 2^-2f_j + |b_j|^2 2^-2e_i) / 12), |a_i| and |b_j| the (equilibrated) norms of
 // row i of A and column j of B, e_i and f_j their powers of two. Both terms are largest in the largest-norm column
 // (row), so max_j sigma_ij needs one number of B (of A), and a row's relative error, max_j sigma_ij / max_j |C_ij|,
-// needs one pass over C. ozaki_extent makes that pass; ozaki_lines compares the worst row and column with SGEMM's
+// needs the largest |C| of each row and column: kernel 16's ozaki_reconstruct leaves them as it writes C; ozaki_lines compares the worst row and column with SGEMM's
 // error on the estimate's sample over the same maxima, a lower estimate of SGEMM's worst row and column.
 // Kept out of kernels/16_ozaki.cu, whose build every recorded Ozaki measurement is tied to.
 
-constexpr int EXTENT_ROWS = 64;  // rows of C one block of ozaki_extent reads
 constexpr int CANDIDATES = 4;    // numbers of moduli weighed: 6, 7, 8 and 9 (kernels/16_ozaki.cu's)
 constexpr int SAMPLE_FIELDS = 8;  // doubles per sampled element (kernels/16_ozaki.cu's ozaki_sample)
 
 // kernels/16_ozaki.cu's: the power of two that brings a vector of squared norm `norm2` to a norm of at most 2^G.
 __device__ __forceinline__ int scale_exponent(double norm2, double G) {
   return norm2 == 0.0 ? 0 : int(floor(G - 0.5 * log2(norm2)));
-}
-
-// max |C| of each row and each column over the finite elements, as float bits (non-negative floats order as their
-// bits) into row_max and col_max (zeroed before). A block reads EXTENT_ROWS rows x 256 columns, a thread one column.
-extern "C" __global__ void __launch_bounds__(256) ozaki_extent(int M, int N, const float* __restrict__ C,
-                                                               unsigned* __restrict__ row_max,
-                                                               unsigned* __restrict__ col_max) {
-  __shared__ unsigned part[8][EXTENT_ROWS];
-  const int j = blockIdx.x * 256 + threadIdx.x, r0 = blockIdx.y * EXTENT_ROWS, warp = threadIdx.x / 32;
-  unsigned column = 0;
-#pragma unroll 8
-  for (int r = 0; r < EXTENT_ROWS; ++r) {
-    const int i = r0 + r;
-    const float x = i < M && j < N ? C[size_t(i) * N + j] : 0.0f;
-    const unsigned v = isfinite(x) ? __float_as_uint(fabsf(x)) : 0u;
-    column = max(column, v);
-    const unsigned row = __reduce_max_sync(0xffffffff, v);
-    if (threadIdx.x % 32 == 0) part[warp][r] = row;
-  }
-  if (j < N && column) atomicMax(col_max + j, column);
-  __syncthreads();
-  if (threadIdx.x < EXTENT_ROWS && r0 + threadIdx.x < M) {
-    unsigned row = 0;
-#pragma unroll
-    for (int w = 0; w < 8; ++w) row = max(row, part[w][threadIdx.x]);
-    if (row) atomicMax(row_max + r0 + threadIdx.x, row);
-  }
 }
 
 // The largest of a warp's non-negative x, into *at (zeroed before; non-negative doubles order as their bits).

@@ -279,9 +279,9 @@ def test_the_check_shares_kernel_16s_scale_and_sample_layout():
     check, kernel16 = ((catalog.ROOT / "kernels" / f).read_text() for f in ("ozaki_check.cu", "16_ozaki.cu"))
     helper = re.compile(r"__device__ __forceinline__ int scale_exponent\(.*?\n}", re.S)
     assert helper.search(check).group() == helper.search(kernel16).group()
-    for name, value in (("CANDIDATES", len(ozaki.CANDIDATES)), ("SAMPLE_FIELDS", ozaki.SAMPLE_FIELDS),
-                        ("EXTENT_ROWS", ozaki.EXTENT_ROWS)):
+    for name, value in (("CANDIDATES", len(ozaki.CANDIDATES)), ("SAMPLE_FIELDS", ozaki.SAMPLE_FIELDS)):
         assert re.search(rf"constexpr int {name} = (\d+);", check).group(1) == str(value), name
+    assert re.search(r"constexpr int REBUILD_ROWS = (\d+);", kernel16).group(1) == str(ozaki.REBUILD_ROWS)
 
 
 @pytest.mark.parametrize("name", ["normal", emulation.QUIET_ROWS, emulation.HEAVY_HALF])

@@ -263,7 +263,7 @@ def test_ozaki_verdict_layout():
 
 def test_ozaki_constants_are_where_the_kernels_read_them():
     prime = block(OZAKI, r"struct Prime \{")
-    rebuild = block(OZAKI, r"void ozaki_reconstruct\(")
+    rebuild = block(OZAKI, r"void __launch_bounds__\(256\) ozaki_reconstruct\(")
     (split,) = found(r"x \* 0x1p-(\d+)f", OZAKI, OZAKI_AT)  # Split20: x = hi 2^20 + lo
     for moduli in (6, 7, 9):
         consts, mods = ozaki.constants(moduli, 4096), ozaki.MODULI[:moduli]
@@ -306,18 +306,19 @@ def test_ozaki_k_chunks_keep_the_int32_sums_exact():
 
 
 def test_ozaki_residue_rows_are_whole_words():
-    (carry, quad) = found(r"quads = \(N \+ (\d+)\) / (\d+)", OZAKI, OZAKI_AT)  # ozaki_reconstruct reads uchar4s
-    assert quad == carry + 1 == ozaki.N_ALIGN, f"ozaki.N_ALIGN = {ozaki.N_ALIGN}: {OZAKI_AT} reads {quad} columns"
+    (quad,) = found(r"j0 = \(blockIdx\.x \* 64 \+ tx\) \* (\d+), j = ", OZAKI, OZAKI_AT)  # ozaki_reconstruct's uchar4s
+    assert quad == ozaki.N_ALIGN, f"ozaki.N_ALIGN = {ozaki.N_ALIGN}: {OZAKI_AT} reads {quad} columns"
     assert ozaki.K_ALIGN % 4 == 0, f"ozaki.K_ALIGN: {OZAKI_AT}'s residue kernels write words of 4 k"
 
 
 # Each companion's index math (a regex over its body, its captured numbers) and what a launch must then cover.
 STATS = ozaki.STATS_ROWS
+ACROSS, LANES = (constants(OZAKI)[name] for name in ("STATS_ACROSS", "STATS_LANES"))  # a stats block's threads
 COVERS = {
-    "ozaki_stats_a": (r"c0 = \(blockIdx\.x \* (\d+) \+ threadIdx\.x\) \* (\d+), r0 = blockIdx\.y \* STATS_ROWS",
-                      lambda g, b, s, t, v: b == t and g[0] * t * v >= s.k and g[1] * STATS >= s.m),
-    "ozaki_stats_b": (r"j = blockIdx\.x \* (\d+) \+ threadIdx\.x, h0 = blockIdx\.y \* STATS_ROWS",
-                      lambda g, b, s, t: b == t and g[0] * t >= s.n and g[1] * STATS >= s.k),
+    "ozaki_stats_a": (r"c0 = \(blockIdx\.x \* STATS_ACROSS \+ tx\) \* (\d+), r0 = blockIdx\.y \* STATS_ROWS",
+                      lambda g, b, s, v: b == ACROSS * LANES and g[0] * ACROSS * v >= s.k and g[1] * STATS >= s.m),
+    "ozaki_stats_b": (r"j0 = \(blockIdx\.x \* STATS_ACROSS \+ tx\) \* (\d+), h0 = blockIdx\.y \* STATS_ROWS",
+                      lambda g, b, s, v: b == ACROSS * LANES and g[0] * ACROSS * v >= s.n and g[1] * STATS >= s.k),
     "ozaki_rescale_b": (r"j = blockIdx\.x \* (\d+) \+ threadIdx\.x, h0 = blockIdx\.y \* STATS_ROWS",
                         lambda g, b, s, t: b == t and g[0] * t >= s.n and g[1] * STATS >= s.k),
     "ozaki_equilibrate": (r"h = blockIdx\.x \* blockDim\.x \+ threadIdx\.x;", lambda g, b, s: g[0] * b >= s.k),
@@ -338,12 +339,11 @@ COVERS = {
                          r"#pragma unroll\s+for \(int q = ty; q < \d+; q \+= (\d+)\)",  # y: a grid-stride loop
                          lambda g, b, s, rows, lanes, cols, steps: b == steps * lanes and g[0] * rows >= s.kp
                          and 1 <= g[1] <= catalog.MAX_GRID_Y),
-    "ozaki_reconstruct": (r"quads = \(N \+ 3\) / 4, i = int\(u / quads\)",
-                          lambda g, b, s: g[0] * b >= s.m * -(-s.n // 4)),
+    "ozaki_reconstruct": (r"j = blockIdx\.x \* (\d+) \+ threadIdx\.x;[\s\S]*"
+                          r"for \(int r0 = blockIdx\.y \* REBUILD_ROWS; r0 < M; r0 \+= gridDim\.y \* REBUILD_ROWS\)",
+                          lambda g, b, s, t: b == t and g[0] * t >= s.n and 1 <= g[1] <= catalog.MAX_GRID_Y),
     "ozaki_nonfinite": (r"j = blockIdx\.x \* blockDim\.x \+ threadIdx\.x, i = blockIdx\.y",
                         lambda g, b, s: g[0] * b >= s.n and g[1] >= s.m),
-    "ozaki_extent": (r"j = blockIdx\.x \* (\d+) \+ threadIdx\.x, r0 = blockIdx\.y \* EXTENT_ROWS",
-                     lambda g, b, s, t: b == t and g[0] * t >= s.n and g[1] * ozaki.EXTENT_ROWS >= s.m),
     "ozaki_lines": (r"u < M \+ N \+ samples; u \+= gridDim\.x \* blockDim\.x", lambda g, b, s: True),
 }
 
@@ -383,9 +383,9 @@ def test_ozaki_launches_cover_what_each_kernel_indexes(fake_cuda, monkeypatch, s
         if kernel == "ozaki_products":
             continue
         where = CHECK if kernel in ozaki.CHECK.functions else OZAKI
-        text = block(where, rf"void (?:__launch_bounds__\(\d+\) )?{kernel}\(")
+        text = block(where, rf"void (?:__launch_bounds__\(\d+(?:, \d+)?\) )?{kernel}\(")
         pattern, covers = COVERS[kernel]
-        bound = re.search(rf"__launch_bounds__\((\d+)\) {kernel}\(", where)
+        bound = re.search(rf"__launch_bounds__\((\d+)(?:, \d+)?\) {kernel}\(", where)
         assert not bound or threads[0] <= int(bound[1]), \
             f"ozaki.Pipeline launches {kernel} with {threads} threads, {OZAKI_AT}'s __launch_bounds__({bound[1]})"
         assert covers(grid, threads[0], sizes, *found(pattern, text, f"{OZAKI_AT}'s {kernel}")), \

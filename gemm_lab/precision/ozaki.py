@@ -81,7 +81,7 @@ EQUILIBRATED = 11  # ozaki_decide's result: where the flag "A and B were equilib
 VERDICT = 15  # the doubles of ozaki_decide's result that the host reads (the last of its 16 is never written)
 ROW_SLACK = 2.0  # the worst row (column) may err this many times SGEMM's worst row (column): the contract's margin
 LINES = 2 * len(CANDIDATES) + 2  # doubles of ozaki_lines' result: worst rows, worst columns, SGEMM's row and column
-EXTENT_ROWS = 64  # kernels/ozaki_check.cu's: rows of C one block of ozaki_extent reads
+REBUILD_ROWS = 64  # kernels/16_ozaki.cu's: rows of C one block of ozaki_reconstruct writes
 
 
 class CheckSource(SourceFile):
@@ -89,7 +89,7 @@ class CheckSource(SourceFile):
     measurements are tied to) and loaded as the probes are."""
 
     source = "kernels/ozaki_check.cu"
-    functions = ("ozaki_extent", "ozaki_lines")
+    functions = ("ozaki_lines",)
 
 
 CHECK = CheckSource()
@@ -353,8 +353,8 @@ def verdict(result: Sequence[float], pinned: bool) -> Estimate:
 
 
 def extents(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """NumPy's version of kernels/ozaki_check.cu's `ozaki_extent`: max |C| of each row and of each column, over the
-    finite elements."""
+    """NumPy's version of what kernels/16_ozaki.cu's `ozaki_reconstruct` leaves for the check: max |C| of each row and
+    of each column, over the finite elements."""
     x = np.abs(np.where(np.isfinite(c), c, 0)).astype(np.float64)
     return x.max(axis=1, initial=0.0), x.max(axis=0, initial=0.0)
 
@@ -498,7 +498,7 @@ class Pipeline:
         z, i32, threads = self.z, np.int32, (256,)
         self.zeroed.fill(0)
         self._fork("aux")
-        self.kernels["ozaki_stats_a"]((ceil_div(k, 1024), ceil_div(m, STATS_ROWS)), threads,
+        self.kernels["ozaki_stats_a"]((ceil_div(k, 256), ceil_div(m, STATS_ROWS)), threads,
                                       (i32(m), i32(k), self.a, z["rn2"], z["col_exp"], z["col_count"], z["row_bad"],
                                        z["flags"]))
         self.kernels["ozaki_stats_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
@@ -584,11 +584,12 @@ class Pipeline:
         m, n, _ = self.inst.shape
         _, kernels, _, consts = self._instance(moduli)
         beta = self.beta if self.c is self.out else 0.0  # else beta C is added after the check
-        kernels[f"ozaki_reconstruct<{moduli}>"]((ceil_div(m * ceil_div(n, 4), 256),), (256,),
+        self.check_zeroed.fill(0)  # the check's maxima of |C|, which the reconstruction leaves
+        kernels[f"ozaki_reconstruct<{moduli}>"]((ceil_div(n, 256), min(ceil_div(m, REBUILD_ROWS), MAX_GRID_Y)), (256,),
                                                 (np.int32(m), np.int32(n), np.int32(self.np),
                                                  np.int32(len(self.chunks)), np.int64(self.r[0].nbytes),
                                                  np.float32(self.alpha), np.float32(beta), self.c, self.r,
-                                                 self.e_a, self.f_b, self.verdict, consts))
+                                                 self.e_a, self.f_b, self.verdict, consts, self.row_max, self.col_max))
 
     def finish(self) -> None:
         """After the verdict: the chosen number's kernels if it was not the expected one; the row and column check,
@@ -632,14 +633,11 @@ class Pipeline:
         return self.lines_host.copy()
 
     def queue_check(self) -> None:
-        """The check's kernels on the products' C and the copy of their result to the host."""
+        """The check's kernel on the maxima of |C| the reconstruction left, and the copy of its result to the host."""
         import cupy
 
         m, n, _ = self.inst.shape
         z, i32, kernels, samples = self.z, np.int32, _check_kernels(), SAMPLE_ROWS * SAMPLE_COLS
-        self.check_zeroed.fill(0)
-        kernels["ozaki_extent"]((ceil_div(n, 256), ceil_div(m, EXTENT_ROWS)), (256,),
-                                (i32(m), i32(n), self.c, self.row_max, self.col_max))
         kernels["ozaki_lines"]((min(1024, ceil_div(m + n + samples, 256)),), (256,),
                                (i32(m), i32(n), np.float64(self.alpha), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"],
                                 z["best"], self.gs, self.row_max, self.col_max, self.sample, i32(samples), self.lines))
