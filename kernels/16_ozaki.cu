@@ -18,9 +18,8 @@
 // 4. Products. Kernel 15's pipeline runs the MODULI products in one launch; each int32 sum is exact, and only its
 //    residue modulo p_l (one byte, rows of Np bytes) is kept. An int32 sum of int8 products stays exact for up to
 //    2^17 - 1 terms: longer K is cut into chunks whose residues add up modulo p_l.
-// 5. Reconstruction. c' = sum_l r_l W_l modulo P (W_l the CRT weights), the nearest multiple of P taken off, in
-//    double: c' is then right to far better than FP32's rounding. C = alpha c' 2^-(e_i + f_j) + beta C; each row's and
-//    column's largest |C| is kept for the row and column check (kernels/ozaki_check.cu).
+// 5. Reconstruction. c' = sum_l r_l W_l modulo P (W_l the CRT weights), the nearest multiple of P taken off, in double:
+//    right to far better than FP32's rounding. C = alpha c' 2^-(e_i + f_j) + beta C, and each row's and column's max |C|.
 // consts, doubles written by gemm_lab/precision/ozaki.py: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
 // modulus's 1 / p as a float and 2^20 mod p (for Prime).
 #include "int8_wgmma.cuh"
@@ -28,6 +27,7 @@
 constexpr int STATS_ROWS = 64;  // rows of A or B that one block of the statistics kernels reads
 constexpr int SAMPLE_ROWS = 64, SAMPLE_COLS = 32;  // the estimate's sample of C: rows x columns
 constexpr int SAMPLE_FIELDS = 8;  // doubles per sampled element (ozaki_sample)
+constexpr int AHEAD = 6;  // ozaki_sample's loads: steps of 32 k issued ahead of their use
 constexpr int CANDIDATES = 4;   // numbers of moduli the estimate weighs: 6, 7, 8 and 9
 
 // The power of two that brings a vector of squared norm `norm2` to a norm of at most 2^G (a zero vector: 1).
@@ -297,14 +297,10 @@ __global__ void ozaki_gather_b(int K, int N, const float* __restrict__ B, const 
 //          b~ the scaled operands before rounding and alpha, beta their actual rounding errors;
 //   out[6], out[7] the element's row and column.
 __global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, int split, const float* __restrict__ A,
-                                                   const float* __restrict__ bt, const int* __restrict__ rows,
-                                                   const int* __restrict__ cols,
-                                                   const unsigned long long* __restrict__ best,
-                                                   const int* __restrict__ shift, const int* __restrict__ flags,
-                                                   const double* __restrict__ row_norm2,
-                                                   const double* __restrict__ col_plain,
-                                                   const double* __restrict__ col_equilibrated,
-                                                   const double* __restrict__ gs, double* __restrict__ out) {
+    const float* __restrict__ bt, const int* __restrict__ rows, const int* __restrict__ cols,
+    const unsigned long long* __restrict__ best, const int* __restrict__ shift, const int* __restrict__ flags,
+    const double* __restrict__ row_norm2, const double* __restrict__ col_plain,
+    const double* __restrict__ col_equilibrated, const double* __restrict__ gs, double* __restrict__ out) {
   const int pair = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (pair >= SAMPLE_ROWS * SAMPLE_COLS) return;
   const int t = pair % SAMPLE_COLS, i = sampled(rows, best, 0, pair / SAMPLE_COLS), j = sampled(cols, best, 1, t);
@@ -318,15 +314,18 @@ __global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, int spl
     e[q] = scale_exponent(row_norm2[i], gs[q]), f[q] = scale_exponent(col_norm2, gs[q]);
     ea[q] = PowerOfTwo(e[q]), fb[q] = PowerOfTwo(f[q]);
   }
-  const float* a = A + size_t(i) * K;
-  const float* b = bt + size_t(t) * K;
+  const float *a = A + size_t(i) * K, *b = bt + size_t(t) * K;
   double total = 0.0, carry = 0.0, sgemm = 0.0;
   float ozaki[CANDIDATES] = {0.0f, 0.0f, 0.0f, 0.0f};
-  float x_next = lane < K ? a[lane] : 0.0f, y_next = lane < K ? b[lane] : 0.0f;  // loaded a step ahead
-  for (int base = 0; base < K; base += 32) {
-    const int h = base + lane;
-    const float x = finite_or_zero(x_next), y = finite_or_zero(y_next);
-    x_next = h + 32 < K ? a[h + 32] : 0.0f, y_next = h + 32 < K ? b[h + 32] : 0.0f;
+  float xr[AHEAD], yr[AHEAD];  // AHEAD steps of 32 k in flight: a load's latency outlasts several steps' work
+#pragma unroll
+  for (int r = 0, h = lane; r < AHEAD; ++r, h += 32) xr[r] = h < K ? a[h] : 0.0f, yr[r] = h < K ? b[h] : 0.0f;
+  for (int group = 0; group < K; group += 32 * AHEAD)  // steps past K add zeros
+#pragma unroll
+  for (int r = 0; r < AHEAD; ++r) {  // ring slot r: step group / 32 + r, then the step AHEAD later
+    const int base = group + 32 * r, h = base + lane, later = h + 32 * AHEAD;
+    const float x = finite_or_zero(xr[r]), y = finite_or_zero(yr[r]);
+    xr[r] = later < K ? a[later] : 0.0f, yr[r] = later < K ? b[later] : 0.0f;
     const double p = double(x) * double(y);
     total += p;
     double s = p;  // the partial sum after p, from the piece's start: a scan across the warp
