@@ -5,8 +5,9 @@
 // deviation is sigma_ij = sqrt((|a_i|^2 2^-2f_j + |b_j|^2 2^-2e_i) / 12), |a_i| and |b_j| the (equilibrated) norms of
 // row i of A and column j of B, e_i and f_j their powers of two. Both terms are largest in the largest-norm column
 // (row), so max_j sigma_ij needs one number of B (of A), and a row's relative error, max_j sigma_ij / max_j |C_ij|,
-// needs the largest |C| of each row and column: kernel 16's ozaki_reconstruct leaves them as it writes C; ozaki_lines compares the worst row and column with SGEMM's
-// error on the estimate's sample over the same maxima, a lower estimate of SGEMM's worst row and column.
+// needs the largest |C| of each row and column, which kernel 16's ozaki_reconstruct leaves as it writes C. ozaki_lines
+// compares the worst row and column with SGEMM's error on the estimate's sample over the same maxima, a lower estimate
+// of SGEMM's worst row and column.
 // Kept out of kernels/16_ozaki.cu, whose build every recorded Ozaki measurement is tied to.
 
 constexpr int CANDIDATES = 4;    // numbers of moduli weighed: 6, 7, 8 and 9 (kernels/16_ozaki.cu's)
