@@ -122,8 +122,8 @@ STEP1_COUNTERS = (HOPPER_TILE_PART, *PRODUCER_PARTS, ("wgmma_ws_tf32", HOPPER_LA
 # Every part counted at COUNTER_SIZE on STEP_PARTS_GPU, beside COUNTERS (`gemm-lab record --only counters`).
 COUNTED_PARTS = MOVER_PARTS + WARP_PARTS + STEP1_COUNTERS
 # Kernels the book has recorded on one GPU only: tests ask no other GPU's records of them, and a page replayed on
-# another GPU reads their rows from this one (`records.fallbacks`). The Ozaki scheme's current build (faster residues
-# of B and estimate) has been measured on the H200 only: no H100 was lent since it changed.
+# another GPU reads their rows from this one (`records.fallbacks`). The Ozaki scheme's current build (its other
+# stages made faster) has been measured on the H200 only: no H100 was lent since it changed.
 RECORDED_ONLY_ON = dict.fromkeys(("vectorized_parts", "pipelined_parts", "mma_tma_parts", "warp_tiling_parts",
                                   "wgmma_ws_parts", "ozaki"), STEP_PARTS_GPU)
 
