@@ -113,16 +113,17 @@ def test_the_choices_table_reads_each_reports_verdict(replay):
     table = precision_tables.choices()
     assert len(table.rows) == len(emulation.cases())
     by_inputs = {r[1]: r for r in table.rows if r[0] == "4096×4096×4096"}
-    assert by_inputs["outlier channel"][5] != "0"  # the outlier column was shifted
+    assert by_inputs["outlier channel"][6] != "0"  # the outlier column was shifted
     for row in table.rows:
-        fell_back = row[6].startswith("yes")
+        fell_back = row[7].startswith("yes")
         assert (row[2] == "–") == fell_back
         if fell_back:
-            assert row[4] == "1.00"  # SGEMM ran: its own error
+            assert row[5] == "1.00"  # SGEMM ran: its own error
+            assert float(row[3].split()[0]) > 1.0 or float(row[4]) > 1.0  # the rule's reason is in the row
         else:
-            assert int(row[2]) in ozaki.CANDIDATES and float(row[3]) <= 1.0
-            assert float(row[4]) <= float(row[3]) + 0.01  # the estimate is no rosier than the measurement
-    assert all(by_inputs[emulation.case_name(phi)][6].startswith("yes") for phi in emulation.PHIS if phi >= 4)
+            assert int(row[2]) in ozaki.CANDIDATES and float(row[3]) <= 1.0 and float(row[4]) <= 1.0
+            assert float(row[5]) <= float(row[3]) + 0.01  # the estimate is no rosier than the measurement
+    assert all(by_inputs[emulation.case_name(phi)][7].startswith("yes") for phi in emulation.PHIS if phi >= 4)
 
 
 def test_one_row_per_method_after_a_re_recording(replay):

@@ -64,17 +64,20 @@ def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | N
         sgemm = next(e for e in found if e.method == "cublas")
         d = auto.details
         ran = d["moduli"]
-        estimated = d["median"][str(ran or ozaki.CANDIDATES[-1])] / d["sgemm_median"] if d["sgemm_median"] else 0.0
+        judged = str(ran or ozaki.CANDIDATES[-1])  # the number it ran, or the most it weighed
+        estimated = d["median"][judged] / d["sgemm_median"] if d["sgemm_median"] else 0.0
         rows.append((f"{shape[0]}×{shape[1]}×{shape[2]}", emulation.case_name(phi, family),
-                     str(ran) if ran else "–", f"{estimated:.2f}" + ("" if ran else f" (with {ozaki.CANDIDATES[-1]})"),
-                     f"{auto.median_rel_err / sgemm.median_rel_err:.2f}", str(d["equilibrated"]),
-                     "yes" if d["fallback"] else "no"))
-    return Table(("M×N×K", "inputs", "moduli chosen", "estimated / SGEMM", "measured / SGEMM", "columns shifted",
-                  "fell back"), tuple(rows),
+                     str(ran) if ran else "–", f"{estimated:.2f}" + ("" if ran else f" (with {judged})"),
+                     f"{d['largest'][judged]:.2f}", f"{auto.median_rel_err / sgemm.median_rel_err:.2f}",
+                     str(d["equilibrated"]), "yes" if d["fallback"] else "no"))
+    return Table(("M×N×K", "inputs", "moduli chosen", "estimated / SGEMM", "largest / SGEMM", "measured / SGEMM",
+                  "columns shifted", "fell back"), tuple(rows),
                  "the default (MODULI = 0) on each recorded set of inputs: its report (ozaki.Estimate); estimated: the "
-                 "median element-wise error on its 64 × 32 sample over SGEMM's modelled one; measured: its median "
-                 "element-wise error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell "
-                 "back to cuBLAS SGEMM: it ran SGEMM); columns shifted: by the equilibration; " + emulation.dates(seen))
+                 "median element-wise error on its 64 × 32 sample over SGEMM's modelled one; largest: its largest "
+                 "error on the sample over SGEMM's (the default runs the fewest moduli with both at most 1, else falls "
+                 "back); measured: its median element-wise error over all of C over cuBLAS SGEMM's, both against "
+                 "float64 (1.00 where it fell back to cuBLAS SGEMM: it ran SGEMM); columns shifted: by the "
+                 "equilibration; " + emulation.dates(seen))
 
 
 def hidden_table() -> Table:
