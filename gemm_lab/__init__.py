@@ -20,7 +20,7 @@ from .pages.listings import changes, excerpt
 from .pages.prose import publish
 from .pages.questions import answer, ask
 from .pages.tables import banner, budget, measurements_table
-from .precision import ozaki  # registers the Ozaki pipeline's launcher with the core (`run.register_launcher`)
+from .precision import ozaki, ozaki_pipeline  # noqa: F401 - ozaki_pipeline registers the scheme's launcher
 from .records import measurements
 from .run import gemm, verify
 from .timing import bench, bench_all, cublas

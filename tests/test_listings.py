@@ -46,6 +46,11 @@ def test_excerpt_of_a_function_and_highlighted_lines():
     gaps = [x.text for x in trimmed.lines if x.kind == "…"]
     assert gaps == ["3 lines of another path", "1 line of another path"] and not trimmed.whole
     assert not {28, 29, 30, 32} & {x.new for x in trimmed.lines} and 31 in {x.new for x in trimmed.lines}
+    block = listings.excerpt("16_ozaki.cu", function="ozaki_reconstruct", skip_block="if (chunks > 1) {")
+    shown = [x.text for x in block.lines]
+    gap = shown.index(next(x for x in shown if x.endswith("not shown")))
+    assert "uchar4 r = " in shown[gap - 1] and shown[gap + 1].strip().startswith("const double w = ")
+    assert not any("chunk_stride)" in x for x in shown)  # the block's inner lines are gone
 
 
 def test_changes_rebuild_both_functions():
@@ -79,6 +84,9 @@ def test_changes_and_excerpts_refuse_what_does_not_exist():
         listings.excerpt("tf32.cuh", function="mma_tf32", highlight="1")
     with pytest.raises(ValueError, match="both highlighted and skipped"):
         listings.excerpt("03_smem_tiling.cu", highlight="27", skip="27")
+    with pytest.raises(ValueError, match="no '}' closes line"):
+        listings.excerpt("16_ozaki.cu", start_at="ozaki_reconstruct(", end_at="if (chunks > 1) {",
+                         skip_block="if (chunks > 1) {")
     with pytest.raises(ValueError, match="no definition of nothing_here"):
         listings.excerpt("tf32.cuh", function="nothing_here")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gemm_lab import catalog
-from gemm_lab.precision import emulation, ozaki
+from gemm_lab.precision import emulation, ozaki, ozaki_pipeline
 
 MAX_MODULI = 9
 
@@ -40,9 +40,12 @@ def test_the_norm_bound_keeps_every_sum_within_a_quarter_of_p(moduli, k):
 def test_constants_are_laid_out_as_the_kernels_read_them():
     c = ozaki.constants(8, 4096)
     assert list(c[:8]) == list(ozaki.MODULI[:8]) and c[16] == float(ozaki.product(8))
-    assert c[17] == 1 / ozaki.product(8) and c[18] == ozaki.norm_bound(8, 4096) and len(c) == 35
-    assert list(c[19:27]) == [float(np.float32(1) / np.float32(p)) for p in ozaki.MODULI[:8]]  # as FP32 divides
-    assert list(c[27:35]) == [(1 << 20) % p for p in ozaki.MODULI[:8]]
+    assert c[17] == 1 / ozaki.product(8) and c[18] == ozaki.norm_bound(8, 4096) and len(c) == 19 + 12
+    f = ozaki.floats(c, 8)
+    assert list(f[:8]) == list(ozaki.MODULI[:8])
+    assert list(f[8:16]) == [np.float32(1) / np.float32(p) for p in ozaki.MODULI[:8]]  # as FP32 divides
+    assert list(f[16:24]) == [(1 << 20) % p for p in ozaki.MODULI[:8]]
+    assert len(ozaki.constants(7, 4096)) == 17 + 11  # 21 floats padded to 11 doubles
 
 
 def _f32(x):
@@ -268,8 +271,8 @@ def test_the_check_kernels_compile_clean_offline():
     pytest.importorskip("cuda.bindings.nvrtc")  # the offline extra
     from gemm_lab import compiler
 
-    for name in ozaki.CHECK.functions:
-        r = compiler.probe_report(ozaki.CHECK, name, "sm_90")
+    for name in ozaki_pipeline.CHECK.functions:
+        r = compiler.probe_report(ozaki_pipeline.CHECK, name, "sm_90")
         assert r.spills == 0 and r.stack_bytes == 0 and not r.performance_warnings, r
 
 
@@ -281,7 +284,7 @@ def test_the_check_shares_kernel_16s_scale_and_sample_layout():
     assert helper.search(check).group() == helper.search(kernel16).group()
     for name, value in (("CANDIDATES", len(ozaki.CANDIDATES)), ("SAMPLE_FIELDS", ozaki.SAMPLE_FIELDS)):
         assert re.search(rf"constexpr int {name} = (\d+);", check).group(1) == str(value), name
-    assert re.search(r"constexpr int REBUILD_ROWS = (\d+);", kernel16).group(1) == str(ozaki.REBUILD_ROWS)
+    assert re.search(r"constexpr int REBUILD_ROWS = (\d+);", kernel16).group(1) == str(ozaki_pipeline.REBUILD_ROWS)
 
 
 @pytest.mark.parametrize("name", ["normal", emulation.QUIET_ROWS, emulation.HEAVY_HALF])

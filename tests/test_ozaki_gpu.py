@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gemm_lab import run, yardstick
-from gemm_lab.precision import emulation, ozaki
+from gemm_lab.precision import emulation, ozaki, ozaki_pipeline
 
 pytestmark = pytest.mark.gpu
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -244,7 +244,7 @@ def test_a_replayed_call_is_the_direct_call():
     inst = catalog.instance("ozaki", {"MODULI": 0}, (m, n, k))
     a, b = family("normal", m, n, k)
     c = cupy.empty((m, n), cupy.float32)
-    pipeline = ozaki.launcher(inst, a, b, alpha=1.0, beta=0.0, out=c)
+    pipeline = ozaki_pipeline.launcher(inst, a, b, alpha=1.0, beta=0.0, out=c)
     for name in ("normal", "normal", "normal", emulation.QUIET_ROWS, emulation.QUIET_ROWS, "phi5", "normal", "normal"):
         x, y = family(name, m, n, k, seed=3)
         a[...], b[...] = x, y
@@ -252,7 +252,7 @@ def test_a_replayed_call_is_the_direct_call():
             warnings.simplefilter("always")
             pipeline()
         fresh_c = cupy.empty((m, n), cupy.float32)
-        fresh = ozaki.launcher(inst, a, b, alpha=1.0, beta=0.0, out=fresh_c)
+        fresh = ozaki_pipeline.launcher(inst, a, b, alpha=1.0, beta=0.0, out=fresh_c)
         with warnings.catch_warnings(record=True) as direct:
             warnings.simplefilter("always")
             fresh()

@@ -20,7 +20,7 @@ import pytest
 from gemm_lab import catalog, compiler, device, tma
 from gemm_lab.models import gpus, memory, model
 from gemm_lab.pages import diagrams
-from gemm_lab.precision import int8, ozaki
+from gemm_lab.precision import int8, ozaki, ozaki_pipeline
 from gemm_lab.spec import ceil_div
 
 KERNELS = catalog.ROOT / "kernels"
@@ -198,8 +198,10 @@ CHECK = source("ozaki_check.cu")  # the row and column check, after the products
 
 def test_ozaki_sample_and_statistics_sizes():
     c = constants(OZAKI)
-    for name in ("SAMPLE_ROWS", "SAMPLE_COLS", "SAMPLE_FIELDS", "STATS_ROWS"):
-        assert getattr(ozaki, name) == c[name], f"ozaki.{name} = {getattr(ozaki, name)}, {OZAKI_AT}'s {c[name]}"
+    for module, name in ((ozaki, "SAMPLE_ROWS"), (ozaki, "SAMPLE_COLS"), (ozaki, "SAMPLE_FIELDS"),
+                         (ozaki_pipeline, "STATS_ROWS")):
+        mine = getattr(module, name)
+        assert mine == c[name], f"{module.__name__}.{name} = {mine}, {OZAKI_AT}'s {c[name]}"
     assert len(ozaki.CANDIDATES) == c["CANDIDATES"], \
         f"ozaki.CANDIDATES {ozaki.CANDIDATES}: {OZAKI_AT} weighs {c['CANDIDATES']} numbers of moduli"
 
@@ -252,13 +254,9 @@ def test_ozaki_verdict_layout():
                                                                    result[flags + largest_shift], True), \
         f"{where}: the flags (equilibrated columns, largest shift, nonfinite)"
     assert ozaki.VERDICT == valid + 1 < 16, f"ozaki.VERDICT = {ozaki.VERDICT}: {OZAKI_AT} writes result[0..{valid}]"
-    reads = set(re.findall(r"verdict\[(\d+)\] \?", OZAKI)) | set(re.findall(r"!verdict\[(\d+)\]", OZAKI))
-    assert reads, f"{OZAKI_AT}'s later kernels no longer read the 'equilibrated' flag as this test expects"
-    assert flags + equilibrated == ozaki.EQUILIBRATED, \
-        f"ozaki.EQUILIBRATED = {ozaki.EQUILIBRATED}: ozaki_decide copies the flag to {flags + equilibrated}"
-    for read in reads:
-        assert int(read) == flags + equilibrated, \
-            f"{OZAKI_AT} reads verdict[{read}] as 'equilibrated', ozaki_decide puts that flag at {flags + equilibrated}"
+    reads = set(re.findall(r"flags\[(\d+)\] \?", OZAKI)) | set(re.findall(r"!flags\[(\d+)\]", OZAKI))
+    assert reads == {str(equilibrated)}, \
+        f"{OZAKI_AT}'s kernels read 'equilibrated' at flags{sorted(reads)}, ozaki_equilibrate sets [{equilibrated}]"
 
 
 def test_ozaki_constants_are_where_the_kernels_read_them():
@@ -272,7 +270,8 @@ def test_ozaki_constants_are_where_the_kernels_read_them():
             """The index into consts that the kernel reads where `pattern` matches `text`."""
             return cxx(re.search(pattern, text)[1], MODULI=moduli, l=0)
 
-        inv_p, c20 = at(prime, r"inv_p\(float\(consts\[(.+?)\]\)\)"), at(prime, r"c20\(float\(consts\[(.+?)\]\)\)")
+        single = consts[at(prime, r"reinterpret_cast<const float\*>\(consts \+ (.+?)\)"):].view(np.float32)
+        p, inv_p, c20 = (at(prime, rf"{name} = f\[(.+?)\]") for name in ("p", "inv_p", "c20"))
         big, inv_big = at(rebuild, r"double P = consts\[(.+?)\],"), at(rebuild, r"inv_P = consts\[(.+?)\];")
         weight = at(rebuild, r"w = consts\[(.+?)\];")
         where = f"ozaki.constants({moduli}, k) against where {OZAKI_AT} reads them"
@@ -280,9 +279,9 @@ def test_ozaki_constants_are_where_the_kernels_read_them():
             f"{where}: the moduli"
         assert consts[weight:weight + moduli].tolist() == list(map(float, ozaki.weights(moduli))), f"{where}: W_l"
         assert (consts[big], consts[inv_big]) == (ozaki.product(moduli), 1 / ozaki.product(moduli)), f"{where}: P"
-        assert consts[inv_p:inv_p + moduli].tolist() == [float(np.float32(1) / np.float32(p)) for p in mods], \
-            f"{where}: 1 / p"
-        assert consts[c20:c20 + moduli].tolist() == [2**split % p for p in mods], f"{where}: 2^{split} mod p"
+        assert single[p:p + moduli].tolist() == list(mods), f"{where}: the moduli as floats"
+        assert single[inv_p:inv_p + moduli].tolist() == [np.float32(1) / np.float32(q) for q in mods], f"{where}: 1 / p"
+        assert single[c20:c20 + moduli].tolist() == [2**split % q for q in mods], f"{where}: 2^{split} mod p"
 
 
 def test_ozaki_moduli_fit_the_kernels_arithmetic():
@@ -312,7 +311,7 @@ def test_ozaki_residue_rows_are_whole_words():
 
 
 # Each companion's index math (a regex over its body, its captured numbers) and what a launch must then cover.
-STATS = ozaki.STATS_ROWS
+STATS = ozaki_pipeline.STATS_ROWS
 ACROSS, LANES = (constants(OZAKI)[name] for name in ("STATS_ACROSS", "STATS_LANES"))  # a stats block's threads
 COVERS = {
     "ozaki_stats_a": (r"c0 = \(blockIdx\.x \* STATS_ACROSS \+ tx\) \* (\d+), r0 = blockIdx\.y \* STATS_ROWS",
@@ -358,12 +357,13 @@ def ozaki_call(monkeypatch, shape: tuple[int, int, int]) -> tuple:
     inst = catalog.instance("ozaki", {"MODULI": 0}, shape)
     monkeypatch.setattr(compiler, "load", lambda i: Recorder(calls, "ozaki_products"))
     monkeypatch.setattr(compiler, "companions", lambda i: {n: Recorder(calls, n) for n in i.spec.companions(i.params)})
-    monkeypatch.setattr(ozaki, "_check_kernels", lambda: {n: Recorder(calls, n) for n in ozaki.CHECK.functions})
-    monkeypatch.setattr(ozaki, "to_host", lambda host, array, stream: host.__setitem__(..., array))
+    checks = ozaki_pipeline.CHECK.functions
+    monkeypatch.setattr(ozaki_pipeline, "_check_kernels", lambda: {n: Recorder(calls, n) for n in checks})
+    monkeypatch.setattr(ozaki_pipeline, "to_host", lambda host, array, stream: host.__setitem__(..., array))
     planes: list = []
     monkeypatch.setattr(tma, "planes_map", lambda x, rows, k0, k1: planes.append((x.shape, rows, k0, k1)))
     monkeypatch.setattr(device, "gpu", lambda: types.SimpleNamespace(cc=(9, 0), sms=132, arch="sm_90"))  # an H100's
-    pipeline = ozaki.Pipeline(inst, None, None, alpha=1.0, beta=0.0, out=None, slots=132)
+    pipeline = ozaki_pipeline.Pipeline(inst, None, None, alpha=1.0, beta=0.0, out=None, slots=132)
     pipeline.verdict[:] = 0
     pipeline.verdict[0] = CHOSEN  # ozaki_decide's choice
     pipeline.verdict[2 + 2 * len(ozaki.CANDIDATES)] = 1  # ... and its first flag: an infinity or a NaN
@@ -377,37 +377,37 @@ def test_ozaki_launches_cover_what_each_kernel_indexes(fake_cuda, monkeypatch, s
     m, n, k = shape
     sizes = types.SimpleNamespace(m=m, n=n, k=k, kp=pipeline.kp)
     launched = {name.split("<")[0] for name, _, _ in calls}
-    assert launched == set(COVERS) | {"ozaki_products"}, f"ozaki.Pipeline launches {sorted(launched)}"
+    assert launched == set(COVERS) | {"ozaki_products"}, f"Pipeline launches {sorted(launched)}"
     for name, (grid, threads, _), _ in calls:
         kernel = name.split("<")[0]
         if kernel == "ozaki_products":
             continue
-        where = CHECK if kernel in ozaki.CHECK.functions else OZAKI
+        where = CHECK if kernel in ozaki_pipeline.CHECK.functions else OZAKI
         text = block(where, rf"void (?:__launch_bounds__\(\d+(?:, \d+)?\) )?{kernel}\(")
         pattern, covers = COVERS[kernel]
         bound = re.search(rf"__launch_bounds__\((\d+)(?:, \d+)?\) {kernel}\(", where)
         assert not bound or threads[0] <= int(bound[1]), \
-            f"ozaki.Pipeline launches {kernel} with {threads} threads, {OZAKI_AT}'s __launch_bounds__({bound[1]})"
+            f"Pipeline launches {kernel} with {threads} threads, {OZAKI_AT}'s __launch_bounds__({bound[1]})"
         assert covers(grid, threads[0], sizes, *found(pattern, text, f"{OZAKI_AT}'s {kernel}")), \
-            f"ozaki.Pipeline's grid {grid} x {threads} misses work of {OZAKI_AT}'s {kernel} at {shape}"
+            f"Pipeline's grid {grid} x {threads} misses work of {OZAKI_AT}'s {kernel} at {shape}"
     spec, chunks = catalog.get("ozaki"), pipeline.chunks
     consecutive = all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
     assert chunks[0][0] == 0 and chunks[-1][1] == pipeline.kp and consecutive, \
-        f"ozaki.Pipeline.chunks {chunks} do not cut the residue rows (Kp = {pipeline.kp}) into consecutive pieces"
+        f"Pipeline.chunks {chunks} do not cut the residue rows (Kp = {pipeline.kp}) into consecutive pieces"
     products = [args for name, args, _ in calls if name == "ozaki_products"]
     kwargs = [kw for name, _, kw in calls if name == "ozaki_products"]
-    assert len(products) == 2 * len(chunks), "ozaki.Pipeline: the expected number's products, then the chosen one's"
+    assert len(products) == 2 * len(chunks), "Pipeline: the expected number's products, then the chosen one's"
     for i, (grid, threads, args) in enumerate(products):
         p = {**pipeline.inst.params, "MODULI": (pipeline.inst.params["MODULI"] or ozaki.CANDIDATES[1], CHOSEN)[
             i // len(chunks)]}
         k0, k1 = chunks[i % len(chunks)]
         assert (grid, threads, kwargs[i]) == (spec.grid(p, m, n, 132), (spec.threads(p),),
                                               {"shared_mem": spec.launch_smem(p)}), \
-            f"ozaki.Pipeline.multiply's launch of {p} against the catalog's grid, threads and launch_smem"
-        assert args[2] == k1 - k0 <= ozaki.K_CHUNK, f"ozaki.Pipeline.multiply's K = {args[2]}, ozaki.K_CHUNK"
+            f"Pipeline.multiply's launch of {p} against the catalog's grid, threads and launch_smem"
+        assert args[2] == k1 - k0 <= ozaki.K_CHUNK, f"Pipeline.multiply's K = {args[2]}, ozaki.K_CHUNK"
     (bm, bn), cluster = spec.tile(pipeline.inst.params), spec.cluster(pipeline.inst.params)
     assert {rows for _, rows, _, _ in planes} == {bm, bn // cluster}, \
-        "ozaki.Pipeline's planes maps: boxes of a tile's rows of A and of a cluster rank's share of B's (as " \
+        "Pipeline's planes maps: boxes of a tile's rows of A and of a cluster rank's share of B's (as " \
         "kernels/int8_wgmma.cuh multicasts them)"
 
 

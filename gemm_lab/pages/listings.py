@@ -174,13 +174,26 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
     return Listing(title, spec.path, old.path, tuple(shown))
 
 
+def _block(path: Path, lines: list[str], marker: str, first: int, last: int) -> set[int]:
+    """The numbers of the lines from the first in first..last containing `marker` to the "}" at its indentation."""
+    opening = _find(path, lines, marker, first)
+    closing = lines[opening - 1][:len(lines[opening - 1]) - len(lines[opening - 1].lstrip())] + "}"
+    end = next((n for n in range(opening + 1, last + 1) if lines[n - 1].rstrip() == closing), None)
+    if end is None:
+        raise ValueError(f"skip_block={marker!r}: no '}}' closes line {opening} of {_name(path)} by line {last}")
+    return set(range(opening, end + 1))
+
+
 def excerpt(source: str, *, function: str | None = None, start_at: str | None = None, end_before: str | None = None,
-            end_at: str | None = None, highlight: str = "", skip: str = "", skipped: str = "not shown") -> Listing:
+            end_at: str | None = None, highlight: str = "", skip: str = "", skip_block: str = "",
+            skipped: str = "not shown") -> Listing:
     """One file of `kernels/` (a kernel's name or a file name such as "staging.cuh"), whole or in part: the lines of
     `function` (with its template line and the comment above it), or from the first line containing `start_at` to
     the line before the next containing `end_before` (or up to the one containing `end_at`). `highlight` marks lines
     by their number in the file ("14-15, 27"); `skip` leaves lines out (a branch the page does not discuss), each run
-    of them shown as one line saying how many, and `skipped` what they are ("of the 3xTF32 path").
+    of them shown as one line saying how many, and `skipped` what they are ("of the 3xTF32 path"); `skip_block` leaves
+    out the block that opens on the first shown line containing it, through the brace that closes it (markers, unlike
+    line numbers, follow the code when lines above it change).
 
         gl.excerpt("warp_tiling", highlight="32-33, 63-80")
         gl.excerpt("14_tf32_wgmma_ws.cu", start_at="if (PRODUCER && wg == 0) {", end_before="else if (HELPERS")
@@ -204,6 +217,8 @@ def excerpt(source: str, *, function: str | None = None, start_at: str | None = 
         elif end_at:
             last = _find(path, lines, end_at, first)
     marked, left_out = _line_numbers(highlight), _line_numbers(skip)
+    if skip_block:
+        left_out |= _block(path, lines, skip_block, first, last)
     for name, spec, chosen in (("highlight", highlight, marked), ("skip", skip, left_out)):
         outside = sorted(n for n in chosen if not first <= n <= last)
         if outside:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import catalog, device, liverun, records, run, timing, turns, yardstick
-from . import int8, ozaki
+from . import int8, ozaki, ozaki_pipeline
 
 ACCURACY = "accuracy"  # records/<gpu>/accuracy.json
 STAGES = "ozaki_stages"  # records/<gpu>/ozaki_stages.json
@@ -256,7 +256,8 @@ def _stage_ms(inst: catalog.Instance, runs: int) -> dict[str, float]:
 
     a, b = run.random_inputs(size, size, size, run.CHECK_SEED)
     c = cupy.empty((size, size), cupy.float32)
-    parts = ozaki.Pipeline(inst, a, b, alpha=1.0, beta=0.0, out=c, slots=run.slots(inst.spec, inst.params)).stages()
+    slots = run.slots(inst.spec, inst.params)
+    parts = ozaki_pipeline.Pipeline(inst, a, b, alpha=1.0, beta=0.0, out=c, slots=slots).stages()
     for _ in range(turns.WARMUP):  # the estimate's choice, kept by the later stages
         for _, part in parts:
             part()

@@ -31,25 +31,17 @@ max_j |C_ij|, costs a pass over C, and it is compared with SGEMM's on the sample
 estimate of SGEMM's worst row: the check errs on the safe side). Where the worst row or column is more than
 ROW_SLACK times SGEMM's, the default runs the fewest moduli the check expects to hold, or, past 9, falls back; a
 pinned number warns. The check waits once per call for its few numbers.
-
-**Streams.** B's statistics and residues run on a second stream beside A's, the estimate on a third beside the split
-(which reads the number it splits for from a buffer of its own); only the products wait for the verdict, on the GPU.
 """
 from __future__ import annotations
 
-import functools
 import math
-import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from .. import catalog, compiler, device, run, tma, yardstick
-from ..catalog import Instance, SourceFile
-from ..spec import MAX_GRID_Y, ceil_div, round_up
+from ..spec import ceil_div, round_up
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
 # per INT8 product (the kernel takes the first MODULI).
@@ -75,24 +67,11 @@ N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32
 # this many (a multiple of the products' 128-deep steps), whose residues add up modulo each modulus.
 K_CHUNK = 2**17 - 128
 UNIT_ROUNDOFF = 2.0**-24
-WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
-# wake-up (~60 us), which the check at the end of every call would add to it
-EQUILIBRATED = 11  # ozaki_decide's result: where the flag "A and B were equilibrated" (flags[1]) is copied
 VERDICT = 15  # the doubles of ozaki_decide's result that the host reads (the last of its 16 is never written)
 ROW_SLACK = 2.0  # the worst row (column) may err this many times SGEMM's worst row (column): the contract's margin
 LINES = 2 * len(CANDIDATES) + 2  # doubles of ozaki_lines' result: worst rows, worst columns, SGEMM's row and column
-REBUILD_ROWS = 64  # kernels/16_ozaki.cu's: rows of C one block of ozaki_reconstruct writes
 
 
-class CheckSource(SourceFile):
-    """kernels/ozaki_check.cu: the row and column check, compiled apart from kernel 16 (whose build the recorded Ozaki
-    measurements are tied to) and loaded as the probes are."""
-
-    source = "kernels/ozaki_check.cu"
-    functions = ("ozaki_lines",)
-
-
-CHECK = CheckSource()
 
 Moduli = int | Sequence[int]  # the first that many of MODULI (as the kernels take them), or moduli of your own
 
@@ -177,12 +156,18 @@ def norm_bound(moduli: Moduli, k: int) -> float:
 
 
 def constants(moduli: int, k: int) -> np.ndarray:
-    """The doubles kernels/16_ozaki.cu reads: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
-    modulus's 1 / p rounded to a float (as FP32 divides) and 2^20 mod p."""
+    """The doubles kernels/16_ozaki.cu reads: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then floats two
+    to a double (`floats` reads them back): each p, each 1 / p rounded to a float (as FP32 divides), each 2^20 mod p."""
     big, mods = product(moduli), MODULI[:moduli]
-    return np.array([*mods, *map(float, weights(moduli)), float(big), 1 / big, norm_bound(moduli, k),
-                     *(float(np.float32(1) / np.float32(p)) for p in mods), *((1 << 20) % p for p in mods)],
-                    dtype=np.float64)
+    doubles = np.array([*mods, *map(float, weights(moduli)), float(big), 1 / big, norm_bound(moduli, k)], np.float64)
+    single = np.zeros(round_up(3 * moduli, 2), np.float32)  # whole doubles
+    single[:3 * moduli] = [*mods, *(np.float32(1) / np.float32(p) for p in mods), *((1 << 20) % p for p in mods)]
+    return np.concatenate([doubles, single.view(np.float64)])
+
+
+def floats(consts: np.ndarray, moduli: int) -> np.ndarray:
+    """The floats of `constants(moduli, k)`: p_l, then 1 / p_l, then 2^20 mod p_l."""
+    return consts[2 * moduli + 3:].view(np.float32)[:3 * moduli]
 
 
 def shifts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -420,379 +405,3 @@ def sample_picks(m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 STAGES = ("scale", "equilibrate", "estimate", "split", "products", "reconstruct")  # the pipeline's parts, in order
-
-
-class Pipeline:
-    """The scheme on one validated ozaki instance and its operands, as a call that launches it and returns C (`run`'s
-    launcher for the ozaki spec). Each call scales and equilibrates A and B, estimates on a sample which numbers of
-    moduli are as accurate as SGEMM (`ozaki_decide` writes the verdict on the GPU), splits (beside the estimate),
-    multiplies and reconstructs with the number it expects (the last call's choice, or the pinned number: the products
-    and the reconstruction run only if the verdict agrees, so the GPU never waits for the host), then reads the verdict
-    back and, if the choice was another, queues that number's kernels; then it checks every row and column of C
-    (`hold_lines`: the one wait for the GPU) and runs more moduli where they fail; where no number will do, cuBLAS SGEMM
-    computes C with a `Fallback` warning; it puts SGEMM's infinities and NaNs back.
-    `report` is the last call's `Estimate`; `stages()` the same work as separately launched parts, for timing each."""
-
-    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int):
-        import cupy
-
-        self.inst, self.a, self.b, self.alpha, self.beta, self.out, self.slots = inst, a, b, alpha, beta, out, slots
-        m, n, k = inst.shape
-        self.pinned = inst.params["MODULI"]
-        most = self.pinned or CANDIDATES[-1]
-        self.kp, self.np = round_up(k, K_ALIGN), round_up(n, N_ALIGN)
-        self.chunks = [(k0, min(self.kp, k0 + K_CHUNK)) for k0 in range(0, self.kp, K_CHUNK)]
-        self.kernels = compiler.companions(inst)  # the analysis kernels are in every instance's cubin
-        # one buffer for everything a call zeroes first: a single memset
-        sizes = {"rn2": (m, np.float64), "cn2": (n, np.float64), "cn2_eq": (n, np.float64), "best": (2, np.uint64),
-                 "col_exp": (k, np.int32), "col_count": (k, np.int32), "row_exp": (k, np.int32),
-                 "row_count": (k, np.int32), "row_bad": (m, np.int32), "col_bad": (n, np.int32), "flags": (4, np.int32)}
-        offsets, at = {}, 0
-        for name, (count, dtype) in sizes.items():
-            offsets[name] = at
-            at += round_up(count * np.dtype(dtype).itemsize, 8)
-        self.zeroed = cupy.empty(at, cupy.uint8)
-        self.z = {name: self.zeroed[offsets[name]:offsets[name] + count * np.dtype(dtype).itemsize].view(dtype)
-                  for name, (count, dtype) in sizes.items()}
-        self.shift = cupy.empty(k, cupy.int32)
-        rows, cols = sample_picks(m, n)
-        self.rows, self.cols = cupy.asarray(rows), cupy.asarray(cols)
-        self.bt = cupy.empty((SAMPLE_COLS, k), cupy.float32)
-        self.sample = cupy.empty(SAMPLE_ROWS * SAMPLE_COLS * SAMPLE_FIELDS, cupy.float64)
-        self.verdict = cupy.empty(16, cupy.float64)  # ozaki_decide's (VERDICT of them), read into pinned host memory
-        self.host = np.frombuffer(cupy.cuda.alloc_pinned_memory(self.verdict.nbytes), np.float64, self.verdict.size)
-        self.decided = cupy.cuda.Event()  # the verdict is on the host
-        # what the split reads instead of the verdict: the number being split ([0]) and whether A and B were
-        # equilibrated ([11]), so that the split need not wait for the estimate
-        self.split_verdict = cupy.zeros(16, cupy.float64)
-        self.side = cupy.cuda.Stream(non_blocking=True)  # the estimate's, beside the split
-        self.aux = cupy.cuda.Stream(non_blocking=True)  # B's half of the scaling and of the split, beside A's
-        self.forks = {s: cupy.cuda.Event(disable_timing=True) for s in ("side", "aux", "aux back")}
-        self.estimated = cupy.cuda.Event(disable_timing=True)  # the verdict is on the GPU: the products may start
-        self.gs = cupy.asarray([norm_bound(c, k) for c in CANDIDATES], dtype=cupy.float64)
-        self.e_a, self.f_b = cupy.empty(m, cupy.int32), cupy.empty(n, cupy.int32)
-        self.planes_a = cupy.empty((most, m, self.kp), cupy.int8)
-        self.planes_b = cupy.empty((most, n, self.kp), cupy.int8)
-        self.r = cupy.empty((len(self.chunks), most, m, self.np), cupy.uint8)
-        self.expected = self.pinned or CANDIDATES[1]  # the number the later kernels are queued for before the verdict
-        self.built = 0  # the number of moduli whose products were last queued
-        # the products' C: `out`, or with beta != 0 a buffer of its own, which the check reads before beta C is added
-        self.c = out if beta == 0 else cupy.empty_like(out)
-        rows_at, cols_at = round_up(4 * m, 8), round_up(4 * n, 8)  # the check's buffers, zeroed by one memset
-        self.check_zeroed = cupy.empty(rows_at + cols_at + 8 * LINES, cupy.uint8)
-        self.row_max = self.check_zeroed[:4 * m].view(np.uint32)
-        self.col_max = self.check_zeroed[rows_at:rows_at + 4 * n].view(np.uint32)
-        self.lines = self.check_zeroed[rows_at + cols_at:].view(cupy.float64)
-        self.lines_host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8 * LINES), np.float64, LINES)
-        self.checked = cupy.cuda.Event(disable_timing=True)
-        self.lines_of = 0  # the number of moduli whose check's result lies in lines_host
-        self.capturing = cupy.cuda.Stream(non_blocking=True)  # a capture cannot run on the legacy default stream
-        self.graph: tuple[int, Any] | None = None  # (the expected number, the call captured for it: `capture`)
-        self.steady = False  # the last call ran the expected number, and the check raised none
-        self.report: Estimate | None = None
-        self._instances: dict[int, tuple[Any, dict[str, Any], list[tuple[Any, Any]], Any]] = {}
-
-    # the parts of a call, in order
-    def scale(self) -> None:
-        m, n, k = self.inst.shape
-        z, i32, threads = self.z, np.int32, (256,)
-        self.zeroed.fill(0)
-        self._fork("aux")
-        self.kernels["ozaki_stats_a"]((ceil_div(k, 256), ceil_div(m, STATS_ROWS)), threads,
-                                      (i32(m), i32(k), self.a, z["rn2"], z["col_exp"], z["col_count"], z["row_bad"],
-                                       z["flags"]))
-        self.kernels["ozaki_stats_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
-                                      (i32(k), i32(n), self.b, z["cn2"], z["row_exp"], z["row_count"], z["col_bad"],
-                                       z["flags"]), stream=self.aux)
-        self._join_aux()
-
-    def equilibrate(self) -> None:
-        m, n, k = self.inst.shape
-        z, i32, threads = self.z, np.int32, (256,)
-        self.kernels["ozaki_equilibrate"]((ceil_div(k, 256),), threads,
-                                          (i32(k), z["col_exp"], z["col_count"], z["row_exp"], z["row_count"],
-                                           self.shift, z["flags"]))
-        self.kernels["ozaki_rescale_a"]((ceil_div(m, 8),), threads,
-                                        (i32(m), i32(k), self.a, self.shift, z["flags"], z["rn2"]))
-        self.kernels["ozaki_rescale_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
-                                        (i32(k), i32(n), self.b, self.shift, z["flags"], z["cn2_eq"]))
-
-    def estimate(self) -> None:
-        """Queue the estimate on the side stream, after the scaling, and its verdict's copy to the host (read by
-        `read_verdict`): the split runs meanwhile; the products wait for the verdict on the GPU (`multiply`)."""
-        m, n, k = self.inst.shape
-        z, i32, side = self.z, np.int32, self.side
-        self._fork("side")
-        self.kernels["ozaki_extremes"]((min(1024, ceil_div(m + n, 256)),), (256,),
-                                       (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"], z["best"]),
-                                       stream=side)
-        self.kernels["ozaki_gather_b"]((ceil_div(k, 256), SAMPLE_COLS), (256,),
-                                       (i32(k), i32(n), self.b, self.cols, z["best"], self.bt), stream=side)
-        self.kernels["ozaki_sample"]((SAMPLE_ROWS * SAMPLE_COLS // 4,), (128,),
-                                     (i32(m), i32(n), i32(k), i32(split_k(m, n, k, device.gpu().sms)), self.a, self.bt,
-                                      self.rows, self.cols, z["best"],
-                                      self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample),
-                                     stream=side)
-        self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict),
-                                     stream=side)
-        self.estimated.record(side)
-        to_host(self.host[:VERDICT], self.verdict[:VERDICT], side)
-        self.decided.record(side)
-
-    def read_verdict(self) -> Estimate:
-        """Wait for the estimate's verdict and keep it as `report`; warn when a pinned number does not qualify."""
-        wait(self.decided)
-        self.report = report = verdict(self.host, bool(self.pinned))
-        if report.pinned and not report.qualifies(report.moduli):
-            warnings.warn(f"{report.moduli} moduli: on a sample of these inputs the estimated error is "
-                          f"{report.ratio(report.moduli):.3g} times SGEMM's in the median and "
-                          f"{report.largest[report.moduli]:.3g} times at its largest; "
-                          f"{self._advice(report)}", AccuracyWarning, stacklevel=4)
-        return report
-
-    def split(self, moduli: int) -> None:
-        m, n, k = self.inst.shape
-        _, kernels, _, consts = self._instance(moduli)
-        i32, threads, z, ruling = np.int32, (256,), self.z, self.split_verdict
-        ruling[:1].fill(moduli)
-        ruling[EQUILIBRATED:EQUILIBRATED + 1] = z["flags"][1:2]  # ozaki_decide copies the flags from [10] on
-        kernels[f"ozaki_exponents<{moduli}>"]((ceil_div(m + n, 256),), threads,
-                                              (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"],
-                                               np.float64(norm_bound(moduli, k)), ruling, self.e_a, self.f_b))
-        self._fork("aux")
-        kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 1024),), threads,
-                                               (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
-                                                ruling, consts, self.planes_a))
-        kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(self.kp, 64), min(ceil_div(n, 64), MAX_GRID_Y)), threads,
-                                               (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
-                                                ruling, consts, self.planes_b), stream=self.aux)
-        self._join_aux()
-
-    def multiply(self, moduli: int) -> None:
-        import cupy
-
-        m, n, _ = self.inst.shape
-        products, _, maps, consts = self._instance(moduli)
-        spec, p = self.inst.spec, {**self.inst.params, "MODULI": moduli}
-        cupy.cuda.get_current_stream().wait_event(self.estimated)  # they run only where the verdict names `moduli`
-        for c, ((k0, k1), (map_a, map_b)) in enumerate(zip(self.chunks, maps)):
-            products(spec.grid(p, m, n, self.slots), (spec.threads(p),),
-                     (np.int32(m), np.int32(n), np.int32(k1 - k0), np.int32(self.np), consts, self.r[c], map_a, map_b,
-                      self.verdict), shared_mem=spec.launch_smem(p))
-
-    def rebuild(self, moduli: int) -> None:
-        m, n, _ = self.inst.shape
-        _, kernels, _, consts = self._instance(moduli)
-        beta = self.beta if self.c is self.out else 0.0  # else beta C is added after the check
-        self.check_zeroed.fill(0)  # the check's maxima of |C|, which the reconstruction leaves
-        kernels[f"ozaki_reconstruct<{moduli}>"]((ceil_div(n, 256), min(ceil_div(m, REBUILD_ROWS), MAX_GRID_Y)), (256,),
-                                                (np.int32(m), np.int32(n), np.int32(self.np),
-                                                 np.int32(len(self.chunks)), np.int64(self.r[0].nbytes),
-                                                 np.float32(self.alpha), np.float32(beta), self.c, self.r,
-                                                 self.e_a, self.f_b, self.verdict, consts, self.row_max, self.col_max))
-
-    def finish(self) -> None:
-        """After the verdict: the chosen number's kernels if it was not the expected one; the row and column check,
-        which may run more moduli; the fallback where none will do, else beta C; then SGEMM's infinities and NaNs."""
-        m, n, k = self.inst.shape
-        moduli = self.report.moduli
-        if moduli and moduli != self.expected:
-            self.products(moduli)
-            self.expected = moduli  # inputs like these come again: expect the same next time
-        if moduli:
-            self.report = hold_lines(self.report, self.check)
-            self._warn_lines(self.report)
-        if not self.report.moduli:
-            self._fallen_back()
-        elif self.c is not self.out:  # in place: no temporary copied over (initcheck counts only kernels' writes)
-            self.out *= np.float32(self.beta)
-            self.out += self.c
-        if self.report.nonfinite:
-            self.kernels["ozaki_nonfinite"]((ceil_div(n, 256), m), (256,),
-                                            (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), self.a,
-                                             self.b, self.z["row_bad"], self.z["col_bad"], self.out))
-
-    def products(self, moduli: int) -> None:
-        """Split, multiply and rebuild with `moduli` moduli (their kernels run only where the verdict names it)."""
-        self.split(moduli)
-        self.multiply(moduli)
-        self.rebuild(moduli)
-        self.built, self.lines_of = moduli, 0
-
-    def check(self, moduli: int) -> np.ndarray:
-        """`hold_lines`' check: C with `moduli` moduli (queued now, the verdict rewritten to name it, where the last
-        products were of another number), its rows' and columns' max |C| and `ozaki_lines` on them; waits for the
-        result (through pinned memory, as `read_verdict`), unless the replayed graph left it already."""
-        if moduli != self.lines_of:
-            if moduli != self.built:
-                self.verdict[:1].fill(moduli)
-                self.products(moduli)
-            self.queue_check()
-            wait(self.checked)
-            self.lines_of = moduli
-        return self.lines_host.copy()
-
-    def queue_check(self) -> None:
-        """The check's kernel on the maxima of |C| the reconstruction left, and the copy of its result to the host."""
-        import cupy
-
-        m, n, _ = self.inst.shape
-        z, i32, kernels, samples = self.z, np.int32, _check_kernels(), SAMPLE_ROWS * SAMPLE_COLS
-        kernels["ozaki_lines"]((min(1024, ceil_div(m + n + samples, 256)),), (256,),
-                               (i32(m), i32(n), np.float64(self.alpha), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"],
-                                z["best"], self.gs, self.row_max, self.col_max, self.sample, i32(samples), self.lines))
-        to_host(self.lines_host, self.lines, cupy.cuda.get_current_stream())
-        self.checked.record()
-
-    def stages(self) -> list[tuple[str, Callable[[], Any]]]:
-        """The pipeline as (stage of `STAGES`, a call launching that stage's kernels on the current stream), with the
-        verdict read at the end of the estimate and the number it chose."""
-        def estimate() -> None:
-            self.estimate()
-            self.read_verdict()
-
-        def chosen(part: Callable[[int], None]) -> Callable[[], None]:
-            return lambda: part(self.report.moduli) if self.report.moduli else None
-
-        return list(zip(STAGES, (self.scale, self.equilibrate, estimate, chosen(self.split), chosen(self.multiply),
-                                 chosen(self.rebuild))))
-
-    def __call__(self) -> Any:
-        import cupy
-
-        if self.replays():
-            self.graph[1].launch(stream=cupy.cuda.get_current_stream())
-            for event in (self.estimated, self.decided, self.checked):  # last recorded inside the capture, where the
-                event.record()  # host never sees them complete: recorded again behind the replay
-            wait(self.checked)
-            self.built = self.lines_of = self.expected
-        else:
-            self.queue_expected()
-        self.read_verdict()
-        self.finish()
-        steady = self.report.moduli == self.expected and not self.report.raised_from
-        if steady and self.steady and not self.replays():
-            self.capture()  # the second call alike: more will come (a one-off call never pays for a capture)
-        self.steady = steady
-        return self.out
-
-    def queue_expected(self) -> None:
-        """A call's work up to C with the number of moduli it expects, the estimate beside it."""
-        self.scale()
-        self.equilibrate()
-        self.estimate()
-        self.products(self.expected)
-
-    def replays(self) -> bool:
-        """Whether a call replays the graph: one was captured for the number of moduli expected now."""
-        return self.graph is not None and self.graph[0] == self.expected
-
-    def capture(self) -> None:
-        """The call as it runs where the verdict keeps the expected number, the check included, captured into a CUDA
-        graph (`graph`) that later calls replay with one launch: the host then waits once, and never queues a kernel
-        the GPU has to wait for."""
-        stream = self.capturing
-        with stream:
-            stream.begin_capture()
-            try:
-                self.queue_expected()
-                self.queue_check()
-                stream.wait_event(self.decided)  # the estimate's stream joins the graph
-            finally:
-                graph = stream.end_capture()
-        self.graph = (self.expected, graph)
-
-    # what the parts share
-    def _fork(self, name: str) -> None:
-        """The side or aux stream waits for what the current stream has queued so far."""
-        import cupy
-
-        self.forks[name].record(cupy.cuda.get_current_stream())
-        getattr(self, name).wait_event(self.forks[name])
-
-    def _join_aux(self) -> None:
-        """The current stream waits for what the aux stream has queued so far."""
-        import cupy
-
-        self.forks["aux back"].record(self.aux)
-        cupy.cuda.get_current_stream().wait_event(self.forks["aux back"])
-
-    def _instance(self, moduli: int) -> tuple[Any, dict[str, Any], list[tuple[Any, Any]], Any]:
-        """The products kernel, the companions, the chunks' tensor maps and the CRT constants of the instance with
-        `moduli` moduli."""
-        import cupy
-
-        if moduli not in self._instances:
-            inst = catalog.instance(self.inst.spec, {**self.inst.params, "MODULI": moduli}, self.inst.shape)
-            bm, bn = inst.spec.tile(inst.params)
-            maps = [(tma.planes_map(self.planes_a, bm, k0, k1),
-                     tma.planes_map(self.planes_b, bn // inst.params["CLUSTER"], k0, k1)) for k0, k1 in self.chunks]
-            self._instances[moduli] = (compiler.load(inst), compiler.companions(inst), maps,
-                                       cupy.asarray(constants(moduli, self.inst.shape[2])))
-        return self._instances[moduli]
-
-    def _warn_lines(self, report: Estimate) -> None:
-        """A pinned number whose worst row or column errs more than ROW_SLACK times SGEMM's warns."""
-        if report.pinned and not report.lines_hold(report.moduli):
-            warnings.warn(f"{report.moduli} moduli: the worst row of C is estimated to err "
-                          f"{report.rows[report.moduli]:.3g} times SGEMM's worst row, the worst column "
-                          f"{report.columns[report.moduli]:.3g} times SGEMM's (more than {ROW_SLACK:g}); "
-                          f"{self._advice(report)}", AccuracyWarning, stacklevel=5)
-
-    def _advice(self, report: Estimate) -> str:
-        fit = next((m for m in CANDIDATES if report.qualifies(m) and report.lines_hold(m)), 0)
-        return (f"{fit} moduli would be (MODULI={fit}), or MODULI=0 chooses per call" if fit else
-                "no number of moduli up to 9 is: use MODULI=0, which falls back to cuBLAS SGEMM on such inputs")
-
-    def _fallen_back(self) -> None:
-        """No number of moduli qualified: cuBLAS SGEMM computes C, FP32's accuracy by definition (3xTF32, the other
-        candidate, was measured less accurate than SGEMM on such inputs at short K), infinities and NaNs as
-        zeros (`ozaki_nonfinite` puts them back as for every call)."""
-        import cupy
-
-        report, most = self.report, CANDIDATES[-1]
-        why = (f"the worst row or column of C is estimated to err {max(report.rows[most], report.columns[most]):.3g} "
-               f"times SGEMM's with {most}, more than {ROW_SLACK:g}" if report.raised_from else
-               f"estimated median error {report.ratio(most):.3g} times SGEMM's with {most}")
-        warnings.warn(f"no number of moduli up to {most} is as accurate as SGEMM on these inputs ({why}): "
-                      "cuBLAS SGEMM computed C instead", Fallback, stacklevel=4)
-        self.report = Estimate(**{**self.report.__dict__, "fallback": "cublas"})
-        a, b = (cupy.where(cupy.isfinite(x), x, 0) if self.report.nonfinite else x for x in (self.a, self.b))
-        with yardstick.cublas_math("fp32"):
-            product = cupy.matmul(a, b)
-        self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
-
-
-STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
-
-
-def wait(event: Any) -> None:
-    """Wait for an event's work: a sleep, unlike a CUDA synchronisation, lets other Python threads run."""
-    while not event.done:
-        time.sleep(WAIT_S)
-
-
-def to_host(host: np.ndarray, device_array: Any, stream: Any) -> None:
-    """Copy a CuPy array into pinned host memory, queued on `stream` (the runtime's copy, which a stream being
-    captured into a graph records; CuPy's `get` refuses to)."""
-    import cupy
-
-    cupy.cuda.runtime.memcpyAsync(host.ctypes.data, device_array.data.ptr, host.nbytes,
-                                  cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-
-
-@functools.cache
-def _check_kernels() -> dict[str, Any]:
-    """kernels/ozaki_check.cu's kernels, compiled for the live GPU."""
-    import cupy
-
-    module = cupy.RawModule(code=CHECK.source_text(), options=(*compiler.NVRTC_OPTIONS, f"-arch={device.gpu().arch}"))
-    return {name: module.get_function(name) for name in CHECK.functions}
-
-
-def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any) -> Pipeline:
-    """`run.launcher` for the ozaki spec: a call that launches the whole pipeline (`Pipeline`) and returns C."""
-    return Pipeline(inst, a, b, alpha=alpha, beta=beta, out=out, slots=run.slots(inst.spec, inst.params))
-
-
-run.register_launcher("ozaki", launcher)

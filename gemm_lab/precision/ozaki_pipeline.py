@@ -1,0 +1,442 @@
+"""The Ozaki scheme's pipeline on the GPU (kernels/16_ozaki.cu, and kernels/ozaki_check.cu for the row and column
+check): `Pipeline`, the call that scales, equilibrates, estimates, splits, multiplies, reconstructs and checks, which
+`run.gemm("ozaki", ...)` launches (importing this module registers its launcher with the core). The scheme itself, its
+constants, its NumPy model and the accuracy contract are `ozaki`'s.
+
+**Streams.** B's statistics and residues run on a second stream beside A's, the estimate on a third beside the split
+(which reads the number it splits for from a buffer of its own); only the products wait for the verdict, on the GPU.
+"""
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import catalog, compiler, device, run, tma, yardstick
+from ..catalog import Instance, SourceFile
+from ..spec import MAX_GRID_Y, ceil_div, round_up
+from . import ozaki
+from .ozaki import Estimate
+
+WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
+# wake-up (~60 us), which the check at the end of every call would add to it
+REBUILD_ROWS = 64  # kernels/16_ozaki.cu's: rows of C one block of ozaki_reconstruct writes
+
+class CheckSource(SourceFile):
+    """kernels/ozaki_check.cu: the row and column check, compiled apart from kernel 16 (whose build the recorded Ozaki
+    measurements are tied to) and loaded as the probes are."""
+
+    source = "kernels/ozaki_check.cu"
+    functions = ("ozaki_lines",)
+
+
+CHECK = CheckSource()
+
+
+class Compiled(NamedTuple):
+    """What a call with one number of moduli launches: its products kernel, the companions (every instance's cubin
+    holds the other kernels), the chunks' tensor maps, the CRT constants (`ozaki.constants`), and the verdict the
+    split reads instead of the estimate's, which names that number, so that the split need not wait for the
+    estimate."""
+
+    products: Any
+    kernels: dict[str, Any]
+    maps: list[tuple[Any, Any]]
+    consts: Any
+    ruling: Any
+
+
+class Pipeline:
+    """The scheme on one validated ozaki instance and its operands, as a call that launches it and returns C (`run`'s
+    launcher for the ozaki spec). Each call scales and equilibrates A and B, estimates on a sample which numbers of
+    moduli are as accurate as SGEMM (`ozaki_decide` writes the verdict on the GPU), splits (beside the estimate),
+    multiplies and reconstructs with the number it expects (the last call's choice, or the pinned number: the products
+    and the reconstruction run only if the verdict agrees, so the GPU never waits for the host), then reads the verdict
+    back and, if the choice was another, queues that number's kernels; then it checks every row and column of C
+    (`hold_lines`: the one wait for the GPU) and runs more moduli where they fail; where no number will do, cuBLAS SGEMM
+    computes C with a `Fallback` warning; it puts SGEMM's infinities and NaNs back.
+    `report` is the last call's `Estimate`; `stages()` the same work as separately launched parts, for timing each."""
+
+    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int):
+        import cupy
+
+        self.inst, self.a, self.b, self.alpha, self.beta, self.out, self.slots = inst, a, b, alpha, beta, out, slots
+        m, n, k = inst.shape
+        self.pinned = inst.params["MODULI"]
+        most = self.pinned or ozaki.CANDIDATES[-1]
+        self.kp, self.np = round_up(k, ozaki.K_ALIGN), round_up(n, ozaki.N_ALIGN)
+        self.chunks = [(k0, min(self.kp, k0 + ozaki.K_CHUNK)) for k0 in range(0, self.kp, ozaki.K_CHUNK)]
+        self.kernels = compiler.companions(inst)  # the analysis kernels are in every instance's cubin
+        # one buffer for everything a call zeroes first: a single memset
+        sizes = {"rn2": (m, np.float64), "cn2": (n, np.float64), "cn2_eq": (n, np.float64), "best": (2, np.uint64),
+                 "col_exp": (k, np.int32), "col_count": (k, np.int32), "row_exp": (k, np.int32),
+                 "row_count": (k, np.int32), "row_bad": (m, np.int32), "col_bad": (n, np.int32), "flags": (4, np.int32)}
+        offsets, at = {}, 0
+        for name, (count, dtype) in sizes.items():
+            offsets[name] = at
+            at += round_up(count * np.dtype(dtype).itemsize, 8)
+        self.zeroed = cupy.empty(at, cupy.uint8)
+        self.z = {name: self.zeroed[offsets[name]:offsets[name] + count * np.dtype(dtype).itemsize].view(dtype)
+                  for name, (count, dtype) in sizes.items()}
+        self.shift = cupy.empty(k, cupy.int32)
+        rows, cols = ozaki.sample_picks(m, n)
+        self.rows, self.cols = cupy.asarray(rows), cupy.asarray(cols)
+        self.bt = cupy.empty((ozaki.SAMPLE_COLS, k), cupy.float32)
+        self.sample = cupy.empty(ozaki.SAMPLE_ROWS * ozaki.SAMPLE_COLS * ozaki.SAMPLE_FIELDS, cupy.float64)
+        self.verdict = cupy.empty(16, cupy.float64)  # ozaki_decide's (VERDICT of them), read into pinned host memory
+        self.host = np.frombuffer(cupy.cuda.alloc_pinned_memory(self.verdict.nbytes), np.float64, self.verdict.size)
+        self.decided = cupy.cuda.Event()  # the verdict is on the host
+        self.side = cupy.cuda.Stream(non_blocking=True)  # the estimate's, beside the split
+        self.aux = cupy.cuda.Stream(non_blocking=True)  # B's half of the scaling and of the split, beside A's
+        self.forks = {s: cupy.cuda.Event(disable_timing=True) for s in ("side", "aux", "aux back")}
+        self.estimated = cupy.cuda.Event(disable_timing=True)  # the verdict is on the GPU: the products may start
+        self.gs = cupy.asarray([ozaki.norm_bound(c, k) for c in ozaki.CANDIDATES], dtype=cupy.float64)
+        self.e_a, self.f_b = cupy.empty(m, cupy.int32), cupy.empty(n, cupy.int32)
+        self.planes_a = cupy.empty((most, m, self.kp), cupy.int8)
+        self.planes_b = cupy.empty((most, n, self.kp), cupy.int8)
+        self.r = cupy.empty((len(self.chunks), most, m, self.np), cupy.uint8)
+        self.expected = self.pinned or ozaki.CANDIDATES[1]  # the number the later kernels are queued for first
+        self.built = 0  # the number of moduli whose products were last queued
+        # the products' C: `out`, or with beta != 0 a buffer of its own, which the check reads before beta C is added
+        self.c = out if beta == 0 else cupy.empty_like(out)
+        rows_at, cols_at = round_up(4 * m, 8), round_up(4 * n, 8)  # the check's buffers, zeroed by one memset
+        self.check_zeroed = cupy.empty(rows_at + cols_at + 8 * ozaki.LINES, cupy.uint8)
+        self.row_max = self.check_zeroed[:4 * m].view(np.uint32)
+        self.col_max = self.check_zeroed[rows_at:rows_at + 4 * n].view(np.uint32)
+        self.lines = self.check_zeroed[rows_at + cols_at:].view(cupy.float64)
+        self.lines_host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8 * ozaki.LINES), np.float64, ozaki.LINES)
+        self.checked = cupy.cuda.Event(disable_timing=True)
+        self.lines_of = 0  # the number of moduli whose check's result lies in lines_host
+        self.capturing = cupy.cuda.Stream(non_blocking=True)  # a capture cannot run on the legacy default stream
+        self.graph: tuple[int, Any] | None = None  # (the expected number, the call captured for it: `capture`)
+        self.steady = False  # the last call ran the expected number, and the check raised none
+        self.report: Estimate | None = None
+        self._verdict: tuple[bytes, Estimate | None] = (b"", None)  # the last verdict read and its report
+        self._held: tuple[Estimate | None, bytes, Estimate | None] = (None, b"", None)  # `_hold_lines`' last
+        self._instances: dict[int, Compiled] = {}
+
+    # the parts of a call, in order
+    def scale(self) -> None:
+        m, n, k = self.inst.shape
+        z, i32, threads = self.z, np.int32, (256,)
+        self.zeroed.fill(0)
+        self._fork("aux")
+        self.kernels["ozaki_stats_a"]((ceil_div(k, 256), ceil_div(m, STATS_ROWS)), threads,
+                                      (i32(m), i32(k), self.a, z["rn2"], z["col_exp"], z["col_count"], z["row_bad"],
+                                       z["flags"]))
+        self.kernels["ozaki_stats_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
+                                      (i32(k), i32(n), self.b, z["cn2"], z["row_exp"], z["row_count"], z["col_bad"],
+                                       z["flags"]), stream=self.aux)
+        self._join_aux()
+
+    def equilibrate(self) -> None:
+        m, n, k = self.inst.shape
+        z, i32, threads = self.z, np.int32, (256,)
+        self.kernels["ozaki_equilibrate"]((ceil_div(k, 256),), threads,
+                                          (i32(k), z["col_exp"], z["col_count"], z["row_exp"], z["row_count"],
+                                           self.shift, z["flags"]))
+        self.kernels["ozaki_rescale_a"]((ceil_div(m, 8),), threads,
+                                        (i32(m), i32(k), self.a, self.shift, z["flags"], z["rn2"]))
+        self.kernels["ozaki_rescale_b"]((ceil_div(n, 256), ceil_div(k, STATS_ROWS)), threads,
+                                        (i32(k), i32(n), self.b, self.shift, z["flags"], z["cn2_eq"]))
+
+    def estimate(self) -> None:
+        """Queue the estimate on the side stream, after the scaling, and its verdict's copy to the host (read by
+        `read_verdict`): the split runs meanwhile; the products wait for the verdict on the GPU (`multiply`)."""
+        m, n, k = self.inst.shape
+        z, i32, side = self.z, np.int32, self.side
+        self._fork("side")
+        self.kernels["ozaki_extremes"]((min(1024, ceil_div(m + n, 256)),), (256,),
+                                       (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"], z["best"]),
+                                       stream=side)
+        self.kernels["ozaki_gather_b"]((ceil_div(k, 256), ozaki.SAMPLE_COLS), (256,),
+                                       (i32(k), i32(n), self.b, self.cols, z["best"], self.bt), stream=side)
+        split = i32(ozaki.split_k(m, n, k, device.gpu().sms))
+        self.kernels["ozaki_sample"]((ozaki.SAMPLE_ROWS * ozaki.SAMPLE_COLS // 4,), (128,),
+                                     (i32(m), i32(n), i32(k), split, self.a, self.bt,
+                                      self.rows, self.cols, z["best"],
+                                      self.shift, z["flags"], z["rn2"], z["cn2"], z["cn2_eq"], self.gs, self.sample),
+                                     stream=side)
+        self.kernels["ozaki_decide"]((1,), (1024,), (i32(self.pinned), self.sample, z["flags"], self.verdict),
+                                     stream=side)
+        self.estimated.record(side)
+        to_host(self.host[:ozaki.VERDICT], self.verdict[:ozaki.VERDICT], side)
+        self.decided.record(side)
+
+    def read_verdict(self) -> Estimate:
+        """Wait for the estimate's verdict and keep it as `report`; warn when a pinned number does not qualify."""
+        wait(self.decided)
+        if (read := self.host.tobytes()) != self._verdict[0]:  # a steady call reads the last one's bytes: its report
+            self._verdict = (read, ozaki.verdict(self.host, bool(self.pinned)))
+        self.report = report = self._verdict[1]
+        if report.pinned and not report.qualifies(report.moduli):
+            warnings.warn(f"{report.moduli} moduli: on a sample of these inputs the estimated error is "
+                          f"{report.ratio(report.moduli):.3g} times SGEMM's in the median and "
+                          f"{report.largest[report.moduli]:.3g} times at its largest; "
+                          f"{self._advice(report)}", ozaki.AccuracyWarning, stacklevel=4)
+        return report
+
+    def split(self, moduli: int) -> None:
+        m, n, k = self.inst.shape
+        c = self._instance(moduli)
+        i32, threads, z, kernels = np.int32, (256,), self.z, c.kernels
+        kernels[f"ozaki_exponents<{moduli}>"]((ceil_div(m + n, 256),), threads,
+                                              (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"],
+                                               np.float64(ozaki.norm_bound(moduli, k)), z["flags"], c.ruling, self.e_a,
+                                               self.f_b))
+        self._fork("aux")
+        kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 1024),), threads,
+                                               (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
+                                                z["flags"], c.ruling, c.consts, self.planes_a))
+        kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(self.kp, 64), min(ceil_div(n, 64), MAX_GRID_Y)), threads,
+                                               (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
+                                                z["flags"], c.ruling, c.consts, self.planes_b), stream=self.aux)
+        self._join_aux()
+
+    def multiply(self, moduli: int) -> None:
+        import cupy
+
+        m, n, _ = self.inst.shape
+        c = self._instance(moduli)
+        spec, p = self.inst.spec, {**self.inst.params, "MODULI": moduli}
+        cupy.cuda.get_current_stream().wait_event(self.estimated)  # they run only where the verdict names `moduli`
+        for chunk, ((k0, k1), (map_a, map_b)) in enumerate(zip(self.chunks, c.maps)):
+            c.products(spec.grid(p, m, n, self.slots), (spec.threads(p),),
+                       (np.int32(m), np.int32(n), np.int32(k1 - k0), np.int32(self.np), c.consts, self.r[chunk], map_a,
+                        map_b, self.verdict), shared_mem=spec.launch_smem(p))
+
+    def rebuild(self, moduli: int) -> None:
+        m, n, _ = self.inst.shape
+        c = self._instance(moduli)
+        beta = self.beta if self.c is self.out else 0.0  # else beta C is added after the check
+        self.check_zeroed.fill(0)  # the check's maxima of |C|, which the reconstruction leaves
+        grid = (ceil_div(n, 256), min(ceil_div(m, REBUILD_ROWS), MAX_GRID_Y))
+        c.kernels[f"ozaki_reconstruct<{moduli}>"](grid, (256,),
+                                                  (np.int32(m), np.int32(n), np.int32(self.np),
+                                                   np.int32(len(self.chunks)), np.int64(self.r[0].nbytes),
+                                                   np.float32(self.alpha), np.float32(beta), self.c, self.r,
+                                                   self.e_a, self.f_b, self.verdict, c.consts, self.row_max,
+                                                   self.col_max))
+
+    def finish(self) -> None:
+        """After the verdict: the chosen number's kernels if it was not the expected one; the row and column check,
+        which may run more moduli; the fallback where none will do, else beta C; then SGEMM's infinities and NaNs."""
+        m, n, k = self.inst.shape
+        moduli = self.report.moduli
+        if moduli and moduli != self.expected:
+            self.products(moduli)
+            self.expected = moduli  # inputs like these come again: expect the same next time
+        if moduli:
+            self.report = self._hold_lines(self.report)
+            self._warn_lines(self.report)
+        if not self.report.moduli:
+            self._fallen_back()
+        elif self.c is not self.out:  # in place: no temporary copied over (initcheck counts only kernels' writes)
+            self.out *= np.float32(self.beta)
+            self.out += self.c
+        if self.report.nonfinite:
+            self.kernels["ozaki_nonfinite"]((ceil_div(n, 256), m), (256,),
+                                            (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), self.a,
+                                             self.b, self.z["row_bad"], self.z["col_bad"], self.out))
+
+    def _hold_lines(self, report: Estimate) -> Estimate:
+        """`hold_lines` on this call's verdict; where the check's result is on the host already and reads as the last
+        call's did, on the same verdict, the last call's outcome (a steady call spends no Python on it)."""
+        ready = report.moduli == self.lines_of
+        read = self.lines_host.tobytes() if ready else b""
+        if ready and self._held[0] is report and self._held[1] == read:
+            return self._held[2]
+        held = ozaki.hold_lines(report, self.check)
+        if ready:
+            self._held = (report, read, held)
+        return held
+
+    def products(self, moduli: int) -> None:
+        """Split, multiply and rebuild with `moduli` moduli (their kernels run only where the verdict names it)."""
+        self.split(moduli)
+        self.multiply(moduli)
+        self.rebuild(moduli)
+        self.built, self.lines_of = moduli, 0
+
+    def check(self, moduli: int) -> np.ndarray:
+        """`hold_lines`' check: C with `moduli` moduli (queued now, the verdict rewritten to name it, where the last
+        products were of another number), its rows' and columns' max |C| and `ozaki_lines` on them; waits for the
+        result (through pinned memory, as `read_verdict`), unless the replayed graph left it already."""
+        if moduli != self.lines_of:
+            if moduli != self.built:
+                self.verdict[:1].fill(moduli)
+                self.products(moduli)
+            self.queue_check()
+            wait(self.checked)
+            self.lines_of = moduli
+        return self.lines_host.copy()
+
+    def queue_check(self) -> None:
+        """The check's kernel on the maxima of |C| the reconstruction left, and the copy of its result to the host."""
+        import cupy
+
+        m, n, _ = self.inst.shape
+        z, i32, kernels, samples = self.z, np.int32, _check_kernels(), ozaki.SAMPLE_ROWS * ozaki.SAMPLE_COLS
+        kernels["ozaki_lines"]((min(1024, ceil_div(m + n + samples, 256)),), (256,),
+                               (i32(m), i32(n), np.float64(self.alpha), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"],
+                                z["best"], self.gs, self.row_max, self.col_max, self.sample, i32(samples), self.lines))
+        to_host(self.lines_host, self.lines, cupy.cuda.get_current_stream())
+        self.checked.record()
+
+    def stages(self) -> list[tuple[str, Callable[[], Any]]]:
+        """The pipeline as (stage of `STAGES`, a call launching that stage's kernels on the current stream), with the
+        verdict read at the end of the estimate and the number it chose."""
+        def estimate() -> None:
+            self.estimate()
+            self.read_verdict()
+
+        def chosen(part: Callable[[int], None]) -> Callable[[], None]:
+            return lambda: part(self.report.moduli) if self.report.moduli else None
+
+        parts = (self.scale, self.equilibrate, estimate, chosen(self.split), chosen(self.multiply),
+                 chosen(self.rebuild))
+        return list(zip(ozaki.STAGES, parts))
+
+    def __call__(self) -> Any:
+        import cupy
+
+        if self.replays():
+            self.graph[1].launch(stream=cupy.cuda.get_current_stream())
+            for event in (self.estimated, self.decided, self.checked):  # last recorded inside the capture, where the
+                event.record()  # host never sees them complete (queried, they never report done): recorded again
+            wait(self.checked)
+            self.built = self.lines_of = self.expected
+        else:
+            self.queue_expected()
+        self.read_verdict()
+        self.finish()
+        steady = self.report.moduli == self.expected and not self.report.raised_from
+        if steady and self.steady and not self.replays():
+            self.capture()  # the second call alike: more will come (a one-off call never pays for a capture)
+        self.steady = steady
+        return self.out
+
+    def queue_expected(self) -> None:
+        """A call's work up to C with the number of moduli it expects, the estimate beside it."""
+        self.scale()
+        self.equilibrate()
+        self.estimate()
+        self.products(self.expected)
+
+    def replays(self) -> bool:
+        """Whether a call replays the graph: one was captured for the number of moduli expected now."""
+        return self.graph is not None and self.graph[0] == self.expected
+
+    def capture(self) -> None:
+        """The call as it runs where the verdict keeps the expected number, the check included, captured into a CUDA
+        graph (`graph`) that later calls replay with one launch: the host then waits once, and never queues a kernel
+        the GPU has to wait for."""
+        stream = self.capturing
+        with stream:
+            stream.begin_capture()
+            try:
+                self.queue_expected()
+                self.queue_check()
+                stream.wait_event(self.decided)  # the estimate's stream joins the graph
+            finally:
+                graph = stream.end_capture()
+        self.graph = (self.expected, graph)
+
+    # what the parts share
+    def _fork(self, name: str) -> None:
+        """The side or aux stream waits for what the current stream has queued so far."""
+        import cupy
+
+        self.forks[name].record(cupy.cuda.get_current_stream())
+        getattr(self, name).wait_event(self.forks[name])
+
+    def _join_aux(self) -> None:
+        """The current stream waits for what the aux stream has queued so far."""
+        import cupy
+
+        self.forks["aux back"].record(self.aux)
+        cupy.cuda.get_current_stream().wait_event(self.forks["aux back"])
+
+    def _instance(self, moduli: int) -> Compiled:
+        """What a call with `moduli` moduli launches, compiled and set up once."""
+        import cupy
+
+        if moduli not in self._instances:
+            inst = catalog.instance(self.inst.spec, {**self.inst.params, "MODULI": moduli}, self.inst.shape)
+            bm, bn = inst.spec.tile(inst.params)
+            maps = [(tma.planes_map(self.planes_a, bm, k0, k1),
+                     tma.planes_map(self.planes_b, bn // inst.params["CLUSTER"], k0, k1)) for k0, k1 in self.chunks]
+            self._instances[moduli] = Compiled(compiler.load(inst), compiler.companions(inst), maps,
+                                               cupy.asarray(ozaki.constants(moduli, self.inst.shape[2])),
+                                               cupy.asarray(np.array([moduli], np.float64)))
+        return self._instances[moduli]
+
+    def _warn_lines(self, report: Estimate) -> None:
+        """A pinned number whose worst row or column errs more than ozaki.ROW_SLACK times SGEMM's warns."""
+        if report.pinned and not report.lines_hold(report.moduli):
+            warnings.warn(f"{report.moduli} moduli: the worst row of C is estimated to err "
+                          f"{report.rows[report.moduli]:.3g} times SGEMM's worst row, the worst column "
+                          f"{report.columns[report.moduli]:.3g} times SGEMM's (more than {ozaki.ROW_SLACK:g}); "
+                          f"{self._advice(report)}", ozaki.AccuracyWarning, stacklevel=5)
+
+    def _advice(self, report: Estimate) -> str:
+        fit = next((m for m in ozaki.CANDIDATES if report.qualifies(m) and report.lines_hold(m)), 0)
+        return (f"{fit} moduli would be (MODULI={fit}), or MODULI=0 chooses per call" if fit else
+                "no number of moduli up to 9 is: use MODULI=0, which falls back to cuBLAS SGEMM on such inputs")
+
+    def _fallen_back(self) -> None:
+        """No number of moduli qualified: cuBLAS SGEMM computes C, FP32's accuracy by definition (3xTF32, the other
+        candidate, was measured less accurate than SGEMM on such inputs at short K), infinities and NaNs as
+        zeros (`ozaki_nonfinite` puts them back as for every call)."""
+        import cupy
+
+        report, most = self.report, ozaki.CANDIDATES[-1]
+        why = (f"the worst row or column of C is estimated to err {max(report.rows[most], report.columns[most]):.3g} "
+               f"times SGEMM's with {most}, more than {ozaki.ROW_SLACK:g}" if report.raised_from else
+               f"estimated median error {report.ratio(most):.3g} times SGEMM's with {most}")
+        warnings.warn(f"no number of moduli up to {most} is as accurate as SGEMM on these inputs ({why}): "
+                      "cuBLAS SGEMM computed C instead", ozaki.Fallback, stacklevel=4)
+        self.report = Estimate(**{**self.report.__dict__, "fallback": "cublas"})
+        a, b = (cupy.where(cupy.isfinite(x), x, 0) if self.report.nonfinite else x for x in (self.a, self.b))
+        with yardstick.cublas_math("fp32"):
+            product = cupy.matmul(a, b)
+        self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
+
+
+STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
+
+
+def wait(event: Any) -> None:
+    """Wait for an event's work: a sleep, unlike a CUDA synchronisation, lets other Python threads run."""
+    while not event.done:
+        time.sleep(WAIT_S)
+
+
+def to_host(host: np.ndarray, device_array: Any, stream: Any) -> None:
+    """Copy a CuPy array into pinned host memory, queued on `stream` (the runtime's copy, which a stream being
+    captured into a graph records; CuPy's `get` refuses to)."""
+    import cupy
+
+    cupy.cuda.runtime.memcpyAsync(host.ctypes.data, device_array.data.ptr, host.nbytes,
+                                  cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+
+
+@functools.cache
+def _check_kernels() -> dict[str, Any]:
+    """kernels/ozaki_check.cu's kernels, compiled for the live GPU."""
+    import cupy
+
+    module = cupy.RawModule(code=CHECK.source_text(), options=(*compiler.NVRTC_OPTIONS, f"-arch={device.gpu().arch}"))
+    return {name: module.get_function(name) for name in CHECK.functions}
+
+
+def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any) -> Pipeline:
+    """`run.launcher` for the ozaki spec: a call that launches the whole pipeline (`Pipeline`) and returns C."""
+    return Pipeline(inst, a, b, alpha=alpha, beta=beta, out=out, slots=run.slots(inst.spec, inst.params))
+
+
+run.register_launcher("ozaki", launcher)
