@@ -533,6 +533,7 @@ INT8_MAX_K = 2**17 - 1
 # The kernels of kernels/16_ozaki.cu that every instance's cubin carries (the scaling, the equilibration, the estimate
 # and SGEMM's infinities and NaNs); MODULI = 0 (auto) launches no products of its own: each call runs the instance of
 # the number of moduli it chose.
+OZAKI_CHOSEN = (6, 7, 8, 9)  # the numbers of moduli the auto default may run (gemm_lab/precision/ozaki.CANDIDATES)
 OZAKI_ANALYSIS = ("ozaki_stats_a", "ozaki_stats_b", "ozaki_equilibrate", "ozaki_rescale_a", "ozaki_rescale_b",
                   "ozaki_extremes", "ozaki_gather_b", "ozaki_sample", "ozaki_decide", "ozaki_nonfinite")
 
@@ -574,6 +575,7 @@ def _ozaki() -> KernelSpec:
         cluster=lambda p: p["CLUSTER"], persistent=lambda p: True,
         companions=lambda p: OZAKI_ANALYSIS + tuple(f"{kernel}<{p['MODULI']}>" for kernel in (
             "ozaki_exponents", "ozaki_residues_a", "ozaki_residues_b", "ozaki_reconstruct") if p["MODULI"]),
+        runs=lambda p: (p, *({**p, "MODULI": m} for m in OZAKI_CHOSEN)) if p["MODULI"] == 0 else (p,),
         notes="FP32 products emulated with MODULI exact INT8 tensor-core products of the operands' residues (rows of A "
               "and columns of B scaled to integers by powers of two) and the Chinese remainder theorem",
     )

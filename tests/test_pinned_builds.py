@@ -136,8 +136,21 @@ def test_a_probe_runs_the_instance_its_params_name_or_else_each_of_its_kernels()
     peak = {"kernel": "tensor_core_peak", "cases": [{"blocks_per_sm": 1, "iters": 4}]}  # a sanitizer row's cases
     assert [b.key for b in freshness.builds_of(peak, "sm_90")] == ["mma_peak<16> sm_90", "wgmma_peak<256> sm_90a"]
     ozaki = catalog.get("ozaki")
-    (build,) = freshness.builds_of({"kernel": "ozaki", "params": {}}, "sm_90")
-    assert build.names == (ozaki.name_expression(ozaki.full_params()), *ozaki.companions(ozaki.full_params()))
+    (build,) = freshness.builds_of({"kernel": "ozaki", "params": {"MODULI": 8}}, "sm_90")
+    p = ozaki.full_params({"MODULI": 8})
+    assert build.names == (ozaki.name_expression(p), *ozaki.companions(p))
+
+
+def test_a_record_of_the_ozaki_default_is_of_every_instance_it_may_choose():
+    """The auto default (MODULI = 0) runs the instance of the number of moduli it chose: its records are of their
+    code (their residues and reconstruction), not only of the MODULI = 0 cubin, which holds neither."""
+    from gemm_lab.precision import ozaki
+
+    builds = freshness.builds_of({"kernel": "ozaki", "params": {}}, "sm_90")
+    assert [b.names[0] for b in builds] == [catalog.get("ozaki").name_expression({**catalog.get("ozaki").full_params(),
+                                                                                  "MODULI": m})
+                                            for m in (0, *ozaki.CANDIDATES)]
+    assert all(f"ozaki_reconstruct<{m}>" in b.names for b, m in zip(builds[1:], ozaki.CANDIDATES))
 
 
 def test_the_code_hash_is_of_the_code_not_of_the_toolkits_notes():

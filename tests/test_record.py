@@ -32,6 +32,7 @@ def recorder(monkeypatch):
     monkeypatch.setattr(cli, "_recorded", lambda *case, **kw: False)
     monkeypatch.setattr(records, "lookup_or_none", lambda *a, **k: None)  # nothing recorded yet, cuBLAS included
     monkeypatch.setattr(freshness, "pin", lambda workers=None: asked.update(pins=asked["pins"] + 1) or (0, 0))
+    monkeypatch.setattr(freshness, "adopt", lambda: 0)  # it would rewrite the repository's records
     return asked
 
 

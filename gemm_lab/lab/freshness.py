@@ -285,14 +285,15 @@ def pinned_builds(root: Path | None = None) -> dict[tuple[str, str, str], dict[s
 
 
 def builds_of(row: dict[str, Any], gpu_arch: str) -> list[Build]:
-    """What a row ran, as the catalog compiles it today: a kernel's instance of the row's params (a sanitizer row's:
-    of each case's), with its companions, for the kernel's arch-specific target or else `gpu_arch`; a probe's instance
-    of the row's params where its template takes some (`Probe.params`), else each of its kernels (`Probe.instances`,
-    for their arch-specific target or else `gpu_arch`). A ValueError where the params name no instance."""
+    """What a row ran, as the catalog compiles it today: the kernel's instances that the row's params run
+    (`KernelSpec.runs`; a sanitizer row's: each case's), with their companions, for the kernel's arch-specific target
+    or else `gpu_arch`; a probe's instance of the row's params where its template takes some (`Probe.params`), else
+    each of its kernels (`Probe.instances`, for their arch-specific target or else `gpu_arch`). A ValueError where the
+    params name no instance."""
     spec = _spec_of(row)
     sets = [row["params"]] if "params" in row else [c["params"] for c in row.get("cases", []) if "params" in c]
     if isinstance(spec, catalog.KernelSpec):
-        return [build_of(spec, spec.full_params(p), spec.arch or gpu_arch) for p in sets]
+        return [build_of(spec, q, spec.arch or gpu_arch) for p in sets for q in spec.runs(spec.full_params(p))]
     if spec.params and sets:
         return [Build(spec.source, (spec.name_expression(p),), spec.arch or gpu_arch, spec.ptxas_options)
                 for p in sets]
