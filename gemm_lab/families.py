@@ -533,7 +533,6 @@ INT8_MAX_K = 2**17 - 1
 # The kernels of kernels/16_ozaki.cu that every instance's cubin carries (the scaling, the equilibration, the estimate
 # and SGEMM's infinities and NaNs); MODULI = 0 (auto) launches no products of its own: each call runs the instance of
 # the number of moduli it chose.
-OZAKI_CHOSEN = (6, 7, 8, 9)  # the numbers of moduli the auto default may run (gemm_lab/precision/ozaki.CANDIDATES)
 OZAKI_ANALYSIS = ("ozaki_stats_a", "ozaki_stats_b", "ozaki_equilibrate", "ozaki_rescale_a", "ozaki_rescale_b",
                   "ozaki_extremes", "ozaki_gather_b", "ozaki_sample", "ozaki_decide", "ozaki_nonfinite")
 
@@ -541,8 +540,6 @@ OZAKI_ANALYSIS = ("ozaki_stats_a", "ozaki_stats_b", "ozaki_equilibrate", "ozaki_
 def _ozaki() -> KernelSpec:
     """SGEMM by the Ozaki scheme II (16_ozaki.cu): MODULI INT8 products on kernel 15's pipeline, run in one
     persistent launch between the kernels that scale and split the operands and the one that puts C together."""
-    threads = producer_consumer_threads
-
     def smem(p: Params) -> int:
         return p["STAGES"] * ((64 * p["CONSUMERS"] + p["BN"]) * 128 + 16) + 1024  # +align
 
@@ -562,7 +559,7 @@ def _ozaki() -> KernelSpec:
              f"after setmaxnreg (the SM's 65536 less the producer warpgroup's {PRODUCER_REGISTERS} per thread, shared "
              "by the consumers, at most 240)",
              lambda p: p["BN"] // 2 + 40 <= consumer_registers(p["CONSUMERS"])),
-        *block_limits(threads, smem, dynamic=True),
+        *block_limits(producer_consumer_threads, smem, dynamic=True),
     )
     return KernelSpec(
         name="ozaki", source="kernels/16_ozaki.cu", function="ozaki_products",
@@ -570,12 +567,12 @@ def _ozaki() -> KernelSpec:
         choices={"MODULI": (0, 7, 8, 9), "BN": (128, 256), "CONSUMERS": (1, 2), "STAGES": (3, 4), "CLUSTER": (1, 2),
                  "GROUP": (8,)},
         defaults={"MODULI": 0, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "CLUSTER": 2, "GROUP": 8},
-        tile=lambda p: (64 * p["CONSUMERS"], p["BN"]), threads=threads, smem_bytes=smem, rules=rules,
+        tile=lambda p: (64 * p["CONSUMERS"], p["BN"]), threads=producer_consumer_threads, smem_bytes=smem, rules=rules,
         chapter=OZAKI_CHAPTER, precision="ozaki", min_cc=(9, 0), dynamic_smem=True, arch="sm_90a",
         cluster=lambda p: p["CLUSTER"], persistent=lambda p: True,
         companions=lambda p: OZAKI_ANALYSIS + tuple(f"{kernel}<{p['MODULI']}>" for kernel in (
             "ozaki_exponents", "ozaki_residues_a", "ozaki_residues_b", "ozaki_reconstruct") if p["MODULI"]),
-        runs=lambda p: (p, *({**p, "MODULI": m} for m in OZAKI_CHOSEN)) if p["MODULI"] == 0 else (p,),
+        runs=lambda p: (p, *({**p, "MODULI": m} for m in range(6, 10))) if p["MODULI"] == 0 else (p,),  # CANDIDATES
         notes="FP32 products emulated with MODULI exact INT8 tensor-core products of the operands' residues (rows of A "
               "and columns of B scaled to integers by powers of two) and the Chinese remainder theorem",
     )

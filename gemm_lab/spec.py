@@ -131,8 +131,7 @@ class KernelSpec(SourceFile):
     ptxas_options: tuple[str, ...] = ()  # see SourceFile
     # name expressions of the other kernels of its source that a launch runs around it (compiled into the same cubin)
     companions: Callable[[Params], tuple[str, ...]] = lambda p: ()
-    # the instances (full parameters) a launch with these runs: itself, or, where it chooses at run time (the Ozaki
-    # scheme's auto default), each it may choose; a record of the launch is of all their code
+    # the instances a launch runs (full parameters): itself, or each that it may choose at run time (the Ozaki default)
     runs: Callable[[Params], tuple[Params, ...]] = lambda p: (p,)
 
     def __post_init__(self) -> None:

@@ -20,8 +20,8 @@
 //    2^17 - 1 terms: longer K is cut into chunks whose residues add up modulo p_l.
 // 5. Reconstruction. c' = sum_l r_l W_l modulo P (W_l the CRT weights), the nearest multiple of P taken off, in double:
 //    right to far better than FP32's rounding. C = alpha c' 2^-(e_i + f_j) + beta C, and each row's and column's max |C|.
-// consts, written by gemm_lab/precision/ozaki.py: the doubles p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G,
-// then floats, two to a double, for Prime: p_0 .. p_{MODULI-1}, 1 / p_0 .., 2^20 mod p_0 ..
+// consts, doubles written by gemm_lab/precision/ozaki.py: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
+// modulus's 1 / p as a float and 2^20 mod p (for Prime).
 #include "int8_wgmma.cuh"
 
 constexpr int STATS_ROWS = 64;  // rows of A or B that one block of the statistics kernels reads
@@ -71,17 +71,13 @@ struct Split20 {
   __device__ __forceinline__ explicit Split20(float x) : hi((x * 0x1p-20f + ROUNDER) - ROUNDER), lo(fmaf(-hi, 0x1p20f, x)) {}
 };
 
-// A modulus and what its residues need: p, 1 / p and 2^20 mod p, as floats, read from consts' floats (after its
-// 2 MODULI + 3 doubles: every p_l, then every 1 / p_l, then every 2^20 mod p_l), where the host put them: a division per
-// modulus per thread, or three conversions from double (16 a clock on an SM, against 128 FP32 multiply-adds), would
-// cost more than the residues.
+// A modulus and what its residues need: p, 1 / p and 2^20 mod p, as floats.
+// (Read from consts, where the host put them: a division per modulus per thread would cost more than the residues.)
 template <int MODULI>
 struct Prime {
   float p, inv_p, c20;
-  __device__ __forceinline__ Prime(const double* consts, int l) {
-    const float* f = reinterpret_cast<const float*>(consts + 2 * MODULI + 3);
-    p = f[l], inv_p = f[MODULI + l], c20 = f[2 * MODULI + l];
-  }
+  __device__ __forceinline__ Prime(const double* consts, int l)
+      : p(float(consts[l])), inv_p(float(consts[2 * MODULI + 3 + l])), c20(float(consts[3 * MODULI + 3 + l])) {}
   // x mod p in [-p/2, p/2] (p/2 itself only for even p, where it is -p/2 as a byte), in the low byte of an int.
   __device__ __forceinline__ int operator()(const Split20& x) const {
     const float y = fmaf(x.hi, c20, x.lo);
@@ -89,14 +85,6 @@ struct Prime {
     return __float_as_int(r + ROUNDER);  // the integer r in the low mantissa bits
   }
 };
-
-// The nearest integer to v, ties to even, as rintf, but by two FP32 adds (rintf is a conversion, 16 a clock on an SM
-// against 128 adds): below 2^23, adding 2^23 with v's sign rounds to an integer and taking it off again is exact; from
-// 2^23 up every float is an integer.
-__device__ __forceinline__ float nearest(float v) {
-  const float big = copysignf(0x1p23f, v);
-  return fabsf(v) < 0x1p23f ? __fsub_rn(__fadd_rn(v, big), big) : v;
-}
 
 // Four residues' low bytes packed into a word, first in the lowest byte (a char4 in memory).
 __device__ __forceinline__ int pack(int x, int y, int z, int w) {
@@ -450,32 +438,31 @@ __global__ void __launch_bounds__(1024) ozaki_decide(int pinned, const double* _
 
 // The later kernels run for MODULI moduli only where the estimate chose that many (verdict[0], ozaki_decide's result):
 // the host queues the number it expects behind the estimate, so the GPU never waits for the host's reading of it.
-// (The split, which runs beside the estimate, is given a verdict of its own that names the number it splits for.)
+// verdict[11] says whether A and B were equilibrated.
 __device__ __forceinline__ bool chosen(const double* verdict, int moduli) { return verdict[0] == double(moduli); }
 
 // The exponents of MODULI moduli: e_i of each row of A, f_j of each column of B, from their (squared) norms and G.
 template <int MODULI>
 __global__ void ozaki_exponents(int M, int N, const double* __restrict__ row_norm2, const double* __restrict__ col_plain,
-                                const double* __restrict__ col_equilibrated, double G, const int* __restrict__ flags,
+                                const double* __restrict__ col_equilibrated, double G,
                                 const double* __restrict__ verdict, int* __restrict__ row_exponents,
                                 int* __restrict__ col_exponents) {
   const int u = blockIdx.x * blockDim.x + threadIdx.x;
   if (!chosen(verdict, MODULI)) return;
   if (u < M) row_exponents[u] = scale_exponent(row_norm2[u], G);
-  else if (u < M + N) col_exponents[u - M] = scale_exponent((flags[1] ? col_equilibrated : col_plain)[u - M], G);
+  else if (u < M + N) col_exponents[u - M] = scale_exponent((verdict[11] ? col_equilibrated : col_plain)[u - M], G);
 }
 
 // A's residue planes: each thread four consecutive k of one row, for every modulus; with equilibration, s_k adds to
 // the row's exponent.
 template <int MODULI>
 __global__ void ozaki_residues_a(int M, int K, int Kp, const float* __restrict__ A, const int* __restrict__ exponents,
-                                 const int* __restrict__ shift, const int* __restrict__ flags,
-                                 const double* __restrict__ verdict, const double* __restrict__ consts,
-                                 signed char* __restrict__ planes) {
+                                 const int* __restrict__ shift, const double* __restrict__ verdict,
+                                 const double* __restrict__ consts, signed char* __restrict__ planes) {
   const long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   const int row = int(u / (Kp / 4)), k0 = int(u % (Kp / 4)) * 4;
   if (row >= M || !chosen(verdict, MODULI)) return;
-  if (!flags[1]) shift = nullptr;  // not equilibrated
+  if (!verdict[11]) shift = nullptr;
   const int e = exponents[row];
   float x[4];
   load_four(A + size_t(row) * K, k0, K, x);
@@ -483,7 +470,7 @@ __global__ void ozaki_residues_a(int M, int K, int Kp, const float* __restrict__
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const int s = shift && k0 + q < K ? shift[k0 + q] : 0;
-    split[q] = Split20(nearest(PowerOfTwo(e + s)(finite_or_zero(x[q]))));
+    split[q] = Split20(rintf(PowerOfTwo(e + s)(finite_or_zero(x[q]))));
   }
   signed char* out = planes + size_t(row) * Kp + k0;
 #pragma unroll
@@ -501,13 +488,12 @@ template <int MODULI>
 __global__ void __launch_bounds__(256, 4) ozaki_residues_b(int K, int N, int Kp, const float* __restrict__ B,
                                                        const int* __restrict__ exponents,
                                                        const int* __restrict__ shift,
-                                                       const int* __restrict__ flags,
                                                        const double* __restrict__ verdict,
                                                        const double* __restrict__ consts,
                                                        signed char* __restrict__ planes) {
   __shared__ int tile[MODULI][64][17];  // rows of 17 words: a warp's 32 columns hit 32 banks
   if (!chosen(verdict, MODULI)) return;
-  if (!flags[1]) shift = nullptr;  // not equilibrated
+  if (!verdict[11]) shift = nullptr;
   const int h0 = blockIdx.x * 64, tx = threadIdx.x % 64, ty = threadIdx.x / 64;
   for (int j0 = blockIdx.y * 64; j0 < N; j0 += gridDim.y * 64) {  // the grid's y may be too short for N / 64
     const int j = j0 + tx, f = j < N ? exponents[j] : 0;
@@ -518,7 +504,7 @@ __global__ void __launch_bounds__(256, 4) ozaki_residues_b(int K, int N, int Kp,
       for (int t = 0; t < 4; ++t) {
         const int h = h0 + 4 * q + t;
         if (h < K && j < N)
-          split[t] = Split20(nearest(PowerOfTwo(f - (shift ? shift[h] : 0))(finite_or_zero(B[size_t(h) * N + j]))));
+          split[t] = Split20(rintf(PowerOfTwo(f - (shift ? shift[h] : 0))(finite_or_zero(B[size_t(h) * N + j]))));
       }
 #pragma unroll
       for (int l = 0; l < MODULI; ++l) {
@@ -585,14 +571,6 @@ ozaki_products(int M, int N, int Kp, int Np, const double* __restrict__ consts, 
     s8_products<BN, CONSUMERS, STAGES, CLUSTER, GROUP>(M, N, Kp, MODULI, map_a, map_b, StoreResidues{R, M, Np, consts});
 }
 
-// The reconstruction's arithmetic without conversion instructions (16 a clock on an SM, against 64 FP64 adds), of which
-// it made 8 an element: a residue (a byte) as a double is 2^52 + r less 2^52, both exact; the nearest integer to t
-// (|t| < 2^51, ties to even, as rint) is t + 1.5 2^52 less 1.5 2^52.
-__device__ __forceinline__ double byte_value(unsigned r) {
-  return __dsub_rn(__hiloint2double(0x43300000, int(r)), 0x1p52);
-}
-__device__ __forceinline__ double nearest(double t) { return __dsub_rn(__dadd_rn(t, 0x1.8p52), 0x1.8p52); }
-
 // C from the residues, with what the row and column check needs of it (kernels/ozaki_check.cu's ozaki_lines): each
 // row's and column's largest |C| over its finite elements, as float bits (non-negative floats order as their bits), into
 // row_max and col_max (zeroed before). A block takes REBUILD_ROWS rows x 256 columns, 64 threads across (four consecutive
@@ -639,14 +617,14 @@ __global__ void __launch_bounds__(256) ozaki_reconstruct(int M, int N, int Np, i
             r = make_uchar4(x, y, z, w);
           }
           const double w = consts[MODULI + l];
-          s[0] = fma(byte_value(r.x), w, s[0]), s[1] = fma(byte_value(r.y), w, s[1]);
-          s[2] = fma(byte_value(r.z), w, s[2]), s[3] = fma(byte_value(r.w), w, s[3]);
+          s[0] = fma(double(r.x), w, s[0]), s[1] = fma(double(r.y), w, s[1]);
+          s[2] = fma(double(r.z), w, s[2]), s[3] = fma(double(r.w), w, s[3]);
         }
         const int e = row_exponents[i];
         float out[4];
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          const double c = fma(-nearest(__dmul_rn(s[q], inv_P)), P, s[q]);  // the representative nearest zero: |c| <= P / 4
+          const double c = fma(-rint(s[q] * inv_P), P, s[q]);  // the representative nearest zero: |c| <= P / 4
           out[q] = float(alpha * ldexp(c, -(e + f[q])));
           const unsigned size = j0 + q < N && isfinite(out[q]) ? __float_as_uint(fabsf(out[q])) : 0u;
           column[q] = max(column[q], size), row = max(row, size);

@@ -254,9 +254,13 @@ def test_ozaki_verdict_layout():
                                                                    result[flags + largest_shift], True), \
         f"{where}: the flags (equilibrated columns, largest shift, nonfinite)"
     assert ozaki.VERDICT == valid + 1 < 16, f"ozaki.VERDICT = {ozaki.VERDICT}: {OZAKI_AT} writes result[0..{valid}]"
-    reads = set(re.findall(r"flags\[(\d+)\] \?", OZAKI)) | set(re.findall(r"!flags\[(\d+)\]", OZAKI))
-    assert reads == {str(equilibrated)}, \
-        f"{OZAKI_AT}'s kernels read 'equilibrated' at flags{sorted(reads)}, ozaki_equilibrate sets [{equilibrated}]"
+    reads = set(re.findall(r"verdict\[(\d+)\] \?", OZAKI)) | set(re.findall(r"!verdict\[(\d+)\]", OZAKI))
+    assert reads, f"{OZAKI_AT}'s later kernels no longer read the 'equilibrated' flag as this test expects"
+    assert flags + equilibrated == ozaki.EQUILIBRATED, \
+        f"ozaki.EQUILIBRATED = {ozaki.EQUILIBRATED}: ozaki_decide copies the flag to {flags + equilibrated}"
+    for read in reads:
+        assert int(read) == flags + equilibrated, \
+            f"{OZAKI_AT} reads verdict[{read}] as 'equilibrated', ozaki_decide puts that flag at {flags + equilibrated}"
 
 
 def test_ozaki_constants_are_where_the_kernels_read_them():
@@ -270,8 +274,7 @@ def test_ozaki_constants_are_where_the_kernels_read_them():
             """The index into consts that the kernel reads where `pattern` matches `text`."""
             return cxx(re.search(pattern, text)[1], MODULI=moduli, l=0)
 
-        single = consts[at(prime, r"reinterpret_cast<const float\*>\(consts \+ (.+?)\)"):].view(np.float32)
-        p, inv_p, c20 = (at(prime, rf"{name} = f\[(.+?)\]") for name in ("p", "inv_p", "c20"))
+        inv_p, c20 = at(prime, r"inv_p\(float\(consts\[(.+?)\]\)\)"), at(prime, r"c20\(float\(consts\[(.+?)\]\)\)")
         big, inv_big = at(rebuild, r"double P = consts\[(.+?)\],"), at(rebuild, r"inv_P = consts\[(.+?)\];")
         weight = at(rebuild, r"w = consts\[(.+?)\];")
         where = f"ozaki.constants({moduli}, k) against where {OZAKI_AT} reads them"
@@ -279,9 +282,9 @@ def test_ozaki_constants_are_where_the_kernels_read_them():
             f"{where}: the moduli"
         assert consts[weight:weight + moduli].tolist() == list(map(float, ozaki.weights(moduli))), f"{where}: W_l"
         assert (consts[big], consts[inv_big]) == (ozaki.product(moduli), 1 / ozaki.product(moduli)), f"{where}: P"
-        assert single[p:p + moduli].tolist() == list(mods), f"{where}: the moduli as floats"
-        assert single[inv_p:inv_p + moduli].tolist() == [np.float32(1) / np.float32(q) for q in mods], f"{where}: 1 / p"
-        assert single[c20:c20 + moduli].tolist() == [2**split % q for q in mods], f"{where}: 2^{split} mod p"
+        assert consts[inv_p:inv_p + moduli].tolist() == [float(np.float32(1) / np.float32(p)) for p in mods], \
+            f"{where}: 1 / p"
+        assert consts[c20:c20 + moduli].tolist() == [2**split % p for p in mods], f"{where}: 2^{split} mod p"
 
 
 def test_ozaki_moduli_fit_the_kernels_arithmetic():

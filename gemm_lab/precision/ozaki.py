@@ -68,6 +68,7 @@ N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32
 K_CHUNK = 2**17 - 128
 UNIT_ROUNDOFF = 2.0**-24
 VERDICT = 15  # the doubles of ozaki_decide's result that the host reads (the last of its 16 is never written)
+EQUILIBRATED = 11  # ozaki_decide's result: where the flag "A and B were equilibrated" (flags[1]) is copied
 ROW_SLACK = 2.0  # the worst row (column) may err this many times SGEMM's worst row (column): the contract's margin
 LINES = 2 * len(CANDIDATES) + 2  # doubles of ozaki_lines' result: worst rows, worst columns, SGEMM's row and column
 
@@ -156,18 +157,12 @@ def norm_bound(moduli: Moduli, k: int) -> float:
 
 
 def constants(moduli: int, k: int) -> np.ndarray:
-    """The doubles kernels/16_ozaki.cu reads: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then floats two
-    to a double (`floats` reads them back): each p, each 1 / p rounded to a float (as FP32 divides), each 2^20 mod p."""
+    """The doubles kernels/16_ozaki.cu reads: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
+    modulus's 1 / p rounded to a float (as FP32 divides) and 2^20 mod p."""
     big, mods = product(moduli), MODULI[:moduli]
-    doubles = np.array([*mods, *map(float, weights(moduli)), float(big), 1 / big, norm_bound(moduli, k)], np.float64)
-    single = np.zeros(round_up(3 * moduli, 2), np.float32)  # whole doubles
-    single[:3 * moduli] = [*mods, *(np.float32(1) / np.float32(p) for p in mods), *((1 << 20) % p for p in mods)]
-    return np.concatenate([doubles, single.view(np.float64)])
-
-
-def floats(consts: np.ndarray, moduli: int) -> np.ndarray:
-    """The floats of `constants(moduli, k)`: p_l, then 1 / p_l, then 2^20 mod p_l."""
-    return consts[2 * moduli + 3:].view(np.float32)[:3 * moduli]
+    return np.array([*mods, *map(float, weights(moduli)), float(big), 1 / big, norm_bound(moduli, k),
+                     *(float(np.float32(1) / np.float32(p)) for p in mods), *((1 << 20) % p for p in mods)],
+                    dtype=np.float64)
 
 
 def shifts(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -40,8 +40,8 @@ CHECK = CheckSource()
 class Compiled(NamedTuple):
     """What a call with one number of moduli launches: its products kernel, the companions (every instance's cubin
     holds the other kernels), the chunks' tensor maps, the CRT constants (`ozaki.constants`), and the verdict the
-    split reads instead of the estimate's, which names that number, so that the split need not wait for the
-    estimate."""
+    split reads instead of the estimate's, so that the split need not wait for the estimate: it names that number
+    ([0]), and each split copies in whether A and B were equilibrated ([ozaki.EQUILIBRATED])."""
 
     products: Any
     kernels: dict[str, Any]
@@ -183,18 +183,18 @@ class Pipeline:
     def split(self, moduli: int) -> None:
         m, n, k = self.inst.shape
         c = self._instance(moduli)
-        i32, threads, z, kernels = np.int32, (256,), self.z, c.kernels
+        i32, threads, z, kernels, ruling = np.int32, (256,), self.z, c.kernels, c.ruling
+        ruling[ozaki.EQUILIBRATED:ozaki.EQUILIBRATED + 1] = z["flags"][1:2]  # ozaki_decide copies flags from [10] on
         kernels[f"ozaki_exponents<{moduli}>"]((ceil_div(m + n, 256),), threads,
                                               (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"],
-                                               np.float64(ozaki.norm_bound(moduli, k)), z["flags"], c.ruling, self.e_a,
-                                               self.f_b))
+                                               np.float64(ozaki.norm_bound(moduli, k)), ruling, self.e_a, self.f_b))
         self._fork("aux")
         kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 1024),), threads,
                                                (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
-                                                z["flags"], c.ruling, c.consts, self.planes_a))
+                                                ruling, c.consts, self.planes_a))
         kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(self.kp, 64), min(ceil_div(n, 64), MAX_GRID_Y)), threads,
                                                (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
-                                                z["flags"], c.ruling, c.consts, self.planes_b), stream=self.aux)
+                                                ruling, c.consts, self.planes_b), stream=self.aux)
         self._join_aux()
 
     def multiply(self, moduli: int) -> None:
@@ -372,7 +372,7 @@ class Pipeline:
                      tma.planes_map(self.planes_b, bn // inst.params["CLUSTER"], k0, k1)) for k0, k1 in self.chunks]
             self._instances[moduli] = Compiled(compiler.load(inst), compiler.companions(inst), maps,
                                                cupy.asarray(ozaki.constants(moduli, self.inst.shape[2])),
-                                               cupy.asarray(np.array([moduli], np.float64)))
+                                               cupy.asarray(np.array([moduli] + [0] * 15, np.float64)))
         return self._instances[moduli]
 
     def _warn_lines(self, report: Estimate) -> None:
