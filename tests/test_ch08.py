@@ -253,3 +253,19 @@ def test_energy_headline_quotes_both_sides_work_per_joule_where_recorded(replay)
     assert f"{x.gflop_per_joule():,.0f} GFLOP/J, cuBLAS {x.gflop_per_joule(cublas=True):,.0f}" in text
     old = dataclasses.replace(x, telemetry={"sm_clock_mhz": 1500.0}, cublas_telemetry={})
     assert "GFLOP/J" not in tables.energy_headline(old)
+
+
+def test_the_counter_table_counts_instructions_per_flop_not_per_cycle(replay):
+    """Chapter 8a's claim that kernel 12 issues fewer instructions per FLOP than kernel 11, though it uses more of its
+    issue slots: the table's instructions per 1,000 FLOP (slots used x cycles x schedulers x SMs over the FLOPs) say
+    so, and its TFLOP/s are the FLOPs over the launch's time."""
+    from gemm_lab.models import hardware
+    from gemm_lab.pages import tables
+
+    t = tables.tensor_pipe([("mma_tf32", {}), ("wgmma_tf32", {})], 4096)
+    (k11, k12) = t.rows
+    slots, per_kflop = t.columns.index("issue slots used"), t.columns.index("warp instructions per 1,000 FLOP")
+    assert float(k12[slots].rstrip("%")) > float(k11[slots].rstrip("%"))  # more of its slots ...
+    assert float(k12[per_kflop]) < float(k11[per_kflop])  # ... yet fewer instructions per FLOP
+    m = hardware.counters("wgmma_tf32", (4096,) * 3, {})["metrics"]
+    assert k12[t.columns.index("TFLOP/s")] == f"{2 * 4096**3 / m['gpu__time_duration.sum'] / 1e3:.0f}"
