@@ -716,3 +716,27 @@ def test_the_shared_memory_chase_visits_every_word():
     (chain,) = found(r"constexpr int SHARED_CHAIN = (\d+);", source("memory_probes.cu"), "kernels/memory_probes.cu")
     assert math.gcd(memory.SHARED_STRIDE, chain) == 1, \
         f"memory.SHARED_STRIDE = {memory.SHARED_STRIDE} cycles through part of memory_probes.cu's {chain}-word ring"
+
+
+def test_a_steady_call_reuses_the_last_report(fake_cuda, monkeypatch):
+    """Calls that replay the graph and read back the same verdict and check get the last such call's report: the
+    host spends no Python on rebuilding it (it sits between two calls' work on the GPU); a changed check is read
+    afresh."""
+    counted = {"verdict": 0, "hold_lines": 0}
+
+    def counting(name):
+        real = getattr(ozaki, name)
+        return lambda *a, **k: counted.__setitem__(name, counted[name] + 1) or real(*a, **k)
+
+    for name in counted:
+        monkeypatch.setattr(ozaki, name, counting(name))
+    pipeline, _, _ = ozaki_call(monkeypatch, (300, 500, 1000))  # queued launch by launch: the check runs
+    monkeypatch.setattr(pipeline, "capture", lambda: None)  # no graphs on the stand-in GPU: one that launches nothing
+    pipeline.graph = (pipeline.expected, types.SimpleNamespace(launch=lambda stream: None))
+    pipeline()  # a replay: the check's result is on the host already, and is read
+    held = pipeline.report
+    pipeline()
+    assert pipeline.report is held and counted == {"verdict": 1, "hold_lines": 2}
+    pipeline.lines_host[0] += 1.0  # the check reads something else: the rule runs again
+    pipeline()
+    assert counted == {"verdict": 1, "hold_lines": 3}
