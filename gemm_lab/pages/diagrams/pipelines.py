@@ -267,13 +267,19 @@ def handoff_schedule(params: dict[str, int], steps: int, latency: float, step_cl
 
 
 def mbarrier_handoff(params: dict[str, int] | None = None, steps: int | None = None, latency: int = 1500,
-                     macs_per_clock: int = 512) -> Figure:
+                     macs_per_clock: float | None = None) -> Figure:
     """Kernel 13's handoff through its ring of STAGES stages, drawn from its parameters (`handoff_schedule`). Above, a
     timeline: thread 0 issuing copies, each stage's copy in flight (light) and read by the warps (dark), the warps'
     mma.sync steps; a full barrier completes where a copy lands, an empty one where the warps release the stage.
     Below, who waits for which parity: the warps wait for full phase i / STAGES of stage i % STAGES, thread 0 for the
     empty phase before it (none on the first trip). Durations are a model: a step is BM x BN x 32 multiply-adds at
-    `macs_per_clock` per SM, a copy lands `latency` clocks after it is issued. Patches carry a gid ("stage s")."""
+    `macs_per_clock` per SM (default: the recorded mma.sync peak, chapter 8's, per SM and clock), a copy lands
+    `latency` clocks after it is issued. Patches carry a gid ("stage s")."""
+    if macs_per_clock is None:
+        from ...models import hardware
+
+        ceil = hardware.ceilings()
+        macs_per_clock = ceil["mma_sync_tf32_gflops"] * 1e3 / 2 / (ceil["sms"] * ceil["clock_mhz"])
     p = catalog.get("mma_tf32_tma").full_params(params)
     stages, cluster = p["STAGES"], p["CLUSTER"]
     warps = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
@@ -323,7 +329,8 @@ def mbarrier_handoff(params: dict[str, int] | None = None, steps: int | None = N
                       style.TITLE), fontsize=style.TITLE)
     fig.subplots_adjust(left=0.22, right=0.98, top=0.9, bottom=0.02)
     return stamp(fig, f"model: {step_clk:,.0f} clk per step ({p['BM']} x {p['BN']} x 32 multiply-adds at "
-                      f"{macs_per_clock} per clock), copies land {latency:,} clk after issue (assumed)")
+                      f"{macs_per_clock:,.0f} per clock, the mma.sync peak's), copies land {latency:,} clk after issue "
+                      "(assumed)")
 
 
 def _parity_table(table: Any, rows: Sequence[tuple[str, Callable[[int], Any]]], columns: int, stages: int,
