@@ -258,8 +258,7 @@ def test_energy_headline_quotes_both_sides_work_per_joule_where_recorded(replay)
 def test_the_counter_table_counts_instructions_per_flop_not_per_cycle(replay):
     """Chapter 8a's claim that kernel 12 issues fewer instructions per FLOP than kernel 11, though it uses more of its
     issue slots: the table's instructions per 1,000 FLOP (slots used x cycles x schedulers x SMs over the FLOPs) say
-    so, and its TFLOP/s are the FLOPs over the launch's time."""
-    from gemm_lab.models import hardware
+    so. It quotes no speed: a counted launch is a short burst, not a sustained race."""
     from gemm_lab.pages import tables
 
     t = tables.tensor_pipe([("mma_tf32", {}), ("wgmma_tf32", {})], 4096)
@@ -267,5 +266,4 @@ def test_the_counter_table_counts_instructions_per_flop_not_per_cycle(replay):
     slots, per_kflop = t.columns.index("issue slots used"), t.columns.index("warp instructions per 1,000 FLOP")
     assert float(k12[slots].rstrip("%")) > float(k11[slots].rstrip("%"))  # more of its slots ...
     assert float(k12[per_kflop]) < float(k11[per_kflop])  # ... yet fewer instructions per FLOP
-    m = hardware.counters("wgmma_tf32", (4096,) * 3, {})["metrics"]
-    assert k12[t.columns.index("TFLOP/s")] == f"{2 * 4096**3 / m['gpu__time_duration.sum'] / 1e3:.0f}"
+    assert not any("FLOP/s" in c for c in t.columns)

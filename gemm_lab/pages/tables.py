@@ -246,33 +246,33 @@ def short_races(ms: Iterable[Measurement]) -> str:
 
 
 def tensor_pipe(cases: Sequence[tuple[str, dict[str, int]]], size: int) -> Table:
-    """One launch of each (kernel, params) case at M = N = K = `size` under Nsight Compute: its speed, how busy it kept
-    the tensor pipe, the share of issue slots used and what they come to per FLOP (warp instructions per 1,000 FLOP:
-    the share is per cycle, so a kernel whose cycles do more FLOPs can use more slots and issue fewer instructions per
+    """One launch of each (kernel, params) case at M = N = K = `size` under Nsight Compute: how busy it kept the
+    tensor pipe, the share of issue slots used and what they come to per FLOP (warp instructions per 1,000 FLOP: the
+    share is per cycle, so a kernel whose cycles do more FLOPs can use more slots and issue fewer instructions per
     FLOP), the bytes L2 sent to the SMs and the SM clock (not pinned). The counters that explain a tensor-core
-    kernel's result; a case not recorded yet says so and how to record it."""
-    from ..models import gpus, hardware
+    kernel's result; a case not recorded yet says so and how to record it. No speed: a counted launch is a short
+    burst, above the clock a sustained race settles at."""
+    from ..models import hardware
 
     found, rows = [], []
     for kernel, params in cases:
         try:
             row = hardware.counters(kernel, (size, size, size), params)
         except LookupError:
-            rows.append((kernel, "not recorded yet: gemm-lab record --only counters", "", "", "", "", ""))
+            rows.append((kernel, "not recorded yet: gemm-lab record --only counters", "", "", "", ""))
             continue
         found.append(row)
-        m, flop = row["metrics"], 2.0 * size**3
-        seconds, hz = m["gpu__time_duration.sum"] * 1e-9, m["sm__cycles_elapsed.avg.per_second"]
-        issued = m["smsp__issue_active.avg.pct_of_peak_sustained_active"] / 100
-        card = gpus.card_of(row["gpu"])
-        per_kflop = (f"{issued * hz * seconds * 4 * card.sms / flop * 1e3:.2f}" if card else "–")  # 4 schedulers an SM
-        rows.append((kernel, f"{flop / seconds / 1e12:.0f}", f"{m[hardware.TENSOR_METRICS[0]]:.0f}%",
-                     f"{100 * issued:.0f}%", per_kflop, f"{m['lts__t_sectors_srcunit_tex_op_read.sum'] * 32 / 1e9:.2f}",
-                     f"{hz / 1e6:,.0f}"))
-    return Table(("kernel", "TFLOP/s", "tensor pipe busy", "issue slots used", "warp instructions per 1,000 FLOP",
-                  "L2 → SM, GB", "SM clock, MHz"), tuple(rows),
-                 f"one launch each at {size}³, clock not pinned; instructions: slots used × cycles × 4 schedulers × "
-                 "SMs; " + (counters_provenance(found) if found else "no counters recorded for these cases yet"),
+        m, card = row["metrics"], card_of(row["gpu"])
+        hz, issued = m["sm__cycles_elapsed.avg.per_second"], m["smsp__issue_active.avg.pct_of_peak_sustained_active"]
+        slots = issued / 100 * hz * m["gpu__time_duration.sum"] * 1e-9 * catalog.SCHEDULERS_PER_SM  # an SM's
+        rows.append((kernel, f"{m[hardware.TENSOR_METRICS[0]]:.0f}%", f"{issued:.0f}%",
+                     f"{slots * card.sms / (2.0 * size**3) * 1e3:.2f}" if card else "–",
+                     f"{m['lts__t_sectors_srcunit_tex_op_read.sum'] * 32 / 1e9:.2f}", f"{hz / 1e6:,.0f}"))
+    return Table(("kernel", "tensor pipe busy", "issue slots used", "warp instructions per 1,000 FLOP", "L2 → SM, GB",
+                  "SM clock, MHz"), tuple(rows),
+                 f"one launch each at {size}³, clock not pinned; instructions: slots used × cycles × "
+                 f"{catalog.SCHEDULERS_PER_SM} schedulers × SMs; "
+                 + (counters_provenance(found) if found else "no counters recorded for these cases yet"),
                  wrap=(1,) if len(found) < len(rows) else ())
 
 
