@@ -71,17 +71,11 @@ class Pipeline:
         self.kp, self.np = round_up(k, ozaki.K_ALIGN), round_up(n, ozaki.N_ALIGN)
         self.chunks = [(k0, min(self.kp, k0 + ozaki.K_CHUNK)) for k0 in range(0, self.kp, ozaki.K_CHUNK)]
         self.kernels = compiler.companions(inst)  # the analysis kernels are in every instance's cubin
-        # one buffer for everything a call zeroes first: a single memset
-        sizes = {"rn2": (m, np.float64), "cn2": (n, np.float64), "cn2_eq": (n, np.float64), "best": (2, np.uint64),
-                 "col_exp": (k, np.int32), "col_count": (k, np.int32), "row_exp": (k, np.int32),
-                 "row_count": (k, np.int32), "row_bad": (m, np.int32), "col_bad": (n, np.int32), "flags": (4, np.int32)}
-        offsets, at = {}, 0
-        for name, (count, dtype) in sizes.items():
-            offsets[name] = at
-            at += round_up(count * np.dtype(dtype).itemsize, 8)
-        self.zeroed = cupy.empty(at, cupy.uint8)
-        self.z = {name: self.zeroed[offsets[name]:offsets[name] + count * np.dtype(dtype).itemsize].view(dtype)
-                  for name, (count, dtype) in sizes.items()}
+        # everything a call zeroes first, in one buffer: a single memset
+        self.zeroed, self.z = carved({
+            "rn2": (m, np.float64), "cn2": (n, np.float64), "cn2_eq": (n, np.float64), "best": (2, np.uint64),
+            "col_exp": (k, np.int32), "col_count": (k, np.int32), "row_exp": (k, np.int32), "row_count": (k, np.int32),
+            "row_bad": (m, np.int32), "col_bad": (n, np.int32), "flags": (4, np.int32)})
         self.shift = cupy.empty(k, cupy.int32)
         rows, cols = ozaki.sample_picks(m, n)
         self.rows, self.cols = cupy.asarray(rows), cupy.asarray(cols)
@@ -103,11 +97,9 @@ class Pipeline:
         self.built = 0  # the number of moduli whose products were last queued
         # the products' C: `out`, or with beta != 0 a buffer of its own, which the check reads before beta C is added
         self.c = out if beta == 0 else cupy.empty_like(out)
-        rows_at, cols_at = round_up(4 * m, 8), round_up(4 * n, 8)  # the check's buffers, zeroed by one memset
-        self.check_zeroed = cupy.empty(rows_at + cols_at + 8 * ozaki.LINES, cupy.uint8)
-        self.row_max = self.check_zeroed[:4 * m].view(np.uint32)
-        self.col_max = self.check_zeroed[rows_at:rows_at + 4 * n].view(np.uint32)
-        self.lines = self.check_zeroed[rows_at + cols_at:].view(cupy.float64)
+        self.check_zeroed, check = carved({"row_max": (m, np.uint32), "col_max": (n, np.uint32),
+                                           "lines": (ozaki.LINES, np.float64)})  # the check's, zeroed by one memset
+        self.row_max, self.col_max, self.lines = check["row_max"], check["col_max"], check["lines"]
         self.lines_host = np.frombuffer(cupy.cuda.alloc_pinned_memory(8 * ozaki.LINES), np.float64, ozaki.LINES)
         self.checked = cupy.cuda.Event(disable_timing=True)
         self.lines_of = 0  # the number of moduli whose check's result lies in lines_host
@@ -408,6 +400,20 @@ class Pipeline:
 
 
 STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
+
+
+def carved(arrays: dict[str, tuple[int, Any]]) -> tuple[Any, dict[str, Any]]:
+    """One GPU buffer holding an array of each (count, dtype), each from an 8-byte boundary, so that one memset zeroes
+    them all: (the buffer, the arrays by name)."""
+    import cupy
+
+    offsets, at = {}, 0
+    for name, (count, dtype) in arrays.items():
+        offsets[name] = at
+        at += round_up(count * np.dtype(dtype).itemsize, 8)
+    buffer = cupy.empty(at, cupy.uint8)
+    return buffer, {name: buffer[offsets[name]:offsets[name] + count * np.dtype(dtype).itemsize].view(dtype)
+                    for name, (count, dtype) in arrays.items()}
 
 
 def wait(event: Any) -> None:
