@@ -130,11 +130,9 @@ class Measurement:
 LATENCY = "widget_latency"  # records/<gpu>/widget_latency.json: seconds per live tile-explorer move
 RETIME = "retime"  # records/<gpu>/retime.json: benchmarks/retime.py's blocks, beside the key shares' races
 LIVE = "live"  # records/<gpu>/live.json: benchmarks/live.py's cold and warm runs of each page of the book
-
 SANITIZER = "sanitizer"  # records/<gpu>/sanitizer.json
-
-
 MEMORY = "memory"  # records/<gpu>/memory.json: what kernels/memory_probes.cu measured (`memory.measure`)
+TOGGLING = "toggling"  # records/<gpu>/toggling.json: benchmarks/toggling.py's races on inputs rounded to TF32 first
 
 
 _JSON_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,), "list": (list,)}

@@ -176,7 +176,7 @@ def host_inputs(m: int, n: int, k: int, rng: Any = None) -> tuple[Any, Any]:
 
 def max_rel_err(c: Any, ref: Any, floor: float = 0.0) -> float:
     """max |C - ref| / max(max |ref|, floor) over every element; infinite if any element is NaN or inf."""
-    xp = _array_module(c)
+    xp = array_module(c)
     c64 = c.astype(xp.float64)
     if not bool(xp.isfinite(c64).all()):
         return math.inf
@@ -244,7 +244,8 @@ def reference(a: Any, b: Any, matmul: Callable[[Any, Any], Any] | None = None) -
     return matmul(a64, b64), float(matmul(abs(a64), abs(b64)).max()) / math.sqrt(a.shape[1])
 
 
-def _array_module(x: Any) -> Any:
+def array_module(x: Any) -> Any:
+    """NumPy for a host array, else CuPy's module for `x`: so that one function serves operands on either side."""
     if isinstance(x, np.ndarray):
         return np
     import cupy

@@ -55,12 +55,16 @@ def test_ring_moment_holds_every_stage_once_in_the_kernels_order():
 
 
 def test_cluster_reads_draws_each_block_and_the_bytes_per_k():
-    tiles = {"kernel 14": (256, 128, 2), "cuBLAS TF32": (128, 256, 2)}
+    tiles = {"kernel 14": (256, 128, 2), "cuBLAS TF32": (256, 128, -2)}  # stacked along M; side by side along N
     for drawn in (tiles, {"one block": (128, 192, 1)}):
         fig = diagrams.cluster_reads(drawn)
         try:
-            blocks = [p.get_gid() for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("block")]
-            assert len(blocks) == sum(c for _, _, c in drawn.values())
+            blocks = [p for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("block")]
+            assert len(blocks) == sum(abs(c) for _, _, c in drawn.values())
+            if drawn is tiles:  # the pair along N: two blocks at the same rows, one block's width apart
+                pair = blocks[2:]
+                assert pair[0].get_y() == pair[1].get_y() and pair[1].get_x() - pair[0].get_x() == 128
+                assert "A: 256 rows" in _texts(fig) and "B: 256 columns" in _texts(fig)
             assert not style.fits(fig)
             if drawn is tiles:
                 assert "2.5 KiB per 65,536" in _texts(fig) and "2.0 KiB per 65,536" in _texts(fig)

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from gemm_lab import catalog, records
 from gemm_lab.lab import plan, power, published  # noqa: E402
 from gemm_lab.models import banks, model
-from gemm_lab.pages import diagrams, grids, plots, style
+from gemm_lab.pages import diagrams, grids, plots, power_plots, style
 from gemm_lab.precision import emulation
 
 
@@ -54,7 +54,7 @@ def _figures():
         "traffic": lambda: plots.traffic(traffic_rows, [model.global_load_bytes("smem_tiled", n, n, n, p)
                                                         for _, p in traffic_cases], ["8x8", "16x16"]),
         "paired": lambda: plots.paired(list(zip(grid, grid[1:])), "one", "the next"),
-        "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, 4096, records.recorded_gpus()),
+        "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, plan.SIZES[-1], records.recorded_gpus()),
         "error_vs_k": lambda: plots.error_vs_k(by_k),
         "accuracy_vs_speed": lambda: plots.accuracy_vs_speed(board[-6:]),
         "claims": lambda: plots.claims(published.claims_beside_ours()),
@@ -71,7 +71,11 @@ def _figures():
                                                         progress=False) for s in plan.LADDER_SIZES}, ["8", "14"]),
         "quarter_warps": lambda: diagrams.quarter_warps(),
         "lds128_passes": lambda: diagrams.lds128_passes(),
-        "power_turns": lambda: plots.power_turns(power.rows(), cap_w=700),
+        "power_turns": lambda: power_plots.power_turns(power.rows(), cap_w=700),
+        "speed_shares": lambda: power_plots.speed_shares(ceil, records.lookup("mma_tf32", catalog.get("mma_tf32")
+                                                                        .full_params(), 4096, 4096, 4096),
+                                                   hardware.counters("mma_tf32", (4096,) * 3)),
+        "wgmma_wait": lambda: diagrams.wgmma_wait(),
     }
 
 
@@ -83,6 +87,15 @@ def test_every_figure_text_reads_at_800_px(replay):
             small[name] = style.fits(fig)[:3]
         plt.close(fig)
     assert not small, f"figure text smaller than the body's {style.BODY_PX} px: {small}"
+
+
+def test_gpu_bars_has_every_kernel_on_every_gpu(replay):
+    """The scoreboard draws the GPUs' bars at the largest size, where the widest gap is: a kernel missing there on
+    one GPU would be drawn as a bar of 0 % (`gpu_bars`), so every one it draws must be recorded on each GPU."""
+    s = plan.SIZES[-1]
+    missing = [(k, g) for k in plan.HEADLINE for g in records.recorded_gpus()
+               if records.lookup_or_none(k, catalog.get(k).full_params(), s, s, s, gpu=g) is None]
+    assert not missing, f"not recorded at {s}: {missing}"
 
 
 def test_fits_sees_small_text():
@@ -151,7 +164,7 @@ def test_power_turns_draws_a_line_per_kernel_and_redraws_from_the_rows_given(rep
     def lines(ax):
         return [line for line in ax.get_lines() if not line.get_label().startswith("_") and line.get_marker() != "None"]
 
-    fig = plots.power_turns(rows, cap_w=700)
+    fig = power_plots.power_turns(rows, cap_w=700)
     share, clock, watts = fig.axes
     assert len(lines(share)) == len(kernels) and len(lines(clock)) == len(lines(watts)) == len(kernels)
     assert share.get_xscale() == "log" and all("(" in ax.get_ylabel() for ax in fig.axes)
@@ -164,12 +177,56 @@ def test_power_turns_draws_a_line_per_kernel_and_redraws_from_the_rows_given(rep
     plt.close(fig)
 
     some = [(t, x) for t, x in rows if x.kernel == kernels[0]][:3]
-    fig = plots.power_turns(some)
+    fig = power_plots.power_turns(some)
     share, clock, watts = fig.axes
     assert len(lines(share)) == 1 and len(lines(share)[0].get_xdata()) == 3
     assert list(lines(watts)[0].get_ydata()) == pytest.approx([x.telemetry["mean_power_w"] for _, x in some])
     assert not any(line.get_ydata()[0] == 700 for line in watts.get_lines())  # no cap asked for, none drawn
     plt.close(fig)
+
+
+def test_speed_shares_is_a_waterfall_of_the_page_s_factors_beside_the_race(replay):
+    """Chapter 8's waterfall: peak, × clock share, × busy share (each bar labelled with its factor), and the measured
+    speed as its own bar; the levels are the ceilings', the race's and the counters' own numbers, in TFLOP/s."""
+    import gemm_lab as gl
+    from gemm_lab.models import hardware
+
+    ceil, race = gl.ceilings(), records.lookup("mma_tf32", catalog.get("mma_tf32").full_params(), 4096, 4096, 4096)
+    row = hardware.counters("mma_tf32", (4096,) * 3)
+    fig = power_plots.speed_shares(ceil, race, row)
+    ax = fig.axes[0]
+    clock, busy = race.telemetry["sm_clock_mhz"] / ceil["clock_mhz"], row["metrics"][hardware.TENSOR_METRICS[0]] / 100
+    peak = ceil["mma_sync_tf32_gflops"] / 1e3
+    tops = [round(b.get_y() + b.get_height(), 6) for b in ax.patches]
+    assert len(ax.patches) == 6  # three levels, the two factors' cuts, the measurement
+    assert tops == pytest.approx([peak, peak * clock, peak * clock * busy, peak, peak * clock, race.gflops / 1e3])
+    labels = [t.get_text() for t in ax.texts]
+    assert f"× {clock:.2f}" in labels[1] and f"× {busy:.2f}" in labels[2] and labels[3] == f"{race.gflops / 1e3:,.0f}"
+    assert "TFLOP/s" in ax.get_ylabel() and len(ax.get_xticklabels()) == 4
+    assert any("Nsight Compute" in t.get_text().replace("\n", " ") for t in fig.texts)  # whose counters
+    plt.close(fig)
+
+
+def test_wgmma_wait_alternates_fragment_sets_as_kernel_12_runs_its_steps(replay):
+    """Chapter 8a's timeline follows 12_tf32_wgmma.cu: steps run in pairs (frag0 even, frag1 odd), a step issues the
+    tile STAGES - 2 ahead into the stage read two steps before, and the picture draws each step's loads into its own
+    set, one group per step, one stage read per step, for any STAGES."""
+    source = (catalog.ROOT / "kernels" / "12_tf32_wgmma.cu").read_text()
+    assert "run_step(step, frag0, small);\n    run_step(step + 1, frag1, small);" in source
+    assert "issue(step + STAGES - 2)" in source and "wgmma_wait<1>();" in source
+    for stages in (3, 4, 6):
+        steps = diagrams.wgmma_steps(stages, range(8))
+        assert [x["frag"] for x in steps] == [0, 1] * 4
+        assert all(x["fills"] == steps[i - 2]["reads"] for i, x in enumerate(steps) if i >= 2)
+        fig = diagrams.wgmma_wait({"STAGES": stages}, step=4)
+        gids = [p.get_gid() for p in fig.axes[0].patches if p.get_gid()]
+        loads = sorted((int(g.split()[-1]), g.split()[0]) for g in gids if " loads " in g)
+        assert loads == [(3, "frag1"), (4, "frag0"), (5, "frag1")]
+        assert {g.split()[-1] for g in gids if " group " in g} >= {"2", "3", "4", "5"}
+        assert {g.split()[1] for g in gids if g.startswith("stage")} == {str(k) for k in range(stages)}
+        plt.close(fig)
+    with pytest.raises(ValueError, match="at least 3"):
+        diagrams.wgmma_steps(2, range(2))
 
 
 def test_the_scoreboard_lists_kernels_in_the_order_the_chapters_are_read(replay):

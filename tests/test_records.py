@@ -386,3 +386,27 @@ def test_a_kernel_only_another_gpu_measured_is_read_from_it_and_says_whose(sandb
     assert [tables.kernel_label(x, found) for x in found] == ["naive", "coalesced", "smem_tiled (H200)"]
     with pytest.raises(LookupError):  # a named GPU is that GPU's alone
         records.lookup("smem_tiled", catalog.get("smem_tiled").full_params(), 64, 64, 64, gpu=mine)
+
+
+def test_toggling_rows_read_back_as_measurements_and_tabulate_each_side(sandbox):
+    from gemm_lab.pages import precision_tables
+
+    spec = catalog.get("wgmma_ws_tf32")
+    rows = [_row("wgmma_ws_tf32", params=spec.full_params(p), m=8192, n=8192, k=8192, gpu="NVIDIA H200",
+                 rounds_pct=[pct, pct + 1], details={"inputs": inputs},
+                 telemetry={"sm_clock_mhz": mhz, "mean_power_w": 690.0, "energy_j": 2.0},
+                 cublas_telemetry={"sm_clock_mhz": 1545.0, "mean_power_w": 700.0, "energy_j": 2.1})
+            for p, inputs, pct, mhz in (({}, "fp32", 96.0, 1455.0), ({}, "A as TF32", 98.0, 1560.0),
+                                        ({"CLUSTER": -2}, "fp32", 97.5, 1485.0))]
+    records.upsert(records.gpu_dir("NVIDIA H200") / f"{records.TOGGLING}.json", rows,
+                   ("kernel", "params", "m", "details"))
+    got = precision_tables.toggling_races("NVIDIA H200")
+    assert sorted(x.details["inputs"] for x in got) == ["A as TF32", "fp32", "fp32"]
+    table = precision_tables.toggling_table(got)
+    cells = [row[:4] for row in table.rows]
+    # the default's rows first (FP32 inputs, then rounded), then the pair's; the share is the rounds' median
+    assert cells == [("default", "8192³", "fp32", "96.5% (96.0–97.0)"),
+                     ("default", "8192³", "A as TF32", "98.5% (98.0–99.0)"),
+                     ("pair along N", "8192³", "fp32", "98.0% (97.5–98.5)")]
+    assert "1,560\u00a0MHz" in table.rows[1][4] and table.rows[0][5] == f"{2 * 8192**3 / 1e9 / 2.0:,.0f}"
+    assert precision_tables.toggling_races("Other GPU") == []

@@ -21,6 +21,9 @@ SETTLE = "settle"  # records/<gpu>/settle.json, from benchmarks/settle.py
 CAP_W = 700.0  # the power limit of the H100 SXM and the H200 SXM (NVIDIA's data sheets; nvidia-smi's power.limit)
 # a mean power this close below the cap counts as at it: the limiter holds its own average near the cap
 NEAR_CAP_W = 20.0
+# the SM clock's step: below the cap a card sits at its boost clock or one step under it; further down, the limiter
+# has pulled it (the scoreboard's clock test)
+CLOCK_STEP_MHZ = 15
 TURN_MS = (25.0, 100.0, 250.0, 1000.0, 3000.0)
 # (kernel, params): kernel 14 TF32 against cuBLAS TF32, and kernel 10b (FFMA, below the cap) against SGEMM as control
 CASES: tuple[tuple[str, dict[str, int]], ...] = (("wgmma_ws_tf32", {}), ("pipelined_warp_tiling", {}))

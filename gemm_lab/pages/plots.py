@@ -35,11 +35,12 @@ def color(kernel: str) -> str:
     return "black" if kernel == CUBLAS else PALETTE[names.index(kernel) % len(PALETTE)] if kernel in names else "grey"
 
 
-def _title(ax: Any, text: str) -> None:
+def titled(ax: Any, text: str) -> None:
+    """The axes' title, wrapped to the figure's width at the book's title size."""
     ax.set_title(wrap(text, TITLE), fontsize=TITLE)
 
 
-def _legend_below(fig: Figure, ax: Any, columns: int = 2, **kwargs: Any) -> None:
+def legend_below(fig: Figure, ax: Any, columns: int = 2, **kwargs: Any) -> None:
     """The legend under the axes, clear of every line (charts of many series)."""
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=columns, frameon=False, **kwargs)
@@ -72,9 +73,9 @@ def bars(ms: Sequence[Measurement], title: str = "") -> Figure:
     ax.xaxis.set_major_locator(plt.MaxNLocator(4))  # five-digit tick labels need the room beside long bar labels
     ax.xaxis.set_major_formatter("{x:,.0f}")  # thousands written as the bars' labels write them
     shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
-    _title(ax, title or f"SGEMM at M x N x K = {', '.join(shapes)}")
+    titled(ax, title or f"SGEMM at M x N x K = {', '.join(shapes)}")
     fig.tight_layout()
-    _legend_below(fig, ax, 1)
+    legend_below(fig, ax, 1)
     return stamp(fig, provenance(ms))
 
 
@@ -145,10 +146,10 @@ def vs_size(ms: Sequence[Measurement], title: str = "GFLOP/s vs matrix size", *,
     ax.set_xticks(sizes, [str(s) for s in sizes])
     ax.set_xlabel("M = N = K")
     ax.set_ylabel("GFLOP/s (log scale)" if log else "GFLOP/s")
-    _title(ax, title)
+    titled(ax, title)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, ax, 2)
+    legend_below(fig, ax, 2)
     return stamp(fig, provenance(ms))
 
 
@@ -239,7 +240,7 @@ def ladder(ladders: dict[int, Sequence[Measurement]], labels: Sequence[str], tit
     if title:
         ax.set_title(wrap(title, TITLE, 3.9), fontsize=TITLE)
     fig.tight_layout()
-    _legend_below(fig, ax, len(sizes) + 1, columnspacing=1.0, handletextpad=0.4)
+    legend_below(fig, ax, len(sizes) + 1, columnspacing=1.0, handletextpad=0.4)
     return stamp(fig, provenance([x for xs in ladders.values() for x in xs]))
 
 
@@ -272,14 +273,14 @@ def roofline(ceilings: dict, ms: Sequence[Measurement], title: str = "") -> Figu
     ax.set_ylim(low, peak * 2.2)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of global traffic, model)")
     ax.set_ylabel("GFLOP/s")
-    _title(ax, title or f"Roofline of the {ceilings['gpu']}")
+    titled(ax, title or f"Roofline of the {ceilings['gpu']}")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     # the bandwidth's label runs along its slope, just above it (the angle as drawn, once the axes have their size)
     (x0, y0), (x1, y1) = ax.transData.transform([(xs[1], bw * xs[1]), (xs[5], bw * xs[5])])
     ax.annotate(f"DRAM {bw / 1e3:.2f} TB/s (measured)", (xs[1], bw * xs[1]), xytext=(-4, 6), textcoords="offset points",
                 rotation=math.degrees(math.atan2(y1 - y0, x1 - x0)), rotation_mode="anchor", ha="left", va="bottom")
-    _legend_below(fig, ax, 2)
+    legend_below(fig, ax, 2)
     date = ceilings["recorded_at"][:10]
     return stamp(fig, provenance(ms) + f"; ceilings recorded on {ceilings['gpu']}, {date}")
 
@@ -337,10 +338,10 @@ def traffic(rows: Sequence[dict], predicted: Sequence[float], labels: Sequence[s
     ax.set_xticks(x, [wrap(t, TEXT, 1.2) for t in labels])
     ax.set_yscale("log")
     ax.set_ylabel("GB per GEMM (log scale)")
-    _title(ax, title)
+    titled(ax, title)
     ax.grid(True, axis="y", which="both", alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, ax, 1)
+    legend_below(fig, ax, 1)
     gpu, date = rows[0]["gpu"], min(r["recorded_at"] for r in rows)[:10]
     return stamp(fig, f"counters recorded with Nsight Compute on {gpu}, {date}")
 
@@ -357,7 +358,7 @@ def paired(pairs: Sequence[tuple[Measurement, Measurement]], label_a: str, label
     ax.set_xlabel(f"{label_a}: GFLOP/s")
     ax.set_ylabel(f"{label_b}: GFLOP/s")
     wins = sum(y > x for x, y in zip(xs, ys))
-    _title(ax, title + f"\n{label_b} faster on {wins} of {len(pairs)} tiles")
+    titled(ax, title + f"\n{label_b} faster on {wins} of {len(pairs)} tiles")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return stamp(fig, provenance([m for pair in pairs for m in pair]))
@@ -377,9 +378,9 @@ def stalls(rows: Sequence[dict], labels: Sequence[str], title: str = "") -> Figu
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(STALL_REASONS))],
                   [r.replace("_", " ") for r in STALL_REASONS], rotation=30, ha="right")
     ax.set_ylabel("warps stalled per issue")
-    _title(ax, title or "Why warps wait (Nsight Compute stall reasons)")
+    titled(ax, title or "Why warps wait (Nsight Compute stall reasons)")
     fig.tight_layout()
-    _legend_below(fig, ax, 1)
+    legend_below(fig, ax, 1)
     return stamp(fig, f"{counters_provenance(rows)}, M=N=K={rows[0]['m']}")
 
 
@@ -403,9 +404,9 @@ def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:
     ax.axhline(100, **CUBLAS_STYLE, label="cuBLAS SGEMM (each GPU's own)")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(kernels))], kernels, rotation=25, ha="right")
     ax.set_ylabel("% of cuBLAS, same run")
-    _title(ax, f"Default tiles at {size}x{size}x{size} on each recorded GPU")
+    titled(ax, f"Default tiles at {size}x{size}x{size} on each recorded GPU")
     fig.tight_layout()
-    _legend_below(fig, ax, 1)
+    legend_below(fig, ax, 1)
     return stamp(fig, provenance(found))
 
 
@@ -452,10 +453,10 @@ def error_vs_k(ms: Sequence[Measurement], title: str = "Max relative error vs K 
     square = len(shapes) == 1 and shapes[0][0] == shapes[0][1]
     ax.set_xlabel("K (inner dimension)" + (f", M = N = {shapes[0][0]}" if square else ""))
     ax.set_ylabel("max |C - C64| / max |C64| (log scale)")
-    _title(ax, title)
+    titled(ax, title)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, ax, 1)
+    legend_below(fig, ax, 1)
     return stamp(fig, provenance(ms))
 
 
@@ -490,10 +491,10 @@ def accuracy_vs_speed(ms: Sequence[Measurement], title: str = "") -> Figure:
     ax.set_xlabel("TFLOP/s (higher is better)")
     ax.set_ylabel("max relative error vs float64 (lower is better)")
     shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
-    _title(ax, title or f"Accuracy and speed at M x N x K = {', '.join(shapes)}")
+    titled(ax, title or f"Accuracy and speed at M x N x K = {', '.join(shapes)}")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, ax, 1)
+    legend_below(fig, ax, 1)
     return stamp(fig, provenance(ms))
 
 
@@ -530,7 +531,7 @@ def memory_latency(recs: Sequence[Any]) -> Figure:
     ax.set_title("One load's latency: L1, then L2, then DRAM")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, ax, 1)
+    legend_below(fig, ax, 1)
     return stamp(fig, "; ".join(memory_provenance(rec) for rec in recs))
 
 
@@ -568,9 +569,9 @@ def stage_costs(times: dict[int, dict[str, float]], sgemm: Sequence[Measurement]
     ax.set_ylabel("M = N = K")
     ax.set_xlim(0, 1.25 * max(100, longest))
     ax.set_xlabel("% of one cuBLAS SGEMM's time (grey: that SGEMM)")
-    _title(ax, "Where the Ozaki scheme's time goes, stage by stage")
+    titled(ax, "Where the Ozaki scheme's time goes, stage by stage")
     fig.tight_layout()
-    _legend_below(fig, ax, 3)
+    legend_below(fig, ax, 3)
     return stamp(fig, f"stages: {source}; SGEMM: {provenance(sgemm)}")
 
 
@@ -624,7 +625,7 @@ def errors(rows: Sequence[Any], along: str = "k", title: str = "") -> Figure:
                                 f"Error as the inputs' exponents spread (M = N = K = {shapes[0][0]})"), TITLE),
                  fontsize=TITLE)
     fig.tight_layout()
-    _legend_below(fig, axes[0], 2)
+    legend_below(fig, axes[0], 2)
     gpus, dates = sorted({r.gpu for r in rows}), sorted({r.recorded_at[:10] for r in rows})
     return stamp(fig, f"recorded on {', '.join(gpus)}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
 
@@ -724,55 +725,9 @@ def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title:
     ax.set_xlabel("TFLOP/s, sustained (higher is better)")
     ax.set_ylabel(wrap("median element-wise error vs float64 (lower is better)", TEXT, 3.6))
     shapes = sorted({f"{x.m}x{x.n}x{x.k}" for x in ms})
-    _title(ax, title or f"Median error and speed at M x N x K = {', '.join(shapes)}; Ozaki points: their moduli")
+    titled(ax, title or f"Median error and speed at M x N x K = {', '.join(shapes)}; Ozaki points: their moduli")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, ax, 2)
+    legend_below(fig, ax, 2)
     dates = sorted({e.recorded_at[:10] for e in errs})
     return stamp(fig, provenance(ms) + f"; errors recorded {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
-def power_turns(rows: Sequence[tuple[float, Measurement]], cap_w: float | None = None, title: str = "") -> Figure:
-    """Races of one length of turn each (`power.rows()`: (turn_ms, measurement)), against that length on a log axis:
-    the kernel's share of cuBLAS (the median of its rounds, bars: their range), the SM clock of each side and each
-    side's mean power (joules from NVML's energy counter over its timed seconds), one colour per kernel, its cuBLAS
-    dashed in the same colour. Short turns catch a power-capped card above its cap, long ones where the cap holds it,
-    which is chapter 8's lesson on why the book races in sustained turns; `cap_w` draws the cap."""
-    kernels = list(dict.fromkeys(x.kernel for _, x in rows))
-    fig, axes = plt.subplots(3, 1, sharex=True, figsize=(WIDTH, 8.4))
-    share, clock, power = axes
-    for i, kernel in enumerate(kernels):
-        mine = sorted(((t, x) for t, x in rows if x.kernel == kernel), key=lambda r: r[0])
-        turns, ms = [t for t, _ in mine], [x for _, x in mine]
-        # two or three kernels: the default cycle's first colours tell them apart (the catalog's are too alike here)
-        c, baseline = f"C{i}", baseline_name(ms[0].precision)
-        share.plot(turns, [x.pct_cublas for x in ms], "o-", color=c, label=f"{label(ms[0])}; {baseline} dashed")
-        for t, x in mine:
-            if x.pct_range:
-                share.plot([t, t], x.pct_range, color=c, linewidth=1.5, alpha=0.5, label="_rounds")
-        for ax, key in ((clock, "sm_clock_mhz"), (power, "mean_power_w")):
-            for side, style_ in ((lambda x: x.telemetry, "o-"), (lambda x: x.cublas_telemetry, "s--")):
-                pts = [(t, side(x)[key]) for t, x in mine if key in side(x)]
-                ax.plot([t for t, _ in pts], [v for _, v in pts], style_, color=c, markersize=5,
-                        label=kernel if style_ == "o-" else f"_{baseline}")
-    share.axhline(100, **CUBLAS_STYLE, label="_cuBLAS = 100%")
-    if cap_w:
-        power.axhline(cap_w, color="firebrick", linestyle=":", linewidth=1.5, label=f"power cap, {cap_w:,.0f} W")
-    share.set_ylabel(wrap("% of cuBLAS (bars: rounds)", TEXT, 2.4))
-    clock.set_ylabel(wrap("SM clock (MHz)", TEXT, 2.4))
-    power.set_ylabel(wrap("mean power (W)", TEXT, 2.4))
-    power.set_xscale("log")
-    turns_all = sorted({t for t, _ in rows})
-    power.set_xticks(turns_all, [f"{t:,.0f}" for t in turns_all])
-    power.minorticks_off()
-    power.set_xlabel("length of each side's turns (ms, log scale)")
-    for ax in axes:
-        ax.grid(True, alpha=0.3)
-    size = sorted({shape_text(x.m, x.n, x.k) for _, x in rows})
-    _title(share, title or f"Share of cuBLAS, clock and power vs turn length, {', '.join(size)}")
-    fig.tight_layout()
-    handles, labels = share.get_legend_handles_labels()
-    if cap_w:
-        power_handles, power_labels = power.get_legend_handles_labels()
-        handles, labels = handles + power_handles[-1:], labels + [power_labels[-1]]
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, frameon=False)
-    return stamp(fig, "each race after an idle pause, one untimed turn, no settling; mean power: joules of NVML's "
-                 "energy counter over each side's timed seconds; " + provenance([x for _, x in rows], races=False))

@@ -1,6 +1,6 @@
 """Tables of the precision wing's numbers, as chapter 10 and the scoreboard show them: kernel 15 beside cuBLAS INT8,
-the Ozaki scheme's speed of light, its stage times, its choices of moduli and its sustained races. The precision wing
-measures; this module presents.
+the Ozaki scheme's speed of light, its stage times, its choices of moduli and its sustained races; and, for chapter 9,
+what TF32's dropped bits cost kernel 14 in joules. The precision wing measures; this module presents.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import catalog, records, timing, turns
 from ..precision import emulation, int8, ozaki
-from .tables import Table, clock_and_power, long_turns, provenance, shape_text
+from .tables import Table, clock_and_power, gflop_per_joule, long_turns, provenance, shape_text
 
 
 def speed_of_light_table(sizes: Sequence[int], moduli: Sequence[int]) -> Table:
@@ -114,7 +114,6 @@ def race_table(ms: Sequence[Any]) -> Table:
     """Each sustained race beside cuBLAS SGEMM: the share, and for both sides the median SM clock and mean power
     (NVML's energy counter over the timed turns' seconds) and GFLOP per joule, which decide who wins under the power
     cap."""
-    from .tables import clock_and_power, gflop_per_joule, shape_text
 
     def moduli(x: Any) -> str:
         pinned, ran = x.params["MODULI"], x.details.get("moduli")
@@ -149,3 +148,29 @@ def int8_table(sizes: Sequence[int]) -> Table:
                         clock_and_power(x.telemetry), clock_and_power(x.cublas_telemetry)) for x in ms),
                  "int8 operands, int32 sums, both checked exact; cuBLAS through cublasGemmEx in the same process, in "
                  "turns; TOP/s: 2MNK integer operations per second; " + provenance(ms))
+
+
+def toggling_races(gpu: str | None = None) -> list[records.Measurement]:
+    """benchmarks/toggling.py's races of a GPU (default: the replay GPU), each with its inputs in `details`."""
+    path = records.gpu_dir(gpu) / f"{records.TOGGLING}.json"
+    return [records.Measurement.from_row(r, str(path)) for r in records.read_kind(records.TOGGLING, gpu)]
+
+
+def toggling_table(ms: Sequence[Any]) -> Table:
+    """benchmarks/toggling.py's races: kernel 14 beside cuBLAS TF32 on FP32 inputs and on inputs whose A or B was
+    rounded to TF32 first, with each side's clock, power and GFLOP per joule. The same products, the same bytes: what
+    changes is how many bits toggle on the way to the tensor cores, which drop the 13 low ones anyway."""
+    def pair(x: Any) -> str:
+        return "pair along N" if x.params["CLUSTER"] < 0 else "default"
+
+    return Table(("kernel 14", "size", "inputs", "% of cuBLAS TF32 (rounds)", "clock, power", "GFLOP/J",
+                  "cuBLAS clock, power", "cuBLAS GFLOP/J"),
+                 tuple((pair(x), shape_text(x.m, x.n, x.k), x.details["inputs"],
+                        "{:.1f}% ({:.1f}–{:.1f})".format(x.pct_cublas, *x.pct_range), clock_and_power(x.telemetry),
+                        gflop_per_joule(x), clock_and_power(x.cublas_telemetry), gflop_per_joule(x, cublas=True))
+                       for x in sorted(ms, key=lambda x: (x.params["CLUSTER"] < 0, x.m, x.details["inputs"] != "fp32",
+                                                          x.details["inputs"]))),
+                 "benchmarks/toggling.py: each row one race, each side settled first; A or B as TF32: rounded to the "
+                 "nearest TF32 value before the race (its 13 low mantissa bits zero), the other operand as drawn; "
+                 "power: NVML's energy counter over the timed turns' seconds; GFLOP/J: 2MNK over one launch's joules; "
+                 + provenance(ms), wrap=(4, 6))

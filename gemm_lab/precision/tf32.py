@@ -1,4 +1,4 @@
-"""TF32 on the CPU: what the tensor cores do to an FP32 operand, bit for bit, in NumPy.
+"""TF32: what the tensor cores do to an FP32 operand, bit for bit, in NumPy (or CuPy, for operands on the GPU).
 
 TF32 keeps FP32's sign and 8-bit exponent and the top 10 of its 23 mantissa bits. The tensor cores
 read the 32-bit pattern and ignore the 13 low bits (truncation); `cvt.rna.tf32.f32` rounds to the
@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..run import array_module
+
 LOW_BITS = 13  # FP32 mantissa bits that TF32 drops
 _KEEP = np.uint32((0xFFFFFFFF << LOW_BITS) & 0xFFFFFFFF)
 
 
 def to_tf32(x: np.ndarray, rounding: str = "nearest") -> np.ndarray:
     """x (float32) as TF32 values: "nearest" like cvt.rna.tf32.f32, "truncate" like the tensor cores' read."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    xp = array_module(x)
+    bits = xp.ascontiguousarray(x, dtype=xp.float32).view(xp.uint32)
     if rounding == "nearest":  # add half of the last kept bit, then drop: ties go away from zero
-        finite = np.isfinite(x)
-        bits = np.where(finite, bits + np.uint32(1 << (LOW_BITS - 1)), bits)
+        finite = xp.isfinite(x)
+        bits = xp.where(finite, bits + xp.uint32(1 << (LOW_BITS - 1)), bits)
     elif rounding != "truncate":
         raise ValueError(f"rounding must be 'nearest' or 'truncate', not {rounding!r}")
-    return (bits & _KEEP).view(np.float32)
+    return (bits & xp.uint32(_KEEP)).view(xp.float32)
 
 
 def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

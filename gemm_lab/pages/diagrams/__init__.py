@@ -43,6 +43,8 @@ from .tensor_cores import (
                         tma_swizzle,
                         warpgroup,
                         wgmma_descriptor,
+                        wgmma_steps,
+                        wgmma_wait,
 )
 from .tiles import loop_nest, outer_product, stream_k, tiling, transposed_a, warp_access, warp_tiles
 
@@ -53,5 +55,5 @@ __all__ = [
     "load_latency", "loop_nest", "mbarrier_handoff", "mbarrier_ring", "mma_fragment", "mma_fragments",
     "outer_product", "outlier_channel", "ozaki_pipeline", "package_layers", "pipeline", "producer_consumer",
     "quarter_warps", "ring_moment", "stream_k", "swizzle_offset", "tiling", "tma_boxes", "tma_swizzle", "transposed_a",
-    "warp_access", "warp_tiles", "warpgroup", "wgmma_descriptor",
+    "warp_access", "warp_tiles", "warpgroup", "wgmma_descriptor", "wgmma_steps", "wgmma_wait",
 ]

@@ -235,7 +235,7 @@ def mbarrier_ring(params: dict[str, int], step: int | None = None) -> Figure:
     _parity_table(table, rows, columns, stages, label_w, fresh=lambda r, i: i < stages and r == 3)
     table.set_title(wrap(f"Who waits for which parity. full: 1 arrival + {landing_kib:.0f} KiB landed; empty: "
                          "an arrival from each consumer warp of the cluster done with the stage (chapter 9's "
-                         "Exercise 4 counts them). Red: a fresh "
+                         "Exercise 3 counts them). Red: a fresh "
                          "barrier passes parity 1 at once", TEXT), fontsize=TEXT)
     fig.subplots_adjust(left=0.02, right=0.98, top=0.93, bottom=0.01)
     return fig

@@ -1,6 +1,7 @@
 """How operands reach the tensor cores: which lane holds which element of an mma.sync fragment and how ldmatrix.x4
-fills it, TMA's shared-memory swizzle, the warpgroup and shared-memory descriptor of a wgmma, the boxes TMA copies
-in one step and what a cluster reads from L2 for each k.
+fills it, TMA's shared-memory swizzle, the warpgroup and shared-memory descriptor of a wgmma, which fragment set and
+stage kernel 12's steps use while their wgmma groups are in flight, the boxes TMA copies in one step and what a
+cluster reads from L2 for each k.
 
 Its own module because these pictures follow the PTX manual's layouts through the kernels' own formulas
 (`mma_fragments`, `ldmatrix_rows`, `swizzle_offset`, `k_major_desc`), which the tests check against the CUDA
@@ -8,11 +9,14 @@ source; chapters 8, 8a, 8c and 9 draw them.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Patch, Rectangle
 
 from ... import catalog, tma
 from ...spec import ceil_div
@@ -319,6 +323,107 @@ def wgmma_descriptor(params: dict[str, int] | None = None, kk: int = 1, rows: in
     return fig
 
 
+def wgmma_steps(stages: int, steps: Sequence[int]) -> list[dict[str, int]]:
+    """What each main-loop step i of kernel 12's TF32 path (12_tf32_wgmma.cu, `run_step`) touches: the fragment set
+    its loads write (frag0 for even steps, frag1 for odd: the loop runs steps in pairs), the stage it reads (i %
+    STAGES), and the tile its cp.async issues after the barrier (i + STAGES - 2) with the stage that tile fills (the
+    one step i - 2 read)."""
+    if stages < 3:
+        raise ValueError(f"STAGES = {stages}: kernel 12 needs at least 3 (one read, one still read, one arriving)")
+    return [{"step": i, "frag": i % 2, "reads": i % stages, "fills": (i + stages - 2) % stages,
+             "tile": i + stages - 2} for i in steps]
+
+
+def wgmma_wait(params: dict[str, int] | None = None, step: int = 4) -> Figure:
+    """What wgmma_wait<1> leaves in flight: kernel 12's main loop (TF32) over steps s - 1, s, s + 1 (s = `step`), in
+    the order 12_tf32_wgmma.cu runs each: wait for the copies and sync, issue the next copy, load the step's B^T
+    fragments into its set (`wgmma_steps`), wgmma.fence, BK / 8 wgmmas (one per 8-deep slice), commit,
+    wgmma_wait<1>. Below the threads, each fragment set
+    (written by a step's loads, then read by its group while the group is in flight) and each of the STAGES shared
+    buffers (filled by cp.async, then read by its step until that step's group is done). A schematic: order, not
+    durations, drawn where the tensor cores are the slower side, so each wait<1> waits for the group before.
+    Patches carry a gid ("frag f group i", "frag f loads i", "stage k read i", "stage k fill j")."""
+    p = catalog.get("wgmma_tf32").full_params(params)
+    stages = p["STAGES"]
+    if step < 1:
+        raise ValueError(f"step = {step}: the picture starts at step s - 1 >= 0")
+    wgmmas = catalog.WGMMA_BK // 8  # one per 8-deep slice of a step
+    frag_colours = ("#6baed6", "#74c476")  # frag0, frag1
+    parts = (  # (name, schematic length, colour (None: the step's fragment set's), legend)
+        ("sync", 1.0, "#9a9a9a", "copies landed, barrier"), ("cp.async", 0.8, "#f2c879", "cp.async: the next copy"),
+        ("loads", 1.8, None, "loads into frag"), ("fence", 0.3, "black", "wgmma.fence"),
+        ("wgmma", 1.3, "#3f6fb5", f"{wgmmas} wgmmas, commit"), ("wait", 1.6, "white", "wgmma_wait<1>"))
+    period = sum(length for _, length, _, _ in parts)
+    at = {part[0]: sum(length for _, length, _, _ in parts[:i]) for i, part in enumerate(parts)}
+    first, last = step - 1, step + 1
+    left, right = 0.0, 3 * period + 1.6
+    rows = ("threads", "frag0", "frag1", *(f"stage {k}" for k in range(stages)))
+    height = 0.42 * len(rows)  # inches of rows; above them the title and the steps, below the legend
+    fig = plt.figure(figsize=(WIDTH, height + 3.3))
+    ax = fig.add_axes((0.14, 1 - (height + 1.0) / fig.get_figheight(), 0.84, height / fig.get_figheight()))
+    per_unit = 0.84 * WIDTH * style.DPI / (right - left)  # px per unit of the schematic's time
+
+    def start(i: int) -> float:  # where step i begins
+        return (i - first) * period
+
+    def name(i: int) -> str:
+        return "s" if i == step else f"s {'−' if i < step else '+'} {abs(i - step)}"
+
+    def bar(row: int, x0: float, x1: float, colour: Any, label: str = "", gid: str = "", **kw: Any) -> None:
+        x0, x1 = max(x0, left), min(x1, right)  # what the window shows
+        if x1 <= x0:
+            return
+        ax.add_patch(Rectangle((x0, row - 0.32), x1 - x0, 0.64, facecolor=colour, edgecolor="black",
+                               linewidth=0.6, gid=gid or None, **kw))
+        if label and 0.55 * TEXT * style.DPI / 72 * len(label) + 8 <= (x1 - x0) * per_unit:  # where it fits
+            ax.text((x0 + x1) / 2, row, label, ha="center", va="center",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.7})
+
+    for x in wgmma_steps(stages, range(first - stages, last + 2)):
+        i, t, f = x["step"], start(x["step"]), x["frag"]
+        if first <= i:  # step s + 2's first instructions show at the right edge, as its stages do
+            for part, length, colour, _ in parts:
+                bar(0, t + at[part], t + at[part] + length, colour or frag_colours[f],
+                    hatch="//" if part == "wait" else None)
+        bar(1 + f, t + at["loads"], t + at["fence"], frag_colours[f], gid=f"frag{f} loads {i}")
+        bar(1 + f, t + at["wgmma"], start(i + 2), to_rgba(frag_colours[f], 0.3), f"group {name(i)}",
+            f"frag{f} group {i}")
+        bar(3 + x["reads"], t + at["cp.async"], start(i + 2), to_rgba("#9e9ac8", 0.45), f"{name(i)} reads",
+            f"stage {x['reads']} read {i}")
+        bar(3 + x["fills"], t + at["cp.async"], start(x["tile"]) + at["cp.async"], to_rgba("#f2c879", 0.6),
+            f"tile {name(x['tile'])} lands", f"stage {x['fills']} fill {x['tile']}", hatch="..")
+    for i in range(first, last + 2):
+        ax.axvline(start(i), color="lightgray", linewidth=0.8, zorder=0)
+    for i in range(first, last + 1):  # each step's wait<1> returns where the group before it is done
+        ax.axvline(start(i + 1), color="#b5462f" if i == step else "dimgray", linestyle="--",
+                   linewidth=2.2 if i == step else 1)
+    done = wgmma_steps(stages, [step - 1])[0]  # what step s's wait<1> lets go: group s - 1's set and stage
+    ax.plot([start(step + 1)] * 2, [1 + done["frag"], 3 + done["reads"]], "o", color="#b5462f", markersize=9,
+            markeredgecolor="white", zorder=5)
+    ax.set_xlim(left, right)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_yticks(range(len(rows)), rows)
+    ax.tick_params(axis="y", length=0)
+    ax.set_xticks([start(i + 1) for i in range(first, last + 1)],
+                  [f"wait<1>\nof {name(i)}" for i in range(first, last + 1)])
+    top = ax.secondary_xaxis("top")
+    top.set_xticks([start(i) + period / 2 for i in range(first, last + 1)],
+                   [f"step {name(i)} = {i}" for i in range(first, last + 1)])
+    top.tick_params(length=0)
+    handles = [Patch(facecolor=c, edgecolor="black", hatch="//" if part == "wait" else None, label=text)
+               for part, _, colour, label in parts
+               for c, text in ([(colour, label)] if colour else zip(frag_colours, (f"{label}0", f"{label}1")))]
+    handles.append(plt.Line2D([], [], marker="o", color="#b5462f", linestyle="none", markersize=9,
+                              label="safe to overwrite (a stage: after\nthe next __syncthreads)"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.43, -0.3), ncol=2, frameon=False,
+              handlelength=1.2, columnspacing=1.0, title="threads, in each step's order:")
+    fig.suptitle(wrap(f"Kernel 12, STAGES = {stages}: after step s's wgmma_wait<1> (red), one group is still in "
+                      "flight", style.TITLE), fontsize=style.TITLE)
+    return stamp(fig, "Schematic: order, not durations (drawn where the tensor cores are the slower side). frag0, "
+                      "frag1: the two register sets of B^T fragments; stage k: a shared-memory buffer. A group "
+                      f"(a step's {wgmmas} wgmmas) reads its set and stage from issue until a wait retires it.")
+
+
 RANK_COLOURS = ("#9ecae1", "#fdae6b", "#a1d99b", "#dadaeb")  # the blocks of a cluster, by rank
 
 
@@ -382,33 +487,43 @@ def tma_boxes(params: dict[str, int] | None = None) -> Figure:
 
 
 def cluster_reads(tiles: dict[str, tuple[int, int, int]]) -> Figure:
-    """What one cluster reads per k: for each name, (block rows, block columns, blocks stacked along M that share B
-    by multicast), the cluster's tile of C drawn to scale beside the column of A and the row of B it reads for one
-    k, and the bytes per k for every 65,536 outputs (a 256 x 256 tile's worth). Patches carry a gid ("block b")."""
+    """What one cluster reads per k: for each name, (block rows, block columns, blocks per cluster: stacked along M and
+    sharing B by multicast, or, negative, side by side along N and sharing A), the cluster's tile of C drawn to scale
+    beside the column of A and the row of B it reads for one k, and the bytes per k for every 65,536 outputs (a
+    256 x 256 tile's worth). Patches carry a gid ("block b")."""
     fig, axes = plt.subplots(1, len(tiles), figsize=(WIDTH, 5.0))
     axes = np.atleast_1d(axes)
-    top = max(max(bm * c, bn) for bm, bn, c in tiles.values())
+    top = max(max(bm * max(c, 1), bn * max(-c, 1)) for bm, bn, c in tiles.values())
     strip = 0.07 * top
     for ax, (name, (bm, bn, cluster)) in zip(axes, tiles.items()):
-        rows = bm * cluster  # A: one value per row of the cluster's tile; B: one per column, multicast to all
+        along_m, along_n = max(cluster, 1), max(-cluster, 1)
+        rows, cols = bm * along_m, bn * along_n  # A: one value per row of the cluster's tile; B: one per column
         inside = bn / top >= 0.4  # room for a block's label inside it
-        for b in range(cluster):
-            ax.add_patch(Rectangle((0, b * bm), bn, bm, facecolor="#cfe0f5", edgecolor="black", linewidth=1.2,
+        for b in range(along_m * along_n):
+            x, y = b // along_m * bn, b % along_m * bm
+            ax.add_patch(Rectangle((x, y), bn, bm, facecolor="#cfe0f5", edgecolor="black", linewidth=1.2,
                                    gid=f"block {b}"))
-            ax.text(bn / 2 if inside else bn + 0.04 * top, b * bm + bm / 2, f"block {b}\n{bm} x {bn}",
-                    ha="center" if inside else "left", va="center")
+            if inside or along_n == 1:  # inside the block, or right of the column of blocks
+                ax.text(x + bn / 2 if inside else cols + 0.04 * top, y + bm / 2, f"block {b}\n{bm} x {bn}",
+                        ha="center" if inside else "left", va="center")
+            else:  # narrow blocks side by side: each one's number inside it, their size once, under them
+                ax.text(x + bn / 2, y + bm / 2, f"block\n{b}", ha="center", va="center")
+        if not inside and along_n > 1:
+            ax.text(cols / 2, rows + 0.04 * top, f"blocks of {bm} x {bn}", ha="center", va="top")
         ax.add_patch(Rectangle((-1.5 * strip, 0), strip, rows, facecolor="C0", alpha=0.85))
-        ax.add_patch(Rectangle((0, -1.5 * strip), bn, strip, facecolor="C1", alpha=0.85))
+        ax.add_patch(Rectangle((0, -1.5 * strip), cols, strip, facecolor="C1", alpha=0.85))
         ax.text(-1.9 * strip, rows / 2, f"A: {rows} rows", rotation=90, ha="right", va="center", color="C0")
-        ax.text(0, -1.9 * strip, f"B: {bn} columns", ha="left", va="bottom", color="C1")
-        per_k = (rows + bn) * 4 * 65536 / (rows * bn)
+        ax.text(0, -1.9 * strip, f"B: {cols} columns", ha="left", va="bottom", color="C1")
+        per_k = (rows + cols) * 4 * 65536 / (rows * cols)
         ax.set_xlim(-3.2 * strip, top * 1.02)
         ax.set_ylim(top * 1.02, -3.4 * strip)
         ax.set_aspect("equal")
         ax.axis("off")
-        ax.set_title(wrap(f"{name}: ({rows} + {bn}) x 4 B per k, {per_k / 1024:.1f} KiB per 65,536 outputs", TEXT,
-                          0.95 * WIDTH / len(tiles)), fontsize=TEXT)
+        shares = "" if along_m * along_n == 1 else ", sharing A" if along_n > 1 else ", sharing B"
+        ax.set_title(wrap(f"{name}{shares}: ({rows} + {cols}) x 4 B per k, {per_k / 1024:.1f} KiB per 65,536 "
+                          "outputs", TEXT, 0.95 * WIDTH / len(tiles)), fontsize=TEXT)
     fig.suptitle(wrap("One cluster's tile of C, to scale, and the values of A and B it reads from L2 for each k "
-                      "(its blocks share B by multicast)", style.TITLE), fontsize=style.TITLE)
+                      "(a cluster's blocks share what they both read by multicast)", style.TITLE),
+                 fontsize=style.TITLE)
     fig.tight_layout()
     return fig
