@@ -329,7 +329,7 @@ def stream_k(params: dict[str, int] | None = None, size: int = 4096, slots: int 
         f"{tiles:,} tiles of {p['BM']} x {p['BN']},", f"{steps:,} k-steps each;", f"{slots} blocks at once.", "",
         f"blue: {whole // slots} whole waves,", f"{whole:,} tiles, light and dark", "",
         f"orange: {shared} tiles left over,", f"cut along K into {slots} runs",
-        f"of about {shared * steps / slots:,.0f} k-steps"]), va="center", ha="left")
+        "of equal length (chapter 7b's Exercise 1", "asks how long)"]), va="center", ha="left")
     shown = sorted({round(x) for x in np.linspace(0, slots - 1, 6)})
     one_per_tile = [[schedule.Piece(t, 0, steps) for t in range(b, tiles, slots)] for b in range(slots)]
     for ax, plan_, label in ((per_tile, one_per_tile, "one block per tile"), (streamed, pieces, "stream-K")):
