@@ -68,16 +68,17 @@ def choices(cases_: Sequence[tuple[tuple[int, int, int], float | None, str]] | N
         estimated = d["median"][judged] / d["sgemm_median"] if d["sgemm_median"] else 0.0
         rows.append((f"{shape[0]}×{shape[1]}×{shape[2]}", emulation.case_name(phi, family),
                      str(ran) if ran else "–", f"{estimated:.2f}" + ("" if ran else f" (with {judged})"),
-                     f"{d['largest'][judged]:.2f}", f"{auto.median_rel_err / sgemm.median_rel_err:.2f}",
+                     f"{auto.median_rel_err / sgemm.median_rel_err:.2f}", f"{d['largest'][judged]:.2f}",
                      str(d["equilibrated"]), "yes" if d["fallback"] else "no"))
-    return Table(("M×N×K", "inputs", "moduli chosen", "estimated / SGEMM", "largest / SGEMM", "measured / SGEMM",
+    # the estimate beside the measurement it stands for, then the sample's largest error, which the rule also weighs
+    return Table(("M×N×K", "inputs", "moduli chosen", "estimated / SGEMM", "measured / SGEMM", "largest / SGEMM",
                   "columns shifted", "fell back"), tuple(rows),
                  "the default (MODULI = 0) on each recorded set of inputs: its report (ozaki.Estimate); estimated: the "
-                 "median element-wise error on its 64 × 32 sample over SGEMM's modelled one; largest: its largest "
-                 "error on the sample over SGEMM's (the default runs the fewest moduli with both at most 1, else falls "
-                 "back); measured: its median element-wise error over all of C over cuBLAS SGEMM's, both against "
-                 "float64 (1.00 where it fell back to cuBLAS SGEMM: it ran SGEMM); columns shifted: by the "
-                 "equilibration; " + emulation.dates(seen))
+                 "median element-wise error on its 64 × 32 sample over SGEMM's modelled one; measured: its median "
+                 "element-wise error over all of C over cuBLAS SGEMM's, both against float64 (1.00 where it fell back "
+                 "to cuBLAS SGEMM: it ran SGEMM); largest: its largest error on the sample over SGEMM's (the default "
+                 "runs the fewest moduli with the estimated and the largest at most 1, else falls back); columns "
+                 "shifted: by the equilibration; " + emulation.dates(seen))
 
 
 def hidden_table() -> Table:
