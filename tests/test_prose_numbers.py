@@ -145,6 +145,9 @@ def test_publish_checks_its_names_and_values(monkeypatch):
         gl.publish(xs=[1, 2])
     with pytest.raises(ValueError, match="no number"):
         gl.publish(x=float("nan"))
+    # pasted text is never typeset: inline math loses its dollars rather than show them
+    assert gl.publish(who="with $A$ rounded, the pair along $N$") == {"who": "with A rounded, the pair along N"}
+    assert glued["who"] == ("with A rounded, the pair along N", False)
 
 
 def test_no_fp32_peak_for_tensor_core_rows(replay):

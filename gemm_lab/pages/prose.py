@@ -10,13 +10,15 @@ import math
 import re
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+INLINE_MATH = re.compile(r"\$([^$\s][^$]*?)\$")  # $A$ in a pasted text, which is never typeset
 
 
 def publish(**numbers: str | int | float) -> dict[str, str | int | float]:
     """Glue each keyword's value under its name for the page's prose, and return them (a notebook shows them).
 
     A str is pasted as written, so format it here with its unit (`f"{x.pct_cublas:.1f} %"`); an int or float is
-    pasted as it is, or formatted by the role (`{glue:text}`tflops:.1f``). Names are letters, digits and underscores
+    pasted as it is, or formatted by the role (`{glue:text}`tflops:.1f``). Pasted text is never typeset, so inline
+    math in it loses its dollars: "$A$" is pasted as "A". Names are letters, digits and underscores
     (they are the role's keys); a value must be finite. Outside a myst-nb build (a terminal) nothing is glued.
 
         x = gl.bench("warp_tiling", 4096)
@@ -31,13 +33,15 @@ def publish(**numbers: str | int | float) -> dict[str, str | int | float]:
             raise ValueError(f"{name}: {value} is no number to print")
         if isinstance(value, str) and not value.strip():
             raise ValueError(f"{name}: an empty text")
+    numbers = {name: INLINE_MATH.sub(r"\1", value) if isinstance(value, str) else value
+               for name, value in numbers.items()}
     try:
         from myst_nb import glue
     except ImportError:  # no book extra: the page is not being built, there is nothing to glue into
-        return dict(numbers)
+        return numbers
     for name, value in numbers.items():
         glue(name, value, display=False)
-    return dict(numbers)
+    return numbers
 
 
 def share(x) -> str:
