@@ -34,10 +34,7 @@ def race(params: dict[str, int], size: int, inputs: str) -> records.Measurement:
     sets = [tuple(tf32.to_tf32(x) if i in ROUNDED[inputs] else x for i, x in enumerate((a, b))) + (c,)
             for a, b, c in timing.input_sets(size, size, size)]
     mine, theirs = [run.launcher(inst, a, b, out=c) for a, b, c in sets], timing.cublas_launches(sets)
-    a, b, c = sets[0]
-    mine[0]()
-    ref, floor = run.reference(a, b)
-    err = run.max_rel_err(c, ref, floor)
+    err = run.measure_error(inst, *sets[0][:2])
     if not err <= run.tolerance(size, "tf32"):
         raise timing.VerificationError(f"{inst.describe()} on inputs {inputs}: max relative error {err:.3g}")
     with warnings.catch_warnings(), yardstick.cublas_math("tf32"):

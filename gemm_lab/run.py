@@ -221,14 +221,15 @@ def verify(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | No
     return Verification(inst.spec.name, inst.params, m, n, k, err, tolerance(k, inst.spec.precision))
 
 
-def measure_error(inst: Instance) -> float:
-    """max_rel_err of one live run of a validated instance on the seeded inputs of its shape (`CHECK_SEED`), C poisoned
-    by NaN; synchronised right after the launch, so that a fault is this kernel's KernelFault, not cuBLAS's."""
+def measure_error(inst: Instance, a: Any = None, b: Any = None) -> float:
+    """max_rel_err of one live run of a validated instance on the seeded inputs of its shape (`CHECK_SEED`), or on `a`
+    and `b`, C poisoned by NaN; synchronised right after the launch, so that a fault is this kernel's KernelFault."""
     import cupy
 
     m, n, k = inst.shape
     with faults(inst.spec, inst.params, inst.shape):
-        a, b = random_inputs(m, n, k, CHECK_SEED)
+        if a is None:
+            a, b = random_inputs(m, n, k, CHECK_SEED)
         out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
         launcher(inst, a, b, out=out)()
         cupy.cuda.Device().synchronize()
