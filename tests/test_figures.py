@@ -6,7 +6,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import math  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gemm_lab import catalog, records
@@ -76,6 +79,7 @@ def _figures():
                                                                         .full_params(), 4096, 4096, 4096),
                                                    hardware.counters("mma_tf32", (4096,) * 3)),
         "wgmma_wait": lambda: diagrams.wgmma_wait(),
+        "ring_flight": lambda: diagrams.ring_flight(model.Ring(571.0, 140.0, 883.0), 4),
     }
 
 
@@ -240,4 +244,21 @@ def test_the_scoreboard_lists_kernels_in_the_order_the_chapters_are_read(replay)
     toc = (catalog.ROOT / "_toc.yml").read_text()
     places = [toc.index(catalog.get(k).chapter) for k in shown]
     assert len(shown) == len(kernels) and places == sorted(places), shown
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("step, latency, fill", [(571.0, 140.0, 883.0), (300.0, 500.0, 400.0), (1000.0, 200.0, 300.0)])
+def test_ring_flight_counts_little_s_law_at_its_marked_moment(step, latency, fill):
+    """The copies drawn across the dashed line are the ring's in_flight (ceil(W / T)), each W long and T apart."""
+    ring = model.Ring(step, latency, fill)
+    fig = diagrams.ring_flight(ring, ring.stages)
+    ax = fig.axes[0]
+    now = next(line.get_xdata()[0] for line in ax.get_lines())
+    fills = {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").endswith(" fill")}
+    crossing = [g for g, p in fills.items() if p.get_x() - latency <= now < p.get_x() + p.get_width()]
+    assert len(crossing) == ring.in_flight == math.ceil((latency + fill) / step)
+    starts = sorted(p.get_x() - latency for p in fills.values())
+    assert np.allclose(np.diff(starts), step) and all(p.get_width() == pytest.approx(fill) for p in fills.values())
+    title = ax.get_title(loc="left").replace("\n", " ")
+    assert f"{ring.in_flight + ring.held} of the ring's {ring.stages} stages" in title
     plt.close(fig)

@@ -27,6 +27,7 @@ from .pipelines import (
                         mbarrier_ring,
                         pipeline,
                         producer_consumer,
+                        ring_flight,
                         ring_moment,
 )
 from .tensor_cores import (
@@ -54,6 +55,6 @@ __all__ = [
     "lds128_cases", "lds128_passes", "levels",
     "load_latency", "loop_nest", "mbarrier_handoff", "mbarrier_ring", "mma_fragment", "mma_fragments",
     "outer_product", "outlier_channel", "ozaki_pipeline", "package_layers", "pipeline", "producer_consumer",
-    "quarter_warps", "ring_moment", "stream_k", "swizzle_offset", "tiling", "tma_boxes", "tma_swizzle", "transposed_a",
-    "warp_access", "warp_tiles", "warpgroup", "wgmma_descriptor", "wgmma_steps", "wgmma_wait",
+    "quarter_warps", "ring_flight", "ring_moment", "stream_k", "swizzle_offset", "tiling", "tma_boxes", "tma_swizzle",
+    "transposed_a", "warp_access", "warp_tiles", "warpgroup", "wgmma_descriptor", "wgmma_steps", "wgmma_wait",
 ]
