@@ -1,6 +1,7 @@
 """Do the bits the tensor cores drop still cost joules? Kernel 14 and cuBLAS TF32 raced on the book's FP32 inputs,
-and on copies whose A or B was first rounded to TF32 (the 13 low mantissa bits, which the tensor cores never use,
-zeroed).
+on copies whose A or B was first rounded to TF32 (the 13 low mantissa bits, which the tensor cores never use,
+zeroed), and with TMA rounding both as it copies them (`run.launcher`'s round_copies, as cuBLAS does: its C then
+compared with cuBLAS's bit for bit, in `details`).
 
     python benchmarks/toggling.py            # on a GPU: records/<gpu>/toggling.json (about 3 minutes)
     python benchmarks/toggling.py --report   # no GPU: the stored rows
@@ -23,9 +24,10 @@ from gemm_lab.precision import tf32
 KERNEL = "wgmma_ws_tf32"
 # the records' 2 s turns (the key shares' method), in 4 rounds: nine cases in about 3 minutes
 METHOD = replace(turns.LONG_TURNS, name="sustained, 2 s turns, 4 rounds", rounds=4)
-ROUNDED = {"fp32": (), "A as TF32": (0,), "B as TF32": (1,)}  # which operands are rounded before the race
+TMA_ROUNDS = precision_tables.TMA_ROUNDS  # FP32 inputs, rounded to TF32 by the copies into shared memory
+ROUNDED = {"fp32": (), "A as TF32": (0,), "B as TF32": (1,), TMA_ROUNDS: ()}  # operands rounded before the race
 CASES = [*((p, size, inputs) for p in ({}, plan.PAIR_ALONG_N) for size in plan.LADDER_SIZES
-           for inputs in ("fp32", "A as TF32")), ({}, max(plan.LADDER_SIZES), "B as TF32")]
+           for inputs in ("fp32", "A as TF32", TMA_ROUNDS)), ({}, max(plan.LADDER_SIZES), "B as TF32")]
 
 
 def race(params: dict[str, int], size: int, inputs: str) -> records.Measurement:
@@ -33,15 +35,20 @@ def race(params: dict[str, int], size: int, inputs: str) -> records.Measurement:
     inst = catalog.instance(KERNEL, params, (size,) * 3)
     sets = [tuple(tf32.to_tf32(x) if i in ROUNDED[inputs] else x for i, x in enumerate((a, b))) + (c,)
             for a, b, c in timing.input_sets(size, size, size)]
-    mine, theirs = [run.launcher(inst, a, b, out=c) for a, b, c in sets], timing.cublas_launches(sets)
-    err = run.measure_error(inst, *sets[0][:2])
+    copies = inputs == TMA_ROUNDS
+    mine = [run.launcher(inst, a, b, out=c, round_copies=copies) for a, b, c in sets]
+    theirs = timing.cublas_launches(sets)
+    err = run.measure_error(inst, *sets[0][:2], round_copies=copies)
     if not err <= run.tolerance(size, "tf32"):
         raise timing.VerificationError(f"{inst.describe()} on inputs {inputs}: max relative error {err:.3g}")
+    details: dict[str, object] = {"inputs": inputs}
     with warnings.catch_warnings(), yardstick.cublas_math("tf32"):
         warnings.simplefilter("ignore")
+        if copies:  # the share of C's elements equal to cuBLAS's to the bit, on the race's first inputs (both sides
+            details["bits_as_cublas"] = float((mine[0]().copy() == theirs[0]()).mean())  # write the same C)
         kernel_side, cublas_side = turns.race([mine, theirs], method=METHOD)
     return timing.measurement(inst.spec, "tf32", inst.params, inst.shape, kernel_side, cublas_side, err, METHOD,
-                              {"inputs": inputs})
+                              details)
 
 
 def main() -> None:

@@ -103,9 +103,12 @@ def register_launcher(kernel: str, factory: LaunchFactory) -> None:
     _LAUNCHERS[kernel] = factory
 
 
-def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float = 0.0, out: Any) -> Launch:
+def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float = 0.0, out: Any,
+             round_copies: bool = False) -> Launch:
     """`gemm` split in two, for a validated instance and arrays that `gemm` would launch as they are (C-contiguous,
     16-byte aligned float32 CuPy arrays of its shape): compilation now, and a call that only launches (returns C).
+    `round_copies`: a TF32 kernel that reads A and B through TMA gets tensor maps of data type TF32, so the copies
+    round each value to TF32 (`tma.tensor_map`), as cuBLAS's TF32 GEMM does, instead of the tensor cores truncating.
 
     Timing uses the call: a launch that costs the host less than the kernel costs the GPU keeps
     the stream busy, so CUDA events time the kernel and not the Python in front of it.
@@ -114,6 +117,11 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     if a.shape != (m, k) or b.shape != (k, n) or out.shape != (m, n):
         raise ValueError(f"A is {a.shape[0]}x{a.shape[1]}, B {b.shape[0]}x{b.shape[1]} and C {out.shape[0]}x"
                          f"{out.shape[1]}: not the M={m}, N={n}, K={k} that {inst.describe()} was validated for")
+    if round_copies:
+        if not (inst.spec.tma and inst.spec.precision == "tf32") or inst.spec.name in _LAUNCHERS:
+            raise ValueError(f"round_copies: {inst.spec.name} does not multiply once in TF32 from TMA copies (a "
+                             "3xTF32 kernel needs the low bits that rounding would clear)")
+        return KernelLaunch(inst, a, b, alpha=alpha, beta=beta, out=out, round_copies=True)
     return _LAUNCHERS.get(inst.spec.name, KernelLaunch)(inst, a, b, alpha=alpha, beta=beta, out=out)
 
 
@@ -123,13 +131,14 @@ class KernelLaunch:
 
     report = None
 
-    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any):
+    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any,
+                 round_copies: bool = False):
         spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
         self.fn, self.out = compiler.load(inst), out
         self.grid, self.block, self.smem = (spec.grid(p, m, n, slots=slots(spec, p)), (spec.threads(p),),
                                             spec.launch_smem(p))
         self.args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), out,
-                     *tma.kernel_maps(spec, p, a, b, out))
+                     *tma.kernel_maps(spec, p, a, b, out, round_copies))
 
     def __call__(self) -> Any:
         self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
@@ -221,9 +230,10 @@ def verify(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | No
     return Verification(inst.spec.name, inst.params, m, n, k, err, tolerance(k, inst.spec.precision))
 
 
-def measure_error(inst: Instance, a: Any = None, b: Any = None) -> float:
+def measure_error(inst: Instance, a: Any = None, b: Any = None, round_copies: bool = False) -> float:
     """max_rel_err of one live run of a validated instance on the seeded inputs of its shape (`CHECK_SEED`), or on `a`
-    and `b`, C poisoned by NaN; synchronised right after the launch, so that a fault is this kernel's KernelFault."""
+    and `b`, C poisoned by NaN (`round_copies`: as `launcher`'s); synchronised right after the launch, so that a fault
+    is this kernel's KernelFault."""
     import cupy
 
     m, n, k = inst.shape
@@ -231,7 +241,7 @@ def measure_error(inst: Instance, a: Any = None, b: Any = None) -> float:
         if a is None:
             a, b = random_inputs(m, n, k, CHECK_SEED)
         out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
-        launcher(inst, a, b, out=out)()
+        launcher(inst, a, b, out=out, round_copies=round_copies)()
         cupy.cuda.Device().synchronize()
         return max_rel_err(out, *reference(a, b))
 

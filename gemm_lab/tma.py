@@ -8,26 +8,30 @@ BOX_COLS = 32  # floats per box row: 128 bytes, the span of the 128-byte swizzle
 STEP = 32  # K per step of the TMA kernels: the depth of B's boxes (A's are BM rows)
 
 
-def kernel_maps(spec: Any, params: dict[str, int], a: Any, b: Any, out: Any) -> tuple[Any, ...]:
+def kernel_maps(spec: Any, params: dict[str, int], a: Any, b: Any, out: Any,
+                round_copies: bool = False) -> tuple[Any, ...]:
     """The tensor maps a catalogued kernel takes after C: A's and B's for a `tma` spec (A in boxes of its tile's rows,
-    or of a block's part of them where a cluster shares A: CLUSTER < 0), B in STEP-deep ones; then C's for a `tma_c`
-    spec (boxes of 32 x 32, for TMA stores); none for the others."""
+    or of a block's part of them where a cluster shares A: CLUSTER < 0), B in STEP-deep ones, of data type TF32 where
+    `round_copies` (TMA then rounds each value to TF32 as it copies it); then C's for a `tma_c` spec (boxes of 32 x 32,
+    for TMA stores, always FP32); none for the others."""
     rows = spec.tile(params)[0] // (spec.cluster(params) if params.get("CLUSTER", 1) < 0 else 1)
-    maps = (tensor_map(a, rows), tensor_map(b, STEP)) if spec.tma else ()
+    maps = (tensor_map(a, rows, round_copies), tensor_map(b, STEP, round_copies)) if spec.tma else ()
     return maps + ((tensor_map(out, BOX_COLS),) if spec.tma_c else ())
 
 
-def tensor_map(x: Any, box_rows: int) -> Any:
+def tensor_map(x: Any, box_rows: int, tf32: bool = False) -> Any:
     """A device copy of the tensor map of row-major matrix `x` of float32 (or int32: kernel 15's C), read in boxes of
-    box_rows x 32 elements with the 128-byte swizzle; TMA fills what lies outside the matrix with zeros. The row
-    stride must be a multiple of 16 bytes (`catalog` refuses other shapes before this is reached)."""
+    box_rows x 32 elements with the 128-byte swizzle; TMA fills what lies outside the matrix with zeros. With `tf32`
+    the map's data type is TF32: TMA rounds each float to the nearest TF32 value (ties to even) on its way into shared
+    memory, zeroing its 13 low mantissa bits, which the tensor cores would drop anyway. The row stride must be a
+    multiple of 16 bytes (`catalog` refuses other shapes before this is reached)."""
     import cupy
     import numpy as np
     from cuda.bindings import driver
 
     rows, cols = x.shape
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-    kind = {"float32": "FLOAT32", "int32": "INT32"}[str(x.dtype)]
+    kind = {"float32": "TFLOAT32" if tf32 else "FLOAT32", "int32": "INT32"}[str(x.dtype)]
     err, tmap = driver.cuTensorMapEncodeTiled(
         getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{kind}"), 2, x.data.ptr,
         [u64(cols), u64(rows)], [u64(cols * 4)], [u32(BOX_COLS), u32(box_rows)], [u32(1), u32(1)],

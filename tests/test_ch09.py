@@ -87,7 +87,7 @@ def test_a_pair_along_n_shares_a_and_each_block_maps_half_its_rows(monkeypatch):
     assert model.reuse("wgmma_ws_tf32", pair) == (256, 256)  # A serves both blocks' columns; B one block's rows
     assert SPEC.grid(pair, 8192, 8192) == SPEC.grid({"CLUSTER": 2}, 8192, 8192)  # the same clusters, turned
     boxes = []
-    monkeypatch.setattr(tma, "tensor_map", lambda x, rows: boxes.append((x, rows)))
+    monkeypatch.setattr(tma, "tensor_map", lambda x, rows, tf32=False: boxes.append((x, rows)))
     tma.kernel_maps(SPEC, SPEC.full_params(pair), "A", "B", "C")
     tma.kernel_maps(SPEC, SPEC.full_params(), "A", "B", "C")
     assert boxes == [("A", 128), ("B", 32), ("C", 32), ("A", 256), ("B", 32), ("C", 32)]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gemm_lab import catalog, compiler, device, tma
+from gemm_lab import catalog, compiler, device, run, tma
 from gemm_lab.models import gpus, memory, model
 from gemm_lab.pages import diagrams
 from gemm_lab.precision import int8, ozaki, ozaki_pipeline
@@ -605,6 +605,26 @@ def test_tma_boxes_of_kernels_13_and_14(fake_cuda):
             assert [dims for dims, _, _ in c] == ([[c_cols, c_rows]] if spec.tma_c else []) and \
                 (not c or 4 * c_cols * c_rows == c_bytes), f"{where}: C's box for the TMA stores"
     assert tma.BOX_COLS == col_step == c_cols, f"tma.BOX_COLS = {tma.BOX_COLS}, kernels 13 and 14's boxes of 32"
+
+
+def test_round_copies_maps_a_and_b_as_tf32_and_leaves_c_fp32(fake_cuda):
+    """`round_copies`: TMA rounds A and B to TF32 as it copies them (maps of data type TF32); C's map, for the stores,
+    stays FP32, and without the option every map is FP32."""
+    spec = catalog.get("wgmma_ws_tf32")
+    for rounded, kinds in ((True, ("TFLOAT32", "TFLOAT32", "FLOAT32")), (False, ("FLOAT32",) * 3)):
+        fake_cuda.clear()
+        tma.kernel_maps(spec, spec.full_params(), matrix(512, 256), matrix(256, 512), matrix(512, 512), rounded)
+        assert tuple(e[0] for e in fake_cuda) == tuple(f"CU_TENSOR_MAP_DATA_TYPE_{k}" for k in kinds)
+
+
+@pytest.mark.parametrize("kernel", ["wgmma_ws_3xtf32", "wgmma_tf32", "ozaki", "warp_tiling"])
+def test_round_copies_is_refused_where_copies_do_not_feed_one_tf32_product(kernel):
+    """3xTF32 needs the low bits rounding clears; a kernel without TMA copies has no map to round through."""
+    from gemm_lab.precision import ozaki_pipeline  # noqa: F401  (registers the ozaki launcher)
+
+    inst = catalog.instance(kernel, None, (512, 512, 256))
+    with pytest.raises(ValueError, match="round_copies"):
+        run.launcher(inst, matrix(512, 256), matrix(256, 512), out=matrix(512, 512), round_copies=True)
 
 
 def test_tma_boxes_and_launch_of_kernel_15(fake_cuda, monkeypatch):

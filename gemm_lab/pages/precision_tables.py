@@ -151,6 +151,9 @@ def int8_table(sizes: Sequence[int]) -> Table:
                  "turns; TOP/s: 2MNK integer operations per second; " + provenance(ms))
 
 
+TMA_ROUNDS = "fp32, TMA rounds"  # toggling.json's inputs where TMA rounded FP32 inputs to TF32 as it copied them
+
+
 def toggling_races(gpu: str | None = None) -> list[records.Measurement]:
     """benchmarks/toggling.py's races of a GPU (default: the replay GPU), each with its inputs in `details`."""
     path = records.gpu_dir(gpu) / f"{records.TOGGLING}.json"
@@ -173,5 +176,7 @@ def toggling_table(ms: Sequence[Any]) -> Table:
                                                           x.details["inputs"]))),
                  "benchmarks/toggling.py: each row one race, each side settled first; A or B as TF32: rounded to the "
                  "nearest TF32 value before the race (its 13 low mantissa bits zero), the other operand as drawn; "
+                 f"{TMA_ROUNDS}: FP32 inputs, which TMA rounds to TF32 (nearest, ties to even) as it copies them into "
+                 "shared memory, as cuBLAS's copies do; "
                  "power: NVML's energy counter over the timed turns' seconds; GFLOP/J: 2MNK over one launch's joules; "
                  + provenance(ms), wrap=(4, 6))
