@@ -397,16 +397,24 @@ def test_toggling_rows_read_back_as_measurements_and_tabulate_each_side(sandbox)
                  telemetry={"sm_clock_mhz": mhz, "mean_power_w": 690.0, "energy_j": 2.0},
                  cublas_telemetry={"sm_clock_mhz": 1545.0, "mean_power_w": 700.0, "energy_j": 2.1})
             for p, inputs, pct, mhz in (({}, "fp32", 96.0, 1455.0), ({}, "A as TF32", 98.0, 1560.0),
-                                        ({"CLUSTER": -2}, "fp32", 97.5, 1485.0))]
+                                        ({"CLUSTER": -2}, "fp32", 97.5, 1485.0),
+                                        ({"CLUSTER": -2}, precision_tables.TMA_ROUNDS, 100.0, 1500.0))]
     records.upsert(records.gpu_dir("NVIDIA H200") / f"{records.TOGGLING}.json", rows,
                    ("kernel", "params", "m", "details"))
     got = precision_tables.toggling_races("NVIDIA H200")
-    assert sorted(x.details["inputs"] for x in got) == ["A as TF32", "fp32", "fp32"]
+    assert sorted(x.details["inputs"] for x in got) == ["A as TF32", "fp32", "fp32", precision_tables.TMA_ROUNDS]
     table = precision_tables.toggling_table(got)
     cells = [row[:4] for row in table.rows]
     # the default's rows first (FP32 inputs, then rounded), then the pair's; the share is the rounds' median
     assert cells == [("default", "8192³", "fp32", "96.5% (96.0–97.0)"),
                      ("default", "8192³", "A as TF32", "98.5% (98.0–99.0)"),
-                     ("pair along N", "8192³", "fp32", "98.0% (97.5–98.5)")]
+                     ("pair along N", "8192³", "fp32", "98.0% (97.5–98.5)"),
+                     ("pair along N", "8192³", precision_tables.TMA_ROUNDS, "100.5% (100.0–101.0)")]
+    # the pair with copies that round to TF32, by size, and the phrase the intro and the scoreboard glue
+    assert list(precision_tables.rounded_copies("NVIDIA H200")) == [8192]
+    gflop = 2 * 8192**3 / 1e9
+    assert precision_tables.rounded_copies_headline("NVIDIA H200") == \
+        f"100.5 % of cuBLAS TF32 at 8,192, {gflop / 2.0:,.0f} against {gflop / 2.1:,.0f} GFLOP/J"
+    assert precision_tables.rounded_copies_headline("Other GPU") == ""
     assert "1,560\u00a0MHz" in table.rows[1][4] and table.rows[0][5] == f"{2 * 8192**3 / 1e9 / 2.0:,.0f}"
     assert precision_tables.toggling_races("Other GPU") == []

@@ -160,6 +160,20 @@ def toggling_races(gpu: str | None = None) -> list[records.Measurement]:
     return [records.Measurement.from_row(r, str(path)) for r in records.read_kind(records.TOGGLING, gpu)]
 
 
+def rounded_copies(gpu: str | None = None) -> dict[int, records.Measurement]:
+    """Kernel 14's pair along N launched with copies that round to TF32 (`TMA_ROUNDS`), by size: benchmarks/toggling.py's
+    races of a GPU (default: the replay GPU)."""
+    return {x.m: x for x in toggling_races(gpu) if x.params["CLUSTER"] < 0 and x.details["inputs"] == TMA_ROUNDS}
+
+
+def rounded_copies_headline(gpu: str | None = None) -> str:
+    """Those races in a phrase for the intro and the scoreboard: each size's share of cuBLAS TF32 and both sides'
+    GFLOP per joule ("" where none is recorded)."""
+    races = rounded_copies(gpu)
+    return "; ".join(f"{x.pct_cublas:.1f} % of cuBLAS TF32 at {m:,}, {x.gflop_per_joule():,.0f} against "
+                     f"{x.gflop_per_joule(cublas=True):,.0f} GFLOP/J" for m, x in sorted(races.items()))
+
+
 def toggling_table(ms: Sequence[Any]) -> Table:
     """benchmarks/toggling.py's races: kernel 14 beside cuBLAS TF32 on FP32 inputs and on inputs whose A or B was
     rounded to TF32 first, with each side's clock, power and GFLOP per joule. The same products, the same bytes: what
