@@ -161,8 +161,8 @@ def toggling_races(gpu: str | None = None) -> list[records.Measurement]:
 
 
 def rounded_copies(gpu: str | None = None) -> dict[int, records.Measurement]:
-    """Kernel 14's pair along N launched with copies that round to TF32 (`TMA_ROUNDS`), by size: benchmarks/toggling.py's
-    races of a GPU (default: the replay GPU)."""
+    """Kernel 14's pair along N launched with copies that round to TF32 (`TMA_ROUNDS`), by size: the races of
+    benchmarks/toggling.py on a GPU (default: the replay GPU)."""
     return {x.m: x for x in toggling_races(gpu) if x.params["CLUSTER"] < 0 and x.details["inputs"] == TMA_ROUNDS}
 
 
