@@ -27,11 +27,12 @@ def gemm(
     beta: float = 0.0,
     out: Any = None,
     report: bool = False,
+    round_copies: bool = False,
 ) -> Any:
     """C = alpha * A @ B + beta * C with a catalogued kernel; row-major CuPy float32 arrays.
 
     With `report`, returns (C, what the kernel chose at run time): the Ozaki scheme's `ozaki.Estimate` (how many
-    moduli ran and why), None for kernels that choose nothing.
+    moduli ran and why), None for kernels that choose nothing. `round_copies`: as `launcher`'s.
 
     Inputs that are not C-contiguous or not 16-byte aligned (a view with an offset) are copied
     first, so vector loads are always legal; anything that is not a 2-D float32 CuPy array is
@@ -54,7 +55,7 @@ def gemm(
             out = cupy.empty((m, n), dtype=cupy.float32)
         elif out.shape != (m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous or out.data.ptr % 16:
             raise ValueError(f"out must be a C-contiguous, 16-byte aligned float32 array of shape ({m}, {n})")
-        launch = launcher(inst, a, b, alpha=alpha, beta=beta, out=out)
+        launch = launcher(inst, a, b, alpha=alpha, beta=beta, out=out, round_copies=round_copies)
         c = launch()
         return (c, launch.report) if report else c
 
@@ -107,8 +108,7 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
              round_copies: bool = False) -> Launch:
     """`gemm` split in two, for a validated instance and arrays that `gemm` would launch as they are (C-contiguous,
     16-byte aligned float32 CuPy arrays of its shape): compilation now, and a call that only launches (returns C).
-    `round_copies`: a TF32 kernel that reads A and B through TMA gets tensor maps of data type TF32, so the copies
-    round each value to TF32 (`tma.tensor_map`), as cuBLAS's TF32 GEMM does, instead of the tensor cores truncating.
+    `round_copies`: TMA rounds A and B to TF32 as it copies them (`tma.tensor_map`), as cuBLAS's copies do.
 
     Timing uses the call: a launch that costs the host less than the kernel costs the GPU keeps
     the stream busy, so CUDA events time the kernel and not the Python in front of it.
@@ -117,10 +117,9 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     if a.shape != (m, k) or b.shape != (k, n) or out.shape != (m, n):
         raise ValueError(f"A is {a.shape[0]}x{a.shape[1]}, B {b.shape[0]}x{b.shape[1]} and C {out.shape[0]}x"
                          f"{out.shape[1]}: not the M={m}, N={n}, K={k} that {inst.describe()} was validated for")
+    if round_copies and not (inst.spec.tma and inst.spec.precision == "tf32"):  # 3xTF32 needs the low bits
+        raise ValueError(f"round_copies: {inst.spec.name} does not multiply once in TF32 from TMA copies")
     if round_copies:
-        if not (inst.spec.tma and inst.spec.precision == "tf32") or inst.spec.name in _LAUNCHERS:
-            raise ValueError(f"round_copies: {inst.spec.name} does not multiply once in TF32 from TMA copies (a "
-                             "3xTF32 kernel needs the low bits that rounding would clear)")
         return KernelLaunch(inst, a, b, alpha=alpha, beta=beta, out=out, round_copies=True)
     return _LAUNCHERS.get(inst.spec.name, KernelLaunch)(inst, a, b, alpha=alpha, beta=beta, out=out)
 
@@ -131,8 +130,7 @@ class KernelLaunch:
 
     report = None
 
-    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any,
-                 round_copies: bool = False):
+    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, round_copies=False):
         spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
         self.fn, self.out = compiler.load(inst), out
         self.grid, self.block, self.smem = (spec.grid(p, m, n, slots=slots(spec, p)), (spec.threads(p),),
@@ -231,9 +229,8 @@ def verify(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | No
 
 
 def measure_error(inst: Instance, a: Any = None, b: Any = None, round_copies: bool = False) -> float:
-    """max_rel_err of one live run of a validated instance on the seeded inputs of its shape (`CHECK_SEED`), or on `a`
-    and `b`, C poisoned by NaN (`round_copies`: as `launcher`'s); synchronised right after the launch, so that a fault
-    is this kernel's KernelFault."""
+    """max_rel_err of one live run of a validated instance (`round_copies`: `launcher`'s) on the seeded inputs of its
+    shape (`CHECK_SEED`), or on `a` and `b`, C poisoned by NaN; synchronised right after the launch (a KernelFault)."""
     import cupy
 
     m, n, k = inst.shape

@@ -11,9 +11,8 @@ STEP = 32  # K per step of the TMA kernels: the depth of B's boxes (A's are BM r
 def kernel_maps(spec: Any, params: dict[str, int], a: Any, b: Any, out: Any,
                 round_copies: bool = False) -> tuple[Any, ...]:
     """The tensor maps a catalogued kernel takes after C: A's and B's for a `tma` spec (A in boxes of its tile's rows,
-    or of a block's part of them where a cluster shares A: CLUSTER < 0), B in STEP-deep ones, of data type TF32 where
-    `round_copies` (TMA then rounds each value to TF32 as it copies it); then C's for a `tma_c` spec (boxes of 32 x 32,
-    for TMA stores, always FP32); none for the others."""
+    or of a block's part of them where a cluster shares A: CLUSTER < 0), B in STEP-deep ones, TF32 if `round_copies`;
+    then C's for a `tma_c` spec (boxes of 32 x 32, for TMA stores, FP32); none for the others."""
     rows = spec.tile(params)[0] // (spec.cluster(params) if params.get("CLUSTER", 1) < 0 else 1)
     maps = (tensor_map(a, rows, round_copies), tensor_map(b, STEP, round_copies)) if spec.tma else ()
     return maps + ((tensor_map(out, BOX_COLS),) if spec.tma_c else ())
@@ -22,9 +21,8 @@ def kernel_maps(spec: Any, params: dict[str, int], a: Any, b: Any, out: Any,
 def tensor_map(x: Any, box_rows: int, tf32: bool = False) -> Any:
     """A device copy of the tensor map of row-major matrix `x` of float32 (or int32: kernel 15's C), read in boxes of
     box_rows x 32 elements with the 128-byte swizzle; TMA fills what lies outside the matrix with zeros. With `tf32`
-    the map's data type is TF32: TMA rounds each float to the nearest TF32 value (ties to even) on its way into shared
-    memory, zeroing its 13 low mantissa bits, which the tensor cores would drop anyway. The row stride must be a
-    multiple of 16 bytes (`catalog` refuses other shapes before this is reached)."""
+    its data type is TF32: TMA rounds each float to TF32 (to nearest, ties to even) as it copies it, zeroing the 13
+    low bits the tensor cores drop anyway. The row stride must be a multiple of 16 bytes (`catalog` checks it)."""
     import cupy
     import numpy as np
     from cuda.bindings import driver
@@ -42,31 +40,4 @@ def tensor_map(x: Any, box_rows: int, tf32: bool = False) -> Any:
     )
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"the CUDA driver could not encode a tensor map of a {rows}x{cols} matrix: {err}")
-    return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))
-
-
-def planes_map(x: Any, box_rows: int, k0: int = 0, k1: int | None = None) -> Any:
-    """A device copy of the tensor map of a batch of int8 matrices `x` (planes, rows, row bytes: K-major, each row a
-    multiple of 16 bytes), or of their bytes k0 to k1 of each row (k0 a multiple of 16), read in boxes of box_rows x 128
-    bytes of one plane with the 128-byte swizzle; rows past a plane's end, and bytes past k1, read as zeros (kernels
-    15 and 16)."""
-    planes, rows, cols = x.shape
-    k1 = cols if k1 is None else k1
-    if k0 % 16 or not 0 <= k0 < k1 <= cols:
-        raise ValueError(f"bytes {k0} to {k1} of rows of {cols}: k0 must be a multiple of 16 below k1 <= {cols}")
-    import cupy
-    import numpy as np
-    from cuda.bindings import driver
-
-    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, x.data.ptr + k0,
-        [u64(k1 - k0), u64(rows), u64(planes)], [u64(cols), u64(rows * cols)], [u32(128), u32(box_rows), u32(1)],
-        [u32(1), u32(1), u32(1)], driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    )
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"the CUDA driver could not map {planes} int8 matrices of {rows}x{cols}: {err}")
     return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))

@@ -84,8 +84,8 @@ def log(monkeypatch):
 
 def launching(log, fault=None):
     """A stand-in for run.launcher whose launches log 'kernel' and compute C on the CPU, or raise `fault`."""
-    def launcher(inst, a, b, *, alpha=1.0, beta=0.0, out):
-        assert isinstance(inst, catalog.Instance)
+    def launcher(inst, a, b, *, alpha=1.0, beta=0.0, out, round_copies=False):
+        assert isinstance(inst, catalog.Instance) and not round_copies
 
         class Launch:  # run.Launch: a call that returns C, and what it chose
             report = None

@@ -114,10 +114,10 @@ def test_sgemm_is_modelled_as_split_along_k_where_c_has_few_tiles(shape, split):
 
 
 def test_a_tensor_map_of_a_stretch_of_k_is_checked_before_the_driver():
-    from gemm_lab import tma
+    from gemm_lab.precision import int8
 
     with pytest.raises(ValueError, match="k0 must be a multiple of 16"):
-        tma.planes_map(np.zeros((2, 4, 64), np.int8), 4, 8, 32)
+        int8.planes_map(np.zeros((2, 4, 64), np.int8), 4, 8, 32)
 
 
 def test_every_instance_compiles_with_the_analysis_kernels():

@@ -364,7 +364,7 @@ def ozaki_call(monkeypatch, shape: tuple[int, int, int]) -> tuple:
     monkeypatch.setattr(ozaki_pipeline, "_check_kernels", lambda: {n: Recorder(calls, n) for n in checks})
     monkeypatch.setattr(ozaki_pipeline, "to_host", lambda host, array, stream: host.__setitem__(..., array))
     planes: list = []
-    monkeypatch.setattr(tma, "planes_map", lambda x, rows, k0, k1: planes.append((x.shape, rows, k0, k1)))
+    monkeypatch.setattr(int8, "planes_map", lambda x, rows, k0, k1: planes.append((x.shape, rows, k0, k1)))
     monkeypatch.setattr(device, "gpu", lambda: types.SimpleNamespace(cc=(9, 0), sms=132, arch="sm_90"))  # an H100's
     pipeline = ozaki_pipeline.Pipeline(inst, None, None, alpha=1.0, beta=0.0, out=None, slots=132)
     pipeline.verdict[:] = 0

@@ -62,7 +62,7 @@ def launcher(params: dict[str, int], a: Any, bt: Any, c: Any) -> Callable[[], An
     smem = spec.smem_bytes(full) + p["CONSUMERS"] * EPILOGUE_SMEM
     fn = _kernel(PROBE.name_expression(p), smem)
     bm, bn = spec.tile(full)
-    maps = (tma.planes_map(a.reshape(1, m, k), bm), tma.planes_map(bt.reshape(1, n, k), bn // p["CLUSTER"]),
+    maps = (planes_map(a.reshape(1, m, k), bm), planes_map(bt.reshape(1, n, k), bn // p["CLUSTER"]),
             tma.tensor_map(c, 8))
     grid = spec.grid(full, m, n, slots=device.gpu().sms)  # one block per SM, whole clusters
     args = (np.int32(m), np.int32(n), np.int32(k), *maps)
@@ -149,3 +149,28 @@ def _extra_sets(m: int, n: int, k: int) -> int:
     return max(0, ceil_div(2 * device.gpu().l2_bytes, m * k + n * k + 4 * m * n) - 1)
 
 
+def planes_map(x: Any, box_rows: int, k0: int = 0, k1: int | None = None) -> Any:
+    """A device copy of the tensor map of a batch of int8 matrices `x` (planes, rows, row bytes: K-major, each row a
+    multiple of 16 bytes), or of their bytes k0 to k1 of each row (k0 a multiple of 16), read in boxes of box_rows x 128
+    bytes of one plane with the 128-byte swizzle; rows past a plane's end, and bytes past k1, read as zeros (kernels
+    15 and 16: the residue planes of the Ozaki scheme too)."""
+    planes, rows, cols = x.shape
+    k1 = cols if k1 is None else k1
+    if k0 % 16 or not 0 <= k0 < k1 <= cols:
+        raise ValueError(f"bytes {k0} to {k1} of rows of {cols}: k0 must be a multiple of 16 below k1 <= {cols}")
+    import cupy
+    import numpy as np
+    from cuda.bindings import driver
+
+    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, x.data.ptr + k0,
+        [u64(k1 - k0), u64(rows), u64(planes)], [u64(cols), u64(rows * cols)], [u32(128), u32(box_rows), u32(1)],
+        [u32(1), u32(1), u32(1)], driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"the CUDA driver could not map {planes} int8 matrices of {rows}x{cols}: {err}")
+    return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))

@@ -16,10 +16,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import catalog, compiler, device, run, tma, yardstick
+from .. import catalog, compiler, device, run, yardstick
 from ..catalog import Instance, SourceFile
 from ..spec import MAX_GRID_Y, ceil_div, round_up
-from . import ozaki
+from . import int8, ozaki
 from .ozaki import Estimate
 
 WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
@@ -360,8 +360,8 @@ class Pipeline:
         if moduli not in self._instances:
             inst = catalog.instance(self.inst.spec, {**self.inst.params, "MODULI": moduli}, self.inst.shape)
             bm, bn = inst.spec.tile(inst.params)
-            maps = [(tma.planes_map(self.planes_a, bm, k0, k1),
-                     tma.planes_map(self.planes_b, bn // inst.params["CLUSTER"], k0, k1)) for k0, k1 in self.chunks]
+            maps = [(int8.planes_map(self.planes_a, bm, k0, k1),
+                     int8.planes_map(self.planes_b, bn // inst.params["CLUSTER"], k0, k1)) for k0, k1 in self.chunks]
             self._instances[moduli] = Compiled(compiler.load(inst), compiler.companions(inst), maps,
                                                cupy.asarray(ozaki.constants(moduli, self.inst.shape[2])),
                                                cupy.asarray(np.array([moduli] + [0] * 15, np.float64)))

@@ -15,14 +15,17 @@ _KEEP = np.uint32((0xFFFFFFFF << LOW_BITS) & 0xFFFFFFFF)
 
 
 def to_tf32(x: np.ndarray, rounding: str = "nearest") -> np.ndarray:
-    """x (float32) as TF32 values: "nearest" like cvt.rna.tf32.f32, "truncate" like the tensor cores' read."""
+    """x (float32) as TF32 values: "nearest" like cvt.rna.tf32.f32, "even" (to nearest, ties to even) like TMA's
+    copies through a tensor map of data type TF32 (`tma.tensor_map`), "truncate" like the tensor cores' read."""
     xp = array_module(x)
     bits = xp.ascontiguousarray(x, dtype=xp.float32).view(xp.uint32)
-    if rounding == "nearest":  # add half of the last kept bit, then drop: ties go away from zero
-        finite = xp.isfinite(x)
-        bits = xp.where(finite, bits + xp.uint32(1 << (LOW_BITS - 1)), bits)
+    if rounding in ("nearest", "even"):  # add half of the last kept bit (less one where a tie goes to even), drop
+        half = xp.uint32(1 << (LOW_BITS - 1))
+        if rounding == "even":
+            half = half - xp.uint32(1) + ((bits >> xp.uint32(LOW_BITS)) & xp.uint32(1))
+        bits = xp.where(xp.isfinite(x), bits + half, bits)
     elif rounding != "truncate":
-        raise ValueError(f"rounding must be 'nearest' or 'truncate', not {rounding!r}")
+        raise ValueError(f"rounding must be 'nearest', 'even' or 'truncate', not {rounding!r}")
     return (bits & xp.uint32(_KEEP)).view(xp.float32)
 
 
