@@ -80,3 +80,20 @@ def test_a_split_table_leaves_rows_with_nothing_to_add_out_of_its_second_part():
     t = Table(("kernel", "GFLOP/s", "note"), (("a", "1", ""), ("b", "2", "a note")), "caption")
     first, second = t.split(2).parts
     assert [r[0] for r in first.rows] == ["a", "b"] and second.rows == (("b", "a note"),)
+
+
+def test_a_figure_cell_names_its_figure_so_the_page_shows_it_once():
+    """A cell ending in a bare call that draws a figure shows it twice: once as the value the call returns, once as
+    the figure matplotlib's inline backend shows at the end of the cell. `fig = ...` shows it once."""
+    import re
+
+    from gemm_lab.catalog import ROOT
+
+    bare = re.compile(r"^(diagrams|plots|power_plots)\.\w+\(")
+    twice = []
+    for page in sorted((ROOT / "book").glob("*.md")):
+        for cell in re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", page.read_text(), re.S):
+            lines = [line for line in cell.splitlines() if line.strip() and not line.startswith((":", "#"))]
+            if lines and bare.match(lines[-1]):
+                twice.append(f"{page.name}: {lines[-1]}")
+    assert not twice, f"figures shown twice: {twice}"
