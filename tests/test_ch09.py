@@ -142,8 +142,13 @@ def test_littles_law_for_the_ring():
     p = SPEC.full_params()
     assert ring.step_ns == pytest.approx(p["BM"] * 128 * 32 / 1024 / 1.8)  # a stage's MACs at 1,024 per clock
     assert ring.fill_ns == pytest.approx((p["BM"] + 128 / p["CLUSTER"]) * 32 * 4 / 40.96)  # bytes at 40.96 GB/s
-    assert ring.in_flight == ceil_div(140 + ring.fill_ns, ring.step_ns) and ring.stages == ring.in_flight + 2
+    pace = max(ring.step_ns, ring.fill_ns)  # one SM's share fills one stage at a time
+    assert ring.in_flight == ceil_div(140 + ring.fill_ns, pace) and ring.stages == max(ring.in_flight, ring.at_peak) + 2
     assert model.Ring(500, 100, 0).stages == 3 and model.Ring(500, 100, 400).stages == 3  # W <= T: one in flight
     assert model.Ring(500, 100, 401).stages == 4
+    # a fill longer than a step sets the pace (one stage per fill); at the peak's pace W is at most latency + T
+    slow = model.Ring(500, 100, 900)
+    assert (slow.pace_ns, slow.in_flight, slow.at_peak, slow.stages) == (900, 2, 2, 4)
+    assert model.Ring(500, 600, 900).in_flight == 2 and model.Ring(500, 600, 900).at_peak == 3
     lone = model.ring("wgmma_ws_tf32", {"CLUSTER": 1}, ceilings, 140, 132 * 40.96)
     assert lone.fill_ns > ring.fill_ns  # without multicast a block requests all of B's boxes

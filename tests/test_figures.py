@@ -249,16 +249,20 @@ def test_the_scoreboard_lists_kernels_in_the_order_the_chapters_are_read(replay)
 
 @pytest.mark.parametrize("step, latency, fill", [(571.0, 140.0, 883.0), (300.0, 500.0, 400.0), (1000.0, 200.0, 300.0)])
 def test_ring_flight_counts_little_s_law_at_its_marked_moment(step, latency, fill):
-    """The copies drawn across the dashed line are the ring's in_flight (ceil(W / T)), each W long and T apart."""
+    """The copies drawn across the dashed line are the ring's in_flight (ceil(W / pace)), each W long, one pace
+    apart (the slower of a step and a fill), so no two fills overlap; the consumers' math is a step long."""
     ring = model.Ring(step, latency, fill)
     fig = diagrams.ring_flight(ring, ring.stages)
     ax = fig.axes[0]
     now = next(line.get_xdata()[0] for line in ax.get_lines())
     fills = {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").endswith(" fill")}
     crossing = [g for g, p in fills.items() if p.get_x() - latency <= now < p.get_x() + p.get_width()]
-    assert len(crossing) == ring.in_flight == math.ceil((latency + fill) / step)
-    starts = sorted(p.get_x() - latency for p in fills.values())
-    assert np.allclose(np.diff(starts), step) and all(p.get_width() == pytest.approx(fill) for p in fills.values())
+    assert len(crossing) == ring.in_flight == math.ceil((latency + fill) / max(step, fill))
+    starts = sorted(p.get_x() for p in fills.values())
+    assert np.allclose(np.diff(starts), max(step, fill)) and all(p.get_width() == pytest.approx(fill)
+                                                                 for p in fills.values())
+    assert all(b - a >= fill - 1e-9 for a, b in zip(starts, starts[1:]))  # one SM's share fills one stage at a time
+    assert all(p.get_width() == pytest.approx(step) for p in ax.patches if (p.get_gid() or "").startswith("math"))
     title = ax.get_title(loc="left").replace("\n", " ")
     assert f"{ring.in_flight + ring.held} of the ring's {ring.stages} stages" in title
     plt.close(fig)

@@ -117,8 +117,10 @@ RING_HELD = 2  # stages the consumers hold: the one their wgmmas read, and the o
 class Ring:
     """A ring of copy stages by Little's law: the consumers use up one stage every `step_ns`, and a stage's copy is
     done `latency_ns` + `fill_ns` after the producer issues it (the first byte's latency, then the stage's bytes at
-    the SM's share of the bandwidth). So copy / step stages are in flight on average (Little's law: arrival rate x
-    time in the system), rounded up to whole stages, beside the `held` ones the consumers hold."""
+    the SM's share of the bandwidth). One SM's share fills one stage at a time, so stages arrive at most one per fill:
+    the ring's pace is the slower of a step and a fill, and copy / pace copies are in flight on average (Little's law:
+    arrival rate x time in the system), rounded up to whole stages, beside the `held` ones the consumers hold. Where
+    the bandwidth is larger than assumed (a fill no longer than a step), `at_peak` copies are in flight instead."""
 
     step_ns: float
     latency_ns: float
@@ -130,12 +132,21 @@ class Ring:
         return self.latency_ns + self.fill_ns
 
     @property
+    def pace_ns(self) -> float:
+        return max(self.step_ns, self.fill_ns)
+
+    @property
     def in_flight(self) -> int:
-        return int(ceil_div(self.copy_ns, self.step_ns))
+        return int(ceil_div(self.copy_ns, self.pace_ns))
+
+    @property
+    def at_peak(self) -> int:
+        """Copies in flight at the tensor peak's pace, the bytes keeping up with it (a fill of at most a step)."""
+        return int(ceil_div(self.latency_ns + min(self.fill_ns, self.step_ns), self.step_ns))
 
     @property
     def stages(self) -> int:
-        return self.held + self.in_flight
+        return self.held + max(self.in_flight, self.at_peak)
 
 
 def ring(kernel: str | KernelSpec, params: Params | None, ceilings: dict, latency_ns: float,

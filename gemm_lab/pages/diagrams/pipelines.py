@@ -350,18 +350,19 @@ def _parity_table(table: Any, rows: Sequence[tuple[str, Callable[[int], Any]]], 
 
 
 def ring_flight(ring: model.Ring, stages: int) -> Figure:
-    """Little's law for a ring of copy stages, to scale from `ring` (`model.ring`): copies issued one consumer step T
-    apart, each done W later (L2's latency, then the fill); the consumers' math on each stage once it lands. At the
-    moment marked, just after a copy is issued, ceil(W / T) copies are in flight and the consumers hold `ring.held`
-    stages (the one read now, the one before still finishing), which a ring of `stages` stages must all have room for.
-    Patches carry a gid ("copy i latency", "copy i fill", "math i")."""
-    step, copy, flight = ring.step_ns, ring.copy_ns, ring.in_flight
+    """Little's law for a ring of copy stages, to scale from `ring` (`model.ring`): copies issued one pace apart (the
+    slower of a consumer step T and a fill: one SM's share of the bandwidth fills one stage at a time), each done W
+    later (L2's latency, then the fill); the consumers' math, T long, on each stage once it lands (idle between where
+    the fill is the slower). At the moment marked, just after a copy is issued, ceil(W / pace) copies are in flight and
+    the consumers hold `ring.held` stages (the one read now, the one before still finishing): a ring of `stages` must
+    have room for all. Patches carry a gid ("copy i latency", "copy i fill", "math i")."""
+    step, copy, pace, flight = ring.step_ns, ring.copy_ns, ring.pace_ns, ring.in_flight
     now_copy = flight + 1  # the moment: just after this copy is issued, with whole copies before it
     copies = now_copy + 2
-    now = now_copy * step + 0.02 * step
+    now = now_copy * pace + 0.02 * pace
     rows = (*(f"copy {i}" for i in range(copies)), "math: step")
     fig, ax = plt.subplots(figsize=(WIDTH, 0.5 * len(rows) + 4.2))
-    right = copies * step + copy + 0.2 * step
+    right = (copies - 1) * pace + copy + step + 0.1 * pace
     per_ns = 0.8 * WIDTH * style.DPI / right  # px per ns, for labels that fit their bar
 
     def bar(row: int, x0: float, length: float, colour: str, label: str, gid: str) -> None:
@@ -370,33 +371,35 @@ def ring_flight(ring: model.Ring, stages: int) -> Figure:
         if label and 0.55 * TEXT * style.DPI / 72 * len(label) + 6 <= length * per_ns:
             ax.text(x0 + length / 2, row, label, ha="center", va="center")
 
+    in_flight = [i for i in range(copies) if i * pace <= now < i * pace + copy]
+    read = next((i for i in range(copies) if copy + i * pace <= now < copy + (i + 1) * pace), None)
+    holding = set() if read is None else set(range(read - ring.held + 1, read + 1))  # the last landed, and before
     for i in range(copies):
-        bar(i, i * step, ring.latency_ns, "#c6dbef", "", f"copy {i} latency")
-        bar(i, i * step + ring.latency_ns, ring.fill_ns, "#6baed6", f"stage {i % stages}", f"copy {i} fill")
-        landed = copy + i * step  # the consumers take stage i once it has landed, at the tensor peak's pace
-        if landed < right:
-            bar(len(rows) - 1, landed, min(step, right - landed), "#3f6fb5" if landed <= now < landed + step else
-                "#9ecae1", str(i), f"math {i}")
-    in_flight = [i for i in range(copies) if i * step <= now < i * step + copy]
-    reading = [i for i in range(copies) if copy + i * step <= now < copy + (i + 1) * step]
+        bar(i, i * pace, ring.latency_ns, "#c6dbef", "", f"copy {i} latency")
+        bar(i, i * pace + ring.latency_ns, ring.fill_ns, "#6baed6", f"stage {i % stages}", f"copy {i} fill")
+        landed = copy + i * pace  # the consumers take stage i once it has landed
+        bar(len(rows) - 1, landed, step, "#3f6fb5" if i in holding else "#9ecae1", str(i), f"math {i}")
     ax.axvline(now, color="#b5462f", linestyle="--", linewidth=1.2)
-    for y, x1, label in ((-1.25, step, f"T = {step:,.0f} ns: one step's math"), (-0.6, copy, f"W = {copy:,.0f} ns")):
+    arrows = ((-1.25, pace, f"pace = {pace:,.0f} ns: {'a fill' if ring.fill_ns > step else 'a step'}"),
+              (-0.6, copy, f"W = {copy:,.0f} ns"))
+    for y, x1, label in arrows:
         ax.annotate("", xy=(x1, y), xytext=(0, y), arrowprops={"arrowstyle": "<->", "linewidth": 1})
-        ax.text(x1 + 0.03 * step, y, label, ha="left", va="center")
+        ax.text(x1 + 0.03 * pace, y, label, ha="left", va="center")
     ax.set_xlim(0, right)
     ax.set_ylim(len(rows) - 0.5, -1.7)
     ax.set_yticks(range(len(rows)), rows)
-    ax.set_xlabel(wrap("ns (a model: the tensor peak's step, the GPU primer's L2 latency and bandwidth)", TEXT))
+    ax.set_xlabel(wrap(f"ns (a model: the tensor peak's step T = {step:,.0f} ns, the GPU primer's L2 latency and "
+                       "bandwidth)", TEXT))
     ax.legend(handles=[Patch(facecolor="#c6dbef", edgecolor="black", label="L2's latency"),
                        Patch(facecolor="#6baed6", edgecolor="black", label="fill: the stage's bytes"),
-                       Patch(facecolor="#3f6fb5", edgecolor="black", label="the stage read now")],
+                       Patch(facecolor="#3f6fb5", edgecolor="black", label="stages the consumers hold")],
               loc="upper center", bbox_to_anchor=(0.5, -0.24), ncol=2, frameon=False)
-    held = f"stages {', '.join(str(i % stages) for i in (reading[0] - 1, reading[0]))}" if reading else "none yet"
+    held = f"stages {', '.join(str(i % stages) for i in sorted(holding) if i >= 0)}" if holding else "none yet"
     ax.set_title(wrap(f"At the dashed line: {len(in_flight)} copies in flight (stages "
                       f"{', '.join(str(i % stages) for i in in_flight)}), the consumers hold {ring.held} "
                       f"({held}): {len(in_flight) + ring.held} of the ring's {stages} stages", TEXT),
                  fontsize=TEXT, loc="left")
-    fig.suptitle(wrap(f"Little's law: a copy issued every T stays W in flight, so W / T = {copy / step:.2f} → "
-                      f"{flight} in flight", style.TITLE), fontsize=style.TITLE)
+    fig.suptitle(wrap(f"Little's law: a copy issued every {pace:,.0f} ns stays W in flight, so W / pace = "
+                      f"{copy / pace:.2f} → {flight} in flight", style.TITLE), fontsize=style.TITLE)
     fig.tight_layout()
     return fig
