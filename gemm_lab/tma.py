@@ -23,21 +23,28 @@ def tensor_map(x: Any, box_rows: int, tf32: bool = False) -> Any:
     box_rows x 32 elements with the 128-byte swizzle; TMA fills what lies outside the matrix with zeros. With `tf32`
     its data type is TF32: TMA rounds each float to TF32 (to nearest, ties to even) as it copies it, zeroing the 13
     low bits the tensor cores drop anyway. The row stride must be a multiple of 16 bytes (`catalog` checks it)."""
+    rows, cols = x.shape
+    kind = {"float32": "TFLOAT32" if tf32 else "FLOAT32", "int32": "INT32"}[str(x.dtype)]
+    return encode(kind, x.data.ptr, [cols, rows], [cols * 4], [BOX_COLS, box_rows], f"a {rows}x{cols} matrix")
+
+
+def encode(kind: str, address: int, dims: list[int], strides: list[int], box: list[int], what: str) -> Any:
+    """cuTensorMapEncodeTiled for data of type `kind` (CU_TENSOR_MAP_DATA_TYPE_<kind>) at `address`: `dims` from the
+    contiguous one out, the byte `strides` of all but the first, boxes of `box`, the 128-byte swizzle, zeros past the
+    ends; the map copied to device memory for a kernel to point at (`what` names the data in an error)."""
     import cupy
     import numpy as np
     from cuda.bindings import driver
 
-    rows, cols = x.shape
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-    kind = {"float32": "TFLOAT32" if tf32 else "FLOAT32", "int32": "INT32"}[str(x.dtype)]
     err, tmap = driver.cuTensorMapEncodeTiled(
-        getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{kind}"), 2, x.data.ptr,
-        [u64(cols), u64(rows)], [u64(cols * 4)], [u32(BOX_COLS), u32(box_rows)], [u32(1), u32(1)],
+        getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{kind}"), len(dims), address,
+        [u64(d) for d in dims], [u64(s) for s in strides], [u32(b) for b in box], [u32(1)] * len(dims),
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     )
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"the CUDA driver could not encode a tensor map of a {rows}x{cols} matrix: {err}")
+        raise RuntimeError(f"the CUDA driver could not encode a tensor map of {what}: {err}")
     return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))

@@ -158,19 +158,5 @@ def planes_map(x: Any, box_rows: int, k0: int = 0, k1: int | None = None) -> Any
     k1 = cols if k1 is None else k1
     if k0 % 16 or not 0 <= k0 < k1 <= cols:
         raise ValueError(f"bytes {k0} to {k1} of rows of {cols}: k0 must be a multiple of 16 below k1 <= {cols}")
-    import cupy
-    import numpy as np
-    from cuda.bindings import driver
-
-    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, x.data.ptr + k0,
-        [u64(k1 - k0), u64(rows), u64(planes)], [u64(cols), u64(rows * cols)], [u32(128), u32(box_rows), u32(1)],
-        [u32(1), u32(1), u32(1)], driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-    )
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"the CUDA driver could not map {planes} int8 matrices of {rows}x{cols}: {err}")
-    return cupy.asarray(np.array(tmap.opaque, dtype=np.uint64))
+    return tma.encode("UINT8", x.data.ptr + k0, [k1 - k0, rows, planes], [cols, rows * cols], [128, box_rows, 1],
+                      f"{planes} int8 matrices of {rows}x{cols}")
