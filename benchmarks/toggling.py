@@ -44,8 +44,8 @@ def race(params: dict[str, int], size: int, inputs: str) -> records.Measurement:
     details: dict[str, object] = {"inputs": inputs}
     with warnings.catch_warnings(), yardstick.cublas_math("tf32"):
         warnings.simplefilter("ignore")
-        if copies:  # the share of C's elements equal to cuBLAS's to the bit, on the race's first inputs (both sides
-            details["bits_as_cublas"] = float((mine[0]().copy() == theirs[0]()).mean())  # write the same C)
+        if copies:  # the share of C's elements equal to cuBLAS's bit for bit (both sides write the same C: copy)
+            details["bits_as_cublas"] = float((mine[0]().copy() == theirs[0]()).mean())
         kernel_side, cublas_side = turns.race([mine, theirs], method=METHOD)
     return timing.measurement(inst.spec, "tf32", inst.params, inst.shape, kernel_side, cublas_side, err, METHOD,
                               details)

@@ -117,9 +117,9 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float 
     if a.shape != (m, k) or b.shape != (k, n) or out.shape != (m, n):
         raise ValueError(f"A is {a.shape[0]}x{a.shape[1]}, B {b.shape[0]}x{b.shape[1]} and C {out.shape[0]}x"
                          f"{out.shape[1]}: not the M={m}, N={n}, K={k} that {inst.describe()} was validated for")
-    if round_copies and not (inst.spec.tma and inst.spec.precision == "tf32"):  # 3xTF32 needs the low bits
-        raise ValueError(f"round_copies: {inst.spec.name} does not multiply once in TF32 from TMA copies")
     if round_copies:
+        if not (inst.spec.tma and inst.spec.precision == "tf32"):  # 3xTF32 needs the low bits
+            raise ValueError(f"round_copies: {inst.spec.name} does not multiply once in TF32 from TMA copies")
         return KernelLaunch(inst, a, b, alpha=alpha, beta=beta, out=out, round_copies=True)
     return _LAUNCHERS.get(inst.spec.name, KernelLaunch)(inst, a, b, alpha=alpha, beta=beta, out=out)
 
@@ -130,7 +130,8 @@ class KernelLaunch:
 
     report = None
 
-    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, round_copies=False):
+    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any,
+                 round_copies: bool = False):
         spec, p, (m, n, k) = inst.spec, inst.params, inst.shape
         self.fn, self.out = compiler.load(inst), out
         self.grid, self.block, self.smem = (spec.grid(p, m, n, slots=slots(spec, p)), (spec.threads(p),),
