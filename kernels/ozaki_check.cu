@@ -9,6 +9,7 @@
 // compares the worst row and column with SGEMM's error on the estimate's sample over the same maxima, a lower estimate
 // of SGEMM's worst row and column.
 // Kept out of kernels/16_ozaki.cu, whose build every recorded Ozaki measurement is tied to.
+#include "tiles.cuh"
 
 constexpr int CANDIDATES = 4;    // numbers of moduli weighed: 6, 7, 8 and 9 (kernels/16_ozaki.cu's)
 constexpr int SAMPLE_FIELDS = 8;  // doubles per sampled element (kernels/16_ozaki.cu's ozaki_sample)
@@ -71,4 +72,56 @@ extern "C" __global__ void __launch_bounds__(256) ozaki_lines(int M, int N, doub
 #pragma unroll
   for (int q = 0; q < CANDIDATES; ++q) largest(rows[q], result + q), largest(cols[q], result + CANDIDATES + q);
   largest(sgemm_row, result + 2 * CANDIDATES), largest(sgemm_col, result + 2 * CANDIDATES + 1);
+}
+
+// A steady call replays its captured graph and returns at once (gemm_lab/precision/ozaki_pipeline.py's
+// `Pipeline.queue_escape`), so nothing on the host can act on its verdict or its check. This kernel, last in the graph,
+// acts for it: where the estimate chose another number of moduli than the graph's, A or B held an infinity or a NaN,
+// or the worst row or column errs more than `slack` times SGEMM's (ozaki.py's `hold_lines` rule on ozaki_lines'
+// result), it escapes: C = alpha A B + beta C with chapter 5's register tiles, an FP32 product as accurate as SGEMM by
+// construction (kernels/05_thread_tile_2d.cu at its default tiles, bit for bit, walking the tiles as a persistent grid).
+// Otherwise it adds beta C to the products (`products`, when they were written apart from C) and is done.
+// state[0] = whether this call escaped, state[1] counts the escapes: the host reads both when it next looks.
+constexpr int ESCAPE_TILE = 128, ESCAPE_BK = 8, ESCAPE_T = 8, ESCAPE_THREADS = 256;  // kernel 05's defaults
+static_assert((ESCAPE_TILE / ESCAPE_T) * (ESCAPE_TILE / ESCAPE_T) == ESCAPE_THREADS, "a thread per 8 x 8 outputs");
+
+extern "C" __global__ void __launch_bounds__(256) ozaki_escape(
+    int M, int N, int K, float alpha, float beta, const float* __restrict__ A, const float* __restrict__ B,
+    const float* products, float* C, const double* __restrict__ verdict, const int* __restrict__ flags,
+    const double* __restrict__ lines, int expected, int q, double slack, double floor, long long* state) {
+  const double row = lines[q] / fmax(lines[2 * CANDIDATES], floor);
+  const double col = lines[CANDIDATES + q] / fmax(lines[2 * CANDIDATES + 1], floor);
+  const bool escape = int(verdict[0]) != expected || flags[0] != 0 || !(row <= slack) || !(col <= slack);
+  if (blockIdx.x == 0 && threadIdx.x == 0) state[0] = escape, state[1] += escape;
+  if (!escape) {
+    if (products != C)  // beta C, added as the host's two steps would: a product, then a sum, each rounded
+      for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (long long)M * N;
+           i += (long long)gridDim.x * blockDim.x)
+        C[i] = __fadd_rn(__fmul_rn(beta, C[i]), products[i]);
+    return;
+  }
+  __shared__ float As[ESCAPE_TILE][ESCAPE_BK];
+  __shared__ float Bs[ESCAPE_BK][ESCAPE_TILE];
+  const int tr = threadIdx.x / (ESCAPE_TILE / ESCAPE_T) * ESCAPE_T, tc = threadIdx.x % (ESCAPE_TILE / ESCAPE_T) * ESCAPE_T;
+  const int across = (N + ESCAPE_TILE - 1) / ESCAPE_TILE, tiles = across * ((M + ESCAPE_TILE - 1) / ESCAPE_TILE);
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int row0 = tile / across * ESCAPE_TILE, col0 = tile % across * ESCAPE_TILE;
+    float acc[ESCAPE_T][ESCAPE_T] = {};
+    for (int k0 = 0; k0 < K; k0 += ESCAPE_BK) {
+      load_tile<ESCAPE_TILE, ESCAPE_BK, ESCAPE_THREADS>(As, A, row0, k0, M, K);
+      load_tile<ESCAPE_BK, ESCAPE_TILE, ESCAPE_THREADS>(Bs, B, k0, col0, K, N);
+      __syncthreads();
+#pragma unroll
+      for (int kk = 0; kk < ESCAPE_BK; ++kk)
+#pragma unroll
+        for (int i = 0; i < ESCAPE_T; ++i)
+#pragma unroll
+          for (int j = 0; j < ESCAPE_T; ++j) acc[i][j] = fmaf(As[tr + i][kk], Bs[kk][tc + j], acc[i][j]);
+      __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < ESCAPE_T; ++i)
+#pragma unroll
+      for (int j = 0; j < ESCAPE_T; ++j) store_c(C, row0 + tr + i, col0 + tc + j, M, N, alpha, beta, acc[i][j]);
+  }
 }

@@ -231,11 +231,13 @@ def same_report(x: ozaki.Estimate, y: ozaki.Estimate) -> bool:
             and close(x.columns, y.columns))
 
 
-def test_a_replayed_call_is_the_direct_call():
-    """From the third call on, a launcher replays its captured graph (`Pipeline.capture`); as the inputs change under
-    it (in place: the graph's pointers stay), each call gives what a fresh launcher's direct call gives, bit for bit,
-    with the same report (`same_report`) and warnings: where the estimate keeps its number, raises it, where the check
-    raises the moduli, and where the call falls back."""
+@pytest.mark.parametrize("beta", [0.0, -0.5])
+def test_a_replayed_call_is_the_direct_call_or_escapes_to_sgemm(beta):
+    """From the third call on, a launcher replays its captured graph (`Pipeline.capture`) and returns at once; as the
+    inputs change under it (in place: the graph's pointers stay), each call gives what a fresh launcher's direct call
+    gives, bit for bit, with the same report (`same_report`) and warnings, where the estimate and the check keep the
+    graph's number; where they do not, the replay escapes: C is kernel 05's alpha A B + beta C, bit for bit, the report
+    says so, and the next call plans afresh (raising the moduli, or falling back, as the direct call does)."""
     import cupy
 
     from gemm_lab import catalog
@@ -243,20 +245,32 @@ def test_a_replayed_call_is_the_direct_call():
     m, n, k = 512, 384, 1024
     inst = catalog.instance("ozaki", {"MODULI": 0}, (m, n, k))
     a, b = family("normal", m, n, k)
+    start = cupy.random.default_rng(2).uniform(-1, 1, (m, n), dtype=cupy.float32)
     c = cupy.empty((m, n), cupy.float32)
-    pipeline = ozaki_pipeline.launcher(inst, a, b, alpha=1.0, beta=0.0, out=c)
-    for name in ("normal", "normal", "normal", emulation.QUIET_ROWS, emulation.QUIET_ROWS, "phi5", "normal", "normal"):
+    pipeline = ozaki_pipeline.launcher(inst, a, b, alpha=1.0, beta=beta, out=c)
+    escaped, at_once = [], []
+    for name in ("normal", "normal", "normal", emulation.QUIET_ROWS, emulation.QUIET_ROWS, "phi5", "normal", "normal",
+                 "normal"):
         x, y = family(name, m, n, k, seed=3)
-        a[...], b[...] = x, y
+        a[...], b[...], c[...] = x, y, start
         with warnings.catch_warnings(record=True) as replayed:
             warnings.simplefilter("always")
             pipeline()
-        fresh_c = cupy.empty((m, n), cupy.float32)
-        fresh = ozaki_pipeline.launcher(inst, a, b, alpha=1.0, beta=0.0, out=fresh_c)
+        at_once.append(pipeline.pending)
+        if pipeline.report.fallback == ozaki_pipeline.ESCAPED:
+            escaped.append(name)
+            want = run.gemm("thread_tile_2d", a, b, alpha=1.0, beta=beta, out=start.copy())
+            assert bool((c == want).all()), f"{name}: the escaped call's C is not kernel 05's"
+            assert not replayed, f"{name}: an escape warned {[str(w.message) for w in replayed]}"
+            continue
+        fresh_c = start.copy()
+        fresh = ozaki_pipeline.launcher(inst, a, b, alpha=1.0, beta=beta, out=fresh_c)
         with warnings.catch_warnings(record=True) as direct:
             warnings.simplefilter("always")
             fresh()
         assert bool((c == fresh_c).all()), f"{name}: the replayed call's C differs from a direct call's"
         assert same_report(pipeline.report, fresh.report), f"{name}: {pipeline.report} against {fresh.report}"
         assert [type(w.message) for w in replayed] == [type(w.message) for w in direct], name
+    assert escaped == [emulation.QUIET_ROWS], f"escaped on {escaped}: the graph's third call on new inputs only"
+    assert at_once == [False, False, True, True, False, False, False, False, True], at_once
     assert pipeline.graph is not None, "three calls alike, and no graph was captured"

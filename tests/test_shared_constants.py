@@ -739,9 +739,9 @@ def test_the_shared_memory_chase_visits_every_word():
 
 
 def test_a_steady_call_reuses_the_last_report(fake_cuda, monkeypatch):
-    """Calls that replay the graph and read back the same verdict and check get the last such call's report: the
-    host spends no Python on rebuilding it (it sits between two calls' work on the GPU); a changed check is read
-    afresh."""
+    """Calls that replay the graph return at once (`pending`), and their report is read when asked for; where they
+    read back the same verdict and check, it is the last such call's: the host spends no Python on rebuilding it; a
+    changed check is read afresh."""
     counted = {"verdict": 0, "hold_lines": 0}
 
     def counting(name):
@@ -757,6 +757,7 @@ def test_a_steady_call_reuses_the_last_report(fake_cuda, monkeypatch):
     held = pipeline.report
     pipeline()
     assert pipeline.report is held and counted == {"verdict": 1, "hold_lines": 2}
-    pipeline.lines_host[0] += 1.0  # the check reads something else: the rule runs again
+    pipeline.lines_host[0] += 1.0  # the check reads something else: the rule runs again, when the report is read
     pipeline()
-    assert counted == {"verdict": 1, "hold_lines": 3}
+    assert pipeline.pending and counted == {"verdict": 1, "hold_lines": 2}
+    assert pipeline.report is not held and counted == {"verdict": 1, "hold_lines": 3}

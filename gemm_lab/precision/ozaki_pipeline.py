@@ -5,13 +5,19 @@ constants, its NumPy model and the accuracy contract are `ozaki`'s.
 
 **Streams.** B's statistics and residues run on a second stream beside A's, the estimate on a third beside the split
 (which reads the number it splits for from a buffer of its own); only the products wait for the verdict, on the GPU.
+
+**Steady calls return at once.** The default's third call alike replays a captured graph whose last kernel,
+`ozaki_escape`, acts on the verdict and the check on the GPU (SGEMM computes C where either fails), so the call
+returns without waiting, as a cuBLAS call does; `report` waits for the last call.
 """
 from __future__ import annotations
 
 import functools
+import math
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -25,13 +31,16 @@ from .ozaki import Estimate
 WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
 # wake-up (~60 us), which the check at the end of every call would add to it
 REBUILD_ROWS = 64  # kernels/16_ozaki.cu's: rows of C one block of ozaki_reconstruct writes
+ESCAPED = "ozaki_escape"  # the report's fallback where a replayed call's C came from ozaki_escape's SGEMM
+ESCAPE_TILE = 128  # kernels/ozaki_check.cu's: the rows and columns of C one block of ozaki_escape's SGEMM computes
+ESCAPE_BLOCKS_PER_SM = 2  # ozaki_escape's grid: blocks that leave at once on a steady call, or share the SGEMM's tiles
 
 class CheckSource(SourceFile):
     """kernels/ozaki_check.cu: the row and column check, compiled apart from kernel 16 (whose build the recorded Ozaki
     measurements are tied to) and loaded as the probes are."""
 
     source = "kernels/ozaki_check.cu"
-    functions = ("ozaki_lines",)
+    functions = ("ozaki_lines", "ozaki_escape")
 
 
 CHECK = CheckSource()
@@ -105,11 +114,26 @@ class Pipeline:
         self.lines_of = 0  # the number of moduli whose check's result lies in lines_host
         self.capturing = cupy.cuda.Stream(non_blocking=True)  # a capture cannot run on the legacy default stream
         self.graph: tuple[int, Any] | None = None  # (the expected number, the call captured for it: `capture`)
-        self.steady = False  # the last call ran the expected number, and the check raised none
-        self.report: Estimate | None = None
+        self.steady = False  # the last call ran the expected number on finite inputs, and the check raised none
+        self.state = cupy.zeros(2, np.int64)  # ozaki_escape's: whether the last replay escaped, and how many did
+        self.state_host = np.frombuffer(cupy.cuda.alloc_pinned_memory(self.state.nbytes), np.int64, 2)
+        self.escapes = 0  # the count of escapes the host has seen
+        self.replayed = cupy.cuda.Event(disable_timing=True)  # the last replay that returned at once is done
+        self.pending = False  # a replay returned at once, and the host has not read what it left
+        self._report: Estimate | None = None
         self._verdict: tuple[bytes, Estimate | None] = (b"", None)  # the last verdict read and its report
         self._held: tuple[Estimate | None, bytes, Estimate | None] = (None, b"", None)  # `_hold_lines`' last
         self._instances: dict[int, Compiled] = {}
+
+    @property
+    def report(self) -> Estimate | None:
+        """The last call's `Estimate` (waiting for it, if it returned at once)."""
+        self.settle(block=True)
+        return self._report
+
+    @report.setter
+    def report(self, value: Estimate | None) -> None:
+        self._report = value
 
     # the parts of a call, in order
     def scale(self) -> None:
@@ -296,21 +320,57 @@ class Pipeline:
     def __call__(self) -> Any:
         import cupy
 
+        self.settle(block=not self.replays() or bool(self.pinned))
         if self.replays():
             self.graph[1].launch(stream=cupy.cuda.get_current_stream())
             for event in (self.estimated, self.decided, self.checked):  # last recorded inside the capture, where the
                 event.record()  # host never sees them complete (queried, they never report done): recorded again
+            if not self.pinned:  # ozaki_escape settles C on the GPU: return at once
+                self.replayed.record()
+                self.pending = True
+                return self.out
             wait(self.checked)
             self.built = self.lines_of = self.expected
         else:
             self.queue_expected()
         self.read_verdict()
         self.finish()
-        steady = self.report.moduli == self.expected and not self.report.raised_from
+        report = self.report  # inputs with infinities or NaNs stay off the graph: its escape would take them each time
+        steady = report.moduli == self.expected and not report.raised_from and not report.nonfinite
         if steady and self.steady and not self.replays():
             self.capture()  # the second call alike: more will come (a one-off call never pays for a capture)
         self.steady = steady
         return self.out
+
+    def settle(self, block: bool) -> None:
+        """Read what the replays that returned at once left, once the last is done (waiting for it where `block`).
+        One that escaped drops the graph, so that the next call plans again; `report` is the last call's."""
+        if not self.pending or not (block or self.replayed.done):
+            return
+        wait(self.replayed)
+        self.pending = False
+        self.built = self.lines_of = self.expected
+        report = self.read_verdict()
+        escaped, escapes = (int(x) for x in self.state_host)
+        if escapes != self.escapes:
+            self.escapes, self.graph, self.steady = escapes, None, False
+        self._report = replace(report, moduli=0, fallback=ESCAPED) if escaped else self._hold_lines(report)
+
+    def queue_escape(self) -> None:
+        """`ozaki_escape` on the verdict and the check: it adds beta C, or computes C as SGEMM where the call cannot
+        keep the number the graph was captured for; its state copied to the host."""
+        import cupy
+
+        m, n, k = self.inst.shape
+        slots = ESCAPE_BLOCKS_PER_SM * device.gpu().sms
+        floor = ozaki.UNIT_ROUNDOFF / math.sqrt(12)
+        _check_kernels()["ozaki_escape"](
+            (min(slots, ceil_div(m, ESCAPE_TILE) * ceil_div(n, ESCAPE_TILE)),), (256,),
+            (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), np.float32(self.beta), self.a, self.b,
+             self.c, self.out, self.verdict, self.z["flags"], self.lines, np.int32(self.expected),
+             np.int32(ozaki.CANDIDATES.index(self.expected)), np.float64(ozaki.ROW_SLACK), np.float64(floor),
+             self.state))
+        to_host(self.state_host, self.state, cupy.cuda.get_current_stream())
 
     def queue_expected(self) -> None:
         """A call's work up to C with the number of moduli it expects, the estimate beside it."""
@@ -333,6 +393,8 @@ class Pipeline:
             try:
                 self.queue_expected()
                 self.queue_check()
+                if not self.pinned:
+                    self.queue_escape()
                 stream.wait_event(self.decided)  # the estimate's stream joins the graph
             finally:
                 graph = stream.end_capture()
