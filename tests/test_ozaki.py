@@ -285,7 +285,8 @@ def test_the_check_shares_kernel_16s_scale_and_sample_layout():
     escape = dict(re.findall(r"(ESCAPE_\w+) = (\d+)", check))
     tiles = catalog.get("thread_tile_2d").full_params({})  # the escape's SGEMM is kernel 05 at its defaults
     assert int(escape["ESCAPE_TILE"]) == ozaki_pipeline.ESCAPE_TILE == tiles["BM"] == tiles["BN"]
-    assert (int(escape["ESCAPE_T"]), int(escape["ESCAPE_BK"])) == (tiles["TM"], tiles["BK"]) and tiles["TM"] == tiles["TN"]
+    assert (int(escape["ESCAPE_T"]), int(escape["ESCAPE_BK"])) == (tiles["TM"], tiles["BK"])
+    assert tiles["TM"] == tiles["TN"]
 
 
 @pytest.mark.parametrize("name", ["normal", emulation.QUIET_ROWS, emulation.HEAVY_HALF])

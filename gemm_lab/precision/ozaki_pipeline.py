@@ -67,7 +67,8 @@ class Pipeline:
     and the reconstruction run only if the verdict agrees, so the GPU never waits for the host), then reads the verdict
     back and, if the choice was another, queues that number's kernels; then it checks every row and column of C
     (`hold_lines`: the one wait for the GPU) and runs more moduli where they fail; where no number will do, cuBLAS SGEMM
-    computes C with a `Fallback` warning; it puts SGEMM's infinities and NaNs back.
+    computes C with a `Fallback` warning; it puts SGEMM's infinities and NaNs back. The default's third call alike on
+    replays a captured graph and returns at once (`capture`, `settle`).
     `report` is the last call's `Estimate`; `stages()` the same work as separately launched parts, for timing each."""
 
     def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int):
@@ -320,7 +321,7 @@ class Pipeline:
     def __call__(self) -> Any:
         import cupy
 
-        self.settle(block=not self.replays() or bool(self.pinned))
+        self.settle(block=not self.replays())
         if self.replays():
             self.graph[1].launch(stream=cupy.cuda.get_current_stream())
             for event in (self.estimated, self.decided, self.checked):  # last recorded inside the capture, where the
@@ -385,8 +386,9 @@ class Pipeline:
 
     def capture(self) -> None:
         """The call as it runs where the verdict keeps the expected number, the check included, captured into a CUDA
-        graph (`graph`) that later calls replay with one launch: the host then waits once, and never queues a kernel
-        the GPU has to wait for."""
+        graph (`graph`) that later calls replay with one launch, never queueing a kernel the GPU has to wait for. The
+        default's graph ends in `queue_escape`, so its calls return at once; a pinned number's calls wait once, to
+        warn where it falls short."""
         stream = self.capturing
         with stream:
             stream.begin_capture()
