@@ -761,3 +761,30 @@ def test_a_steady_call_reuses_the_last_report(fake_cuda, monkeypatch):
     pipeline()
     assert pipeline.pending and counted == {"verdict": 1, "hold_lines": 2}
     assert pipeline.report is not held and counted == {"verdict": 1, "hold_lines": 3}
+
+
+@pytest.mark.parametrize("shape, beta", [((1, 1, 1), 0.0), ((300, 500, 1000), -0.5), ((4096, 4096, 4096), 0.0)])
+def test_the_escape_applies_the_checks_rule_to_the_graphs_number(fake_cuda, monkeypatch, shape, beta):
+    """`queue_escape` hands ozaki_escape what `ozaki.hold_lines` and `Estimate.lines_hold` judge by (the number the
+    graph runs, its place among CANDIDATES, ROW_SLACK, SGEMM's floor), the products' own buffer where beta C is added
+    after the check, a grid of whole blocks of ESCAPE_THREADS no larger than its tiles, and copies its state home."""
+    pipeline, calls, _ = ozaki_call(monkeypatch, shape)
+    pipeline.beta = beta
+    pipeline.c = pipeline.out if beta == 0 else np.empty(shape[:2], np.float32)
+    copied: list = []
+    monkeypatch.setattr(ozaki_pipeline, "to_host", lambda host, array, stream: copied.append(array))
+    calls.clear()
+    pipeline.queue_escape()
+    [(name, (grid, threads, args), _)] = calls
+    m, n, k = shape
+    tiles = math.ceil(m / ozaki_pipeline.ESCAPE_TILE) * math.ceil(n / ozaki_pipeline.ESCAPE_TILE)
+    assert name == "ozaki_escape" and threads == (256,) and 1 <= grid[0] <= min(tiles, 2 * 132)
+    assert [int(x) for x in args[:3]] == [m, n, k] and float(args[4]) == beta
+    assert args[7] is pipeline.c and args[8] is pipeline.out and args[16] is pipeline.state
+    expected, q = int(args[12]), int(args[13])
+    assert expected == pipeline.expected and ozaki.CANDIDATES[q] == expected
+    assert float(args[14]) == ozaki.ROW_SLACK
+    lines = np.zeros(ozaki.LINES)  # SGEMM's worst row and column nil: `line_ratios` divides by its floor
+    lines[q] = float(args[15])
+    assert ozaki.line_ratios(lines)[0][expected] == 1.0, "ozaki_escape's floor is not the host rule's"
+    assert copied == [pipeline.state]
