@@ -30,7 +30,8 @@ set by the scales of row i and column j alone, so the worst row's modelled relat
 max_j |C_ij|, costs a pass over C, and it is compared with SGEMM's on the sample over the same maxima (a lower
 estimate of SGEMM's worst row: the check errs on the safe side). Where the worst row or column is more than
 ROW_SLACK times SGEMM's, the default runs the fewest moduli the check expects to hold, or, past 9, falls back; a
-pinned number warns. The check waits once per call for its few numbers.
+pinned number warns. A call launched launch by launch waits once for the check's few numbers; a replayed default call
+does not wait, and where its verdict or check fails, the GPU computes C as SGEMM (`ozaki_pipeline`'s escape).
 """
 from __future__ import annotations
 
