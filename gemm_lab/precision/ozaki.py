@@ -68,6 +68,7 @@ N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32
 # this many (a multiple of the products' 128-deep steps), whose residues add up modulo each modulus.
 K_CHUNK = 2**17 - 128
 UNIT_ROUNDOFF = 2.0**-24
+C_ROUNDING = UNIT_ROUNDOFF / math.sqrt(12)  # the least error SGEMM is taken to make, relative: rounding C itself
 VERDICT = 15  # the doubles of ozaki_decide's result that the host reads (the last of its 16 is never written)
 EQUILIBRATED = 11  # ozaki_decide's result: where the flag "A and B were equilibrated" (flags[1]) is copied
 ROW_SLACK = 2.0  # the worst row (column) may err this many times SGEMM's worst row (column): the contract's margin
@@ -311,7 +312,7 @@ def choose(sample: np.ndarray, flags: Sequence[int], pinned: int = AUTO) -> Esti
     c, sgemm = sample[:, 0], np.sqrt(sample[:, 1])
     seen = c > 0
     sgemm_median = float(np.median(sgemm[seen] / c[seen])) if seen.any() else 0.0
-    sgemm_top = max(float(sgemm.max(initial=0.0)), float(c.max(initial=0.0)) * UNIT_ROUNDOFF / math.sqrt(12))
+    sgemm_top = max(float(sgemm.max(initial=0.0)), float(c.max(initial=0.0)) * C_ROUNDING)
     median, largest = {}, {}
     for q, m in enumerate(CANDIDATES):
         mine = sample[:, 2 + q]
@@ -368,7 +369,7 @@ def lines(rn2: np.ndarray, cn2: np.ndarray, row_max: np.ndarray, col_max: np.nda
 def line_ratios(result: Sequence[float]) -> tuple[dict[int, float], dict[int, float]]:
     """The worst row's and column's modelled error over SGEMM's, per candidate, from `ozaki_lines`' result; SGEMM's
     taken as at least the rounding of C itself."""
-    n, floor = len(CANDIDATES), UNIT_ROUNDOFF / math.sqrt(12)
+    n, floor = len(CANDIDATES), C_ROUNDING
     sgemm_row, sgemm_col = max(float(result[2 * n]), floor), max(float(result[2 * n + 1]), floor)
     return ({m: float(result[q]) / sgemm_row for q, m in enumerate(CANDIDATES)},
             {m: float(result[n + q]) / sgemm_col for q, m in enumerate(CANDIDATES)})

@@ -13,7 +13,6 @@ returns without waiting, as a cuBLAS call does; `report` waits for the last call
 from __future__ import annotations
 
 import functools
-import math
 import time
 import warnings
 from collections.abc import Callable
@@ -364,12 +363,11 @@ class Pipeline:
 
         m, n, k = self.inst.shape
         slots = ESCAPE_BLOCKS_PER_SM * device.gpu().sms
-        floor = ozaki.UNIT_ROUNDOFF / math.sqrt(12)
         _check_kernels()["ozaki_escape"](
             (min(slots, ceil_div(m, ESCAPE_TILE) * ceil_div(n, ESCAPE_TILE)),), (256,),
             (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), np.float32(self.beta), self.a, self.b,
              self.c, self.out, self.verdict, self.z["flags"], self.lines, np.int32(self.expected),
-             np.int32(ozaki.CANDIDATES.index(self.expected)), np.float64(ozaki.ROW_SLACK), np.float64(floor),
+             np.int32(ozaki.CANDIDATES.index(self.expected)), np.float64(ozaki.ROW_SLACK), np.float64(ozaki.C_ROUNDING),
              self.state))
         to_host(self.state_host, self.state, cupy.cuda.get_current_stream())
 
