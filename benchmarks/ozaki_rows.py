@@ -54,7 +54,7 @@ def times(size: int, runs: int) -> dict[str, Any]:
     call = run.launcher(inst, a, b, out=cupy.empty((size, size), cupy.float32))
     with_check = turns.time_ms([call], runs)
     with mock.patch.object(ozaki, "hold_lines", lambda report, check: report), \
-            mock.patch.object(ozaki_pipeline.Pipeline, "queue_check", lambda self: None):
+            mock.patch.object(ozaki_pipeline.Pipeline, "queue_check", lambda self, copy=True: None):
         bare = run.launcher(inst, a, b, out=cupy.empty((size, size), cupy.float32))
         without = turns.time_ms([bare], runs)
 

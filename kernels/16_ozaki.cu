@@ -453,31 +453,44 @@ __global__ void ozaki_exponents(int M, int N, const double* __restrict__ row_nor
   else if (u < M + N) col_exponents[u - M] = scale_exponent((verdict[11] ? col_equilibrated : col_plain)[u - M], G);
 }
 
-// A's residue planes: each thread four consecutive k of one row, for every modulus; with equilibration, s_k adds to
-// the row's exponent.
+// A's residue planes: each thread RESIDUE_RUN consecutive k of one row (four 16-byte loads, then one 16-byte store per
+// modulus), for every modulus; with equilibration, s_k adds to the row's exponent. Long runs keep many bytes in flight
+// per thread, so the split holds its pace on the SMs it shares with the estimate's sample.
+constexpr int RESIDUE_RUN = 16;  // Kp is a multiple of 16: a run never straddles two rows
 template <int MODULI>
-__global__ void ozaki_residues_a(int M, int K, int Kp, const float* __restrict__ A, const int* __restrict__ exponents,
-                                 const int* __restrict__ shift, const double* __restrict__ verdict,
-                                 const double* __restrict__ consts, signed char* __restrict__ planes) {
+__global__ void __launch_bounds__(256) ozaki_residues_a(int M, int K, int Kp, const float* __restrict__ A,
+                                                        const int* __restrict__ exponents,
+                                                        const int* __restrict__ shift,
+                                                        const double* __restrict__ verdict,
+                                                        const double* __restrict__ consts,
+                                                        signed char* __restrict__ planes) {
   const long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  const int row = int(u / (Kp / 4)), k0 = int(u % (Kp / 4)) * 4;
+  const int row = int(u / (Kp / RESIDUE_RUN)), k0 = int(u % (Kp / RESIDUE_RUN)) * RESIDUE_RUN;
   if (row >= M || !chosen(verdict, MODULI)) return;
   if (!verdict[11]) shift = nullptr;
   const int e = exponents[row];
-  float x[4];
-  load_four(A + size_t(row) * K, k0, K, x);
-  Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
+  float x[RESIDUE_RUN / 4][4];
 #pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const int s = shift && k0 + q < K ? shift[k0 + q] : 0;
-    split[q] = Split20(rintf(PowerOfTwo(e + s)(finite_or_zero(x[q]))));
+  for (int v = 0; v < RESIDUE_RUN / 4; ++v) load_four(A + size_t(row) * K, k0 + 4 * v, K, x[v]);
+  int w[MODULI][RESIDUE_RUN / 4];  // each modulus's residues, four to a word
+#pragma unroll
+  for (int v = 0; v < RESIDUE_RUN / 4; ++v) {
+    Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int k = k0 + 4 * v + q, s = shift && k < K ? shift[k] : 0;
+      split[q] = Split20(rintf(PowerOfTwo(e + s)(finite_or_zero(x[v][q]))));
+    }
+#pragma unroll
+    for (int l = 0; l < MODULI; ++l) {
+      const Prime<MODULI> mod(consts, l);
+      w[l][v] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
+    }
   }
   signed char* out = planes + size_t(row) * Kp + k0;
 #pragma unroll
-  for (int l = 0; l < MODULI; ++l) {
-    const Prime<MODULI> mod(consts, l);
-    *reinterpret_cast<int*>(out + size_t(l) * M * Kp) = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
-  }
+  for (int l = 0; l < MODULI; ++l)
+    *reinterpret_cast<int4*>(out + size_t(l) * M * Kp) = make_int4(w[l][0], w[l][1], w[l][2], w[l][3]);
 }
 
 // B's residue planes, transposed: a block reads a 64 x 64 tile of B (rows k, columns j), keeps its residues in shared

@@ -13,6 +13,7 @@
 
 constexpr int CANDIDATES = 4;    // numbers of moduli weighed: 6, 7, 8 and 9 (kernels/16_ozaki.cu's)
 constexpr int SAMPLE_FIELDS = 8;  // doubles per sampled element (kernels/16_ozaki.cu's ozaki_sample)
+constexpr int LINES = 2 * CANDIDATES + 2;  // doubles of ozaki_lines' result
 
 // kernels/16_ozaki.cu's: the power of two that brings a vector of squared norm `norm2` to a norm of at most 2^G.
 __device__ __forceinline__ int scale_exponent(double norm2, double G) {
@@ -81,18 +82,25 @@ extern "C" __global__ void __launch_bounds__(256) ozaki_lines(int M, int N, doub
 // result), it escapes: C = alpha A B + beta C with chapter 5's register tiles, an FP32 product as accurate as SGEMM by
 // construction (kernels/05_thread_tile_2d.cu at its default tiles, bit for bit, walking the tiles as a persistent grid).
 // Otherwise it adds beta C to the products (`products`, when they were written apart from C) and is done.
-// state[0] = whether this call escaped, state[1] counts the escapes: the host reads both when it next looks.
+// state[0] = whether this call escaped, state[1] counts the escapes. Block 0 also copies both, and the check's result,
+// into pinned host memory (`host_state`, `host_lines`: with unified addressing a kernel writes it as device memory), so
+// that the graph ends here: copies queued after it would cost the call more than they move.
 constexpr int ESCAPE_TILE = 128, ESCAPE_BK = 8, ESCAPE_T = 8, ESCAPE_THREADS = 256;  // kernel 05's defaults
 static_assert((ESCAPE_TILE / ESCAPE_T) * (ESCAPE_TILE / ESCAPE_T) == ESCAPE_THREADS, "a thread per 8 x 8 outputs");
 
 extern "C" __global__ void __launch_bounds__(256) ozaki_escape(
     int M, int N, int K, float alpha, float beta, const float* __restrict__ A, const float* __restrict__ B,
     const float* products, float* C, const double* __restrict__ verdict, const int* __restrict__ flags,
-    const double* __restrict__ lines, int expected, int q, double slack, double floor, long long* state) {
+    const double* __restrict__ lines, int expected, int q, double slack, double floor, long long* state,
+    double* host_lines, long long* host_state) {
   const double row = lines[q] / fmax(lines[2 * CANDIDATES], floor);
   const double col = lines[CANDIDATES + q] / fmax(lines[2 * CANDIDATES + 1], floor);
   const bool escape = int(verdict[0]) != expected || flags[0] != 0 || !(row <= slack) || !(col <= slack);
-  if (blockIdx.x == 0 && threadIdx.x == 0) state[0] = escape, state[1] += escape;
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < LINES) host_lines[threadIdx.x] = lines[threadIdx.x];
+    if (threadIdx.x == 0) state[0] = escape, state[1] += escape, host_state[0] = state[0], host_state[1] = state[1];
+    __threadfence_system();
+  }
   if (!escape) {
     if (products != C)  // beta C, added as the host's two steps would: a product, then a sum, each rounded
       for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (long long)M * N;

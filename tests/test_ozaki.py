@@ -281,7 +281,9 @@ def test_the_check_shares_kernel_16s_scale_and_sample_layout():
     assert helper.search(check).group() == helper.search(kernel16).group()
     for name, value in (("CANDIDATES", len(ozaki.CANDIDATES)), ("SAMPLE_FIELDS", ozaki.SAMPLE_FIELDS)):
         assert re.search(rf"constexpr int {name} = (\d+);", check).group(1) == str(value), name
-    assert re.search(r"constexpr int REBUILD_ROWS = (\d+);", kernel16).group(1) == str(ozaki_pipeline.REBUILD_ROWS)
+    for name in ("REBUILD_ROWS", "RESIDUE_RUN"):
+        assert re.search(rf"constexpr int {name} = (\d+);", kernel16).group(1) == str(getattr(ozaki_pipeline, name))
+    assert re.search(r"constexpr int LINES = 2 \* CANDIDATES \+ 2;", check), "the check's LINES is ozaki.LINES"
     escape = dict(re.findall(r"(ESCAPE_\w+) = (\d+)", check))
     tiles = catalog.get("thread_tile_2d").full_params({})  # the escape's SGEMM is kernel 05 at its defaults
     assert int(escape["ESCAPE_TILE"]) == ozaki_pipeline.ESCAPE_TILE == tiles["BM"] == tiles["BN"]

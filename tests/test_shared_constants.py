@@ -155,7 +155,14 @@ def fake_cuda(monkeypatch):
     cupy.empty = lambda shape, dtype: np.empty(shape, dtype).view(FakeArray)
     cupy.asarray = lambda x, dtype=None: np.asarray(x, dtype).view(FakeArray)
     cupy.zeros = lambda shape, dtype: np.zeros(shape, dtype).view(FakeArray)
-    stream = types.SimpleNamespace(wait_event=lambda event: None)
+    class Stream(types.SimpleNamespace):  # made current by `with`, as CuPy's are
+        def __enter__(self) -> Stream:
+            return self
+
+        def __exit__(self, *_: Any) -> None:
+            pass
+
+    stream = Stream(wait_event=lambda event: None)
     cupy.cuda = types.SimpleNamespace(alloc_pinned_memory=bytearray, get_current_stream=lambda: stream,
                                       Stream=lambda **_: stream,
                                       Event=lambda **_: types.SimpleNamespace(record=lambda *_: None, done=True))
@@ -334,8 +341,9 @@ COVERS = {
     "ozaki_decide": (r"if \(warp < CANDIDATES \+ 1\)",  # a warp per histogram
                      lambda g, b, s: g == (1,) and b >= 32 * (len(ozaki.CANDIDATES) + 1)),
     "ozaki_exponents": (r"if \(u < M\) .*\n.*else if \(u < M \+ N\)", lambda g, b, s: g[0] * b >= s.m + s.n),
-    "ozaki_residues_a": (r"row = int\(u / \(Kp / 4\)\), k0 = int\(u % \(Kp / 4\)\) \* 4",
-                         lambda g, b, s: g[0] * b >= s.m * s.kp // 4),
+    "ozaki_residues_a": (r"row = int\(u / \(Kp / RESIDUE_RUN\)\), k0 = int\(u % \(Kp / RESIDUE_RUN\)\) \* RESIDUE_RUN",
+                         lambda g, b, s: g[0] * b * constants(OZAKI)["RESIDUE_RUN"] >= s.m * s.kp
+                         and s.kp % constants(OZAKI)["RESIDUE_RUN"] == 0),
     "ozaki_residues_b": (r"h0 = blockIdx\.x \* (\d+), tx = threadIdx\.x % \d+, ty = threadIdx\.x / (\d+);\s+"
                          r"for \(int j0 = blockIdx\.y \* (\d+); j0 < N; j0 \+= gridDim\.y \* \3\).*\s+.*\s+"
                          r"#pragma unroll\s+for \(int q = ty; q < \d+; q \+= (\d+)\)",  # y: a grid-stride loop
@@ -363,6 +371,7 @@ def ozaki_call(monkeypatch, shape: tuple[int, int, int]) -> tuple:
     checks = ozaki_pipeline.CHECK.functions
     monkeypatch.setattr(ozaki_pipeline, "_check_kernels", lambda: {n: Recorder(calls, n) for n in checks})
     monkeypatch.setattr(ozaki_pipeline, "to_host", lambda host, array, stream: host.__setitem__(..., array))
+    monkeypatch.setattr(ozaki_pipeline, "highest_priority", lambda: -5)
     planes: list = []
     monkeypatch.setattr(int8, "planes_map", lambda x, rows, k0, k1: planes.append((x.shape, rows, k0, k1)))
     monkeypatch.setattr(device, "gpu", lambda: types.SimpleNamespace(cc=(9, 0), sms=132, arch="sm_90"))  # an H100's
@@ -767,7 +776,8 @@ def test_a_steady_call_reuses_the_last_report(fake_cuda, monkeypatch):
 def test_the_escape_applies_the_checks_rule_to_the_graphs_number(fake_cuda, monkeypatch, shape, beta):
     """`queue_escape` hands ozaki_escape what `ozaki.hold_lines` and `Estimate.lines_hold` judge by (the number the
     graph runs, its place among CANDIDATES, ROW_SLACK, SGEMM's floor), the products' own buffer where beta C is added
-    after the check, a grid of whole blocks of ESCAPE_THREADS no larger than its tiles, and copies its state home."""
+    after the check, a grid of whole blocks of ESCAPE_THREADS no larger than its tiles, and the pinned host memory it
+    writes its state and the check's result into (no copy is queued after it)."""
     pipeline, calls, _ = ozaki_call(monkeypatch, shape)
     pipeline.beta = beta
     pipeline.c = pipeline.out if beta == 0 else np.empty(shape[:2], np.float32)
@@ -787,4 +797,5 @@ def test_the_escape_applies_the_checks_rule_to_the_graphs_number(fake_cuda, monk
     lines = np.zeros(ozaki.LINES)  # SGEMM's worst row and column nil: `line_ratios` divides by its floor
     lines[q] = float(args[15])
     assert ozaki.line_ratios(lines)[0][expected] == 1.0, "ozaki_escape's floor is not the host rule's"
-    assert copied == [pipeline.state]
+    assert int(args[17]) == pipeline.lines_host.ctypes.data and int(args[18]) == pipeline.state_host.ctypes.data
+    assert copied == []

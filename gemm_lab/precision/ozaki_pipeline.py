@@ -3,8 +3,10 @@ check): `Pipeline`, the call that scales, equilibrates, estimates, splits, multi
 `run.gemm("ozaki", ...)` launches (importing this module registers its launcher with the core). The scheme itself, its
 constants, its NumPy model and the accuracy contract are `ozaki`'s.
 
-**Streams.** B's statistics and residues run on a second stream beside A's, the estimate on a third beside the split
-(which reads the number it splits for from a buffer of its own); only the products wait for the verdict, on the GPU.
+**Streams.** B's statistics and residues run on a second stream beside A's, the estimate's sample and verdict on a
+third beside the split (which reads the number it splits for from a buffer of its own, and is queued after the sample's
+operands are gathered, so that the sample's blocks reach the SMs first); only the products wait for the verdict, on
+the GPU.
 
 **Steady calls return at once.** The default's third call alike replays a captured graph whose last kernel,
 `ozaki_escape`, acts on the verdict and the check on the GPU (SGEMM computes C where either fails), so the call
@@ -30,6 +32,7 @@ from .ozaki import Estimate
 WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
 # wake-up (~60 us), which the check at the end of every call would add to it
 REBUILD_ROWS = 64  # kernels/16_ozaki.cu's: rows of C one block of ozaki_reconstruct writes
+RESIDUE_RUN = 16  # kernels/16_ozaki.cu's: consecutive k of a row of A one thread of ozaki_residues_a splits
 ESCAPED = "ozaki_escape"  # the report's fallback where a replayed call's C came from ozaki_escape's SGEMM
 ESCAPE_TILE = 128  # kernels/ozaki_check.cu's: the rows and columns of C one block of ozaki_escape's SGEMM computes
 ESCAPE_BLOCKS_PER_SM = 2  # ozaki_escape's grid: blocks that leave at once on a steady call, or share the SGEMM's tiles
@@ -93,7 +96,9 @@ class Pipeline:
         self.verdict = cupy.empty(16, cupy.float64)  # ozaki_decide's (VERDICT of them), read into pinned host memory
         self.host = np.frombuffer(cupy.cuda.alloc_pinned_memory(self.verdict.nbytes), np.float64, self.verdict.size)
         self.decided = cupy.cuda.Event()  # the verdict is on the host
-        self.side = cupy.cuda.Stream(non_blocking=True)  # the estimate's, beside the split
+        # the estimate's sample and verdict, beside the split: at the GPU's highest priority, so that their blocks
+        # reach the SMs before the split's still waiting (the products wait for the verdict; the split need not)
+        self.side = cupy.cuda.Stream(non_blocking=True, priority=highest_priority())
         self.aux = cupy.cuda.Stream(non_blocking=True)  # B's half of the scaling and of the split, beside A's
         self.forks = {s: cupy.cuda.Event(disable_timing=True) for s in ("side", "aux", "aux back")}
         self.estimated = cupy.cuda.Event(disable_timing=True)  # the verdict is on the GPU: the products may start
@@ -161,16 +166,18 @@ class Pipeline:
                                         (i32(k), i32(n), self.b, self.shift, z["flags"], z["cn2_eq"]))
 
     def estimate(self) -> None:
-        """Queue the estimate on the side stream, after the scaling, and its verdict's copy to the host (read by
-        `read_verdict`): the split runs meanwhile; the products wait for the verdict on the GPU (`multiply`)."""
+        """Queue the estimate after the scaling, its sample and verdict on the side stream, and the verdict's copy to
+        the host (read by `read_verdict`): the split runs meanwhile; the products wait for the verdict on the GPU
+        (`multiply`). The sample's operands are gathered on the current stream, so that the split queued after them
+        is ready no sooner than the sample: the sample's blocks take their places on the SMs first, and its latency
+        hides behind the split's traffic instead of adding to it."""
         m, n, k = self.inst.shape
         z, i32, side = self.z, np.int32, self.side
-        self._fork("side")
         self.kernels["ozaki_extremes"]((min(1024, ceil_div(m + n, 256)),), (256,),
-                                       (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"], z["best"]),
-                                       stream=side)
+                                       (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"], z["best"]))
         self.kernels["ozaki_gather_b"]((ceil_div(k, 256), ozaki.SAMPLE_COLS), (256,),
-                                       (i32(k), i32(n), self.b, self.cols, z["best"], self.bt), stream=side)
+                                       (i32(k), i32(n), self.b, self.cols, z["best"], self.bt))
+        self._fork("side")
         split = i32(ozaki.split_k(m, n, k, device.gpu().sms))
         self.kernels["ozaki_sample"]((ozaki.SAMPLE_ROWS * ozaki.SAMPLE_COLS // 4,), (128,),
                                      (i32(m), i32(n), i32(k), split, self.a, self.bt,
@@ -205,7 +212,9 @@ class Pipeline:
                                               (i32(m), i32(n), z["rn2"], z["cn2"], z["cn2_eq"],
                                                np.float64(ozaki.norm_bound(moduli, k)), ruling, self.e_a, self.f_b))
         self._fork("aux")
-        kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 1024),), threads,
+        with self.aux:
+            self.check_zeroed.fill(0)  # the check's maxima of |C|, which the reconstruction leaves
+        kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 256 * RESIDUE_RUN),), threads,
                                                (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
                                                 ruling, c.consts, self.planes_a))
         kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(self.kp, 64), min(ceil_div(n, 64), MAX_GRID_Y)), threads,
@@ -229,7 +238,6 @@ class Pipeline:
         m, n, _ = self.inst.shape
         c = self._instance(moduli)
         beta = self.beta if self.c is self.out else 0.0  # else beta C is added after the check
-        self.check_zeroed.fill(0)  # the check's maxima of |C|, which the reconstruction leaves
         grid = (ceil_div(n, 256), min(ceil_div(m, REBUILD_ROWS), MAX_GRID_Y))
         c.kernels[f"ozaki_reconstruct<{moduli}>"](grid, (256,),
                                                   (np.int32(m), np.int32(n), np.int32(self.np),
@@ -291,8 +299,9 @@ class Pipeline:
             self.lines_of = moduli
         return self.lines_host.copy()
 
-    def queue_check(self) -> None:
-        """The check's kernel on the maxima of |C| the reconstruction left, and the copy of its result to the host."""
+    def queue_check(self, copy: bool = True) -> None:
+        """The check's kernel on the maxima of |C| the reconstruction left, and the copy of its result to the host
+        (`copy`: else `queue_escape` writes it there)."""
         import cupy
 
         m, n, _ = self.inst.shape
@@ -300,8 +309,9 @@ class Pipeline:
         kernels["ozaki_lines"]((min(1024, ceil_div(m + n + samples, 256)),), (256,),
                                (i32(m), i32(n), np.float64(self.alpha), z["rn2"], z["cn2"], z["cn2_eq"], z["flags"],
                                 z["best"], self.gs, self.row_max, self.col_max, self.sample, i32(samples), self.lines))
-        to_host(self.lines_host, self.lines, cupy.cuda.get_current_stream())
-        self.checked.record()
+        if copy:
+            to_host(self.lines_host, self.lines, cupy.cuda.get_current_stream())
+            self.checked.record()
 
     def stages(self) -> list[tuple[str, Callable[[], Any]]]:
         """The pipeline as (stage of `STAGES`, a call launching that stage's kernels on the current stream), with the
@@ -358,9 +368,8 @@ class Pipeline:
 
     def queue_escape(self) -> None:
         """`ozaki_escape` on the verdict and the check: it adds beta C, or computes C as SGEMM where the call cannot
-        keep the number the graph was captured for; its state copied to the host."""
-        import cupy
-
+        keep the number the graph was captured for; it writes its state and the check's result into pinned host
+        memory itself."""
         m, n, k = self.inst.shape
         slots = ESCAPE_BLOCKS_PER_SM * device.gpu().sms
         _check_kernels()["ozaki_escape"](
@@ -368,8 +377,8 @@ class Pipeline:
             (np.int32(m), np.int32(n), np.int32(k), np.float32(self.alpha), np.float32(self.beta), self.a, self.b,
              self.c, self.out, self.verdict, self.z["flags"], self.lines, np.int32(self.expected),
              np.int32(ozaki.CANDIDATES.index(self.expected)), np.float64(ozaki.ROW_SLACK), np.float64(ozaki.C_ROUNDING),
-             self.state))
-        to_host(self.state_host, self.state, cupy.cuda.get_current_stream())
+             self.state, np.uint64(self.lines_host.ctypes.data), np.uint64(self.state_host.ctypes.data)))
+        self.checked.record()
 
     def queue_expected(self) -> None:
         """A call's work up to C with the number of moduli it expects, the estimate beside it."""
@@ -392,13 +401,13 @@ class Pipeline:
             stream.begin_capture()
             try:
                 self.queue_expected()
-                self.queue_check()
+                self.queue_check(copy=bool(self.pinned))
                 if not self.pinned:
                     self.queue_escape()
                 stream.wait_event(self.decided)  # the estimate's stream joins the graph
             finally:
                 graph = stream.end_capture()
-        self.graph = (self.expected, graph)
+        self.graph = (self.expected, Replay(graph))
 
     # what the parts share
     def _fork(self, name: str) -> None:
@@ -462,6 +471,41 @@ class Pipeline:
 
 
 STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
+
+
+def highest_priority() -> int:
+    """The GPU's greatest stream priority (CUDA's lowest number)."""
+    from cuda.bindings import runtime
+
+    err, _, greatest = runtime.cudaDeviceGetStreamPriorityRange()
+    if err != runtime.cudaError_t.cudaSuccess:
+        raise RuntimeError(f"asking for the GPU's stream priorities: {err.name}")
+    return greatest
+
+
+class Replay:
+    """A captured CUDA graph (CuPy's), instantiated again so that its kernels keep the priorities of the streams they
+    were captured from (CuPy's own instance runs them all at the priority of the stream it is launched into)."""
+
+    def __init__(self, graph: Any):
+        from cuda.bindings import runtime
+
+        self.graph = graph  # owns the captured cudaGraph_t
+        err, self.exec = runtime.cudaGraphInstantiateWithFlags(
+            runtime.cudaGraph_t(init_value=graph.graph),
+            runtime.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUseNodePriority)
+        if err != runtime.cudaError_t.cudaSuccess:
+            raise RuntimeError(f"instantiating the captured Ozaki call: {err.name}")
+        self._runtime = runtime
+
+    def launch(self, stream: Any) -> None:
+        err, = self._runtime.cudaGraphLaunch(self.exec, stream.ptr)
+        if err != self._runtime.cudaError_t.cudaSuccess:
+            raise RuntimeError(f"launching the captured Ozaki call: {err.name}")
+
+    def __del__(self) -> None:
+        if getattr(self, "exec", None) is not None:
+            self._runtime.cudaGraphExecDestroy(self.exec)
 
 
 def carved(arrays: dict[str, tuple[int, Any]]) -> tuple[Any, dict[str, Any]]:
