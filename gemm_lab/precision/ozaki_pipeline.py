@@ -473,13 +473,21 @@ class Pipeline:
 STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
 
 
+def _runtime(what: str, result: tuple) -> tuple:
+    """A CUDA runtime call's result after its status (cuda-bindings returns it first), raising where it failed."""
+    from cuda.bindings import runtime
+
+    if result[0] != runtime.cudaError_t.cudaSuccess:
+        raise RuntimeError(f"{what}: {result[0].name}")
+    return result[1:]
+
+
+@functools.cache
 def highest_priority() -> int:
     """The GPU's greatest stream priority (CUDA's lowest number)."""
     from cuda.bindings import runtime
 
-    err, _, greatest = runtime.cudaDeviceGetStreamPriorityRange()
-    if err != runtime.cudaError_t.cudaSuccess:
-        raise RuntimeError(f"asking for the GPU's stream priorities: {err.name}")
+    _, greatest = _runtime("asking for the GPU's stream priorities", runtime.cudaDeviceGetStreamPriorityRange())
     return greatest
 
 
@@ -491,17 +499,13 @@ class Replay:
         from cuda.bindings import runtime
 
         self.graph = graph  # owns the captured cudaGraph_t
-        err, self.exec = runtime.cudaGraphInstantiateWithFlags(
-            runtime.cudaGraph_t(init_value=graph.graph),
-            runtime.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUseNodePriority)
-        if err != runtime.cudaError_t.cudaSuccess:
-            raise RuntimeError(f"instantiating the captured Ozaki call: {err.name}")
         self._runtime = runtime
+        self.exec, = _runtime("instantiating the captured Ozaki call", runtime.cudaGraphInstantiateWithFlags(
+            runtime.cudaGraph_t(init_value=graph.graph),
+            runtime.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUseNodePriority))
 
     def launch(self, stream: Any) -> None:
-        err, = self._runtime.cudaGraphLaunch(self.exec, stream.ptr)
-        if err != self._runtime.cudaError_t.cudaSuccess:
-            raise RuntimeError(f"launching the captured Ozaki call: {err.name}")
+        _runtime("launching the captured Ozaki call", self._runtime.cudaGraphLaunch(self.exec, stream.ptr))
 
     def __del__(self) -> None:
         if getattr(self, "exec", None) is not None:
