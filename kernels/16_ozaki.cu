@@ -41,6 +41,15 @@ __device__ __forceinline__ float exp2i(int e) { return __int_as_float((e + 127) 
 // 2^e as a double, for e in [-1022, 1023].
 __device__ __forceinline__ double exp2d(int e) { return __longlong_as_double((long long)(e + 1023) << 52); }
 
+// Byte `which` of a word as a double, exactly: the byte in the low bits of 2^52's, then 2^52 taken off. An add on the
+// FP64 pipe, where a conversion instruction would run at a quarter of its rate.
+__device__ __forceinline__ double byte_as_double(unsigned word, int which) {
+  return __hiloint2double(0x43300000, __byte_perm(word, 0u, 0x4440 + which)) - 0x1p52;
+}
+
+// The integer nearest x (ties to even, as rint), for |x| < 2^51: by adding and subtracting 1.5 * 2^52.
+__device__ __forceinline__ double round_double(double x) { return (x + 0x1.8p52) - 0x1.8p52; }
+
 // 2^e as two float factors (e may lie beyond a float's exponent range): scaling by both is exact wherever the result
 // is a normal float, and a result that is not rounds to zero anyway (the clamp only cuts exponents whose result is 0
 // or which no float reaches).
@@ -56,10 +65,19 @@ struct PowerOfTwo {
 // Infinities and NaNs count as zeros in the scaling and the residues (ozaki_nonfinite puts them back).
 __device__ __forceinline__ float finite_or_zero(float x) { return isfinite(x) ? x : 0.0f; }
 
+// ilogbf(x) for a finite nonzero x, denormals too, without its branches: a denormal is first scaled by 2^64 (exactly).
+__device__ __forceinline__ int binary_exponent(float x) {
+  const bool tiny = fabsf(x) < 0x1p-126f;
+  return int(__float_as_uint(tiny ? x * 0x1p64f : x) << 1 >> 24) - (tiny ? 191 : 127);
+}
+
 // A binary exponent and a nonzero count packed into one int, so that a block adds both with one sum: the exponent
-// plus 160 (>= 11 for a float's smallest denormal), times 512, plus 1 (a block's 256 counts never carry).
+// plus 160 (>= 11 for a float's smallest denormal), times 512, plus 1 (a block's 256 counts never carry); 0 for a
+// zero, by a mask rather than a branch.
 constexpr int PACK = 512;
-__device__ __forceinline__ int exponent_and_count(float x) { return x == 0.0f ? 0 : (ilogbf(x) + 160) * PACK + 1; }
+__device__ __forceinline__ int exponent_and_count(float x) {
+  return ((binary_exponent(x) + 160) * PACK + 1) & -int(x != 0.0f);
+}
 
 // Rounding to an integer by adding and subtracting 1.5 * 2^23 (|v| < 2^22): FP32 adds instead of a conversion.
 constexpr float ROUNDER = 0x1.8p23f;
@@ -94,6 +112,7 @@ __device__ __forceinline__ int pack(int x, int y, int z, int w) {
 // The statistics kernels' blocks: STATS_ROWS rows x 256 columns, 64 threads across (four consecutive columns each, one
 // 16-byte load) and 4 rows at a time, so that a modest matrix still gives every SM several blocks.
 constexpr int STATS_ACROSS = 64, STATS_LANES = 4;
+constexpr int STATS_AHEAD = 4;  // rows a thread loads before it uses the first: 64 bytes in flight
 static_assert(STATS_ACROSS * STATS_LANES == 256 && STATS_LANES == 4,
               "256 threads, and each sums one of the block's 4 * STATS_ACROSS columns at the end");
 
@@ -120,23 +139,40 @@ __global__ void __launch_bounds__(256) ozaki_stats_a(int M, int K, const float* 
   const int tx = threadIdx.x % STATS_ACROSS, ty = threadIdx.x / STATS_ACROSS, lane = threadIdx.x % 32;
   const int c0 = (blockIdx.x * STATS_ACROSS + tx) * 4, r0 = blockIdx.y * STATS_ROWS;
   int esum[4] = {0, 0, 0, 0}, count[4] = {0, 0, 0, 0};
-#pragma unroll 4
-  for (int r = ty; r < STATS_ROWS; r += STATS_LANES) {
-    const int row = r0 + r;
-    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (row < M) load_four(A + size_t(row) * K, c0, K, x);
-    bool bad = false;
-    double s = 0.0;
+  for (int n0 = 0; n0 < STATS_ROWS / STATS_LANES; n0 += STATS_AHEAD) {  // counts alike in every lane of a warp
+    float x[STATS_AHEAD][4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      bad |= !isfinite(x[q]);
-      x[q] = finite_or_zero(x[q]);
-      if (x[q] != 0.0f) esum[q] += ilogbf(x[q]), count[q] += 1;
-      s = fma(double(x[q]), double(x[q]), s);
+    for (int u = 0; u < STATS_AHEAD; ++u) {
+      const int row = r0 + ty + STATS_LANES * (n0 + u);
+      x[u][0] = x[u][1] = x[u][2] = x[u][3] = 0.0f;
+      if (row < M) load_four(A + size_t(row) * K, c0, K, x[u]);
     }
-    for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffff, s, d);
-    if (lane == 0) part[tx / 32][r] = s;
-    if (__any_sync(0xffffffff, bad) && lane == 0) row_bad[row] = 1, flags[0] = 1;
+    double s[STATS_AHEAD];  // each row's sum of squares over this thread's four columns
+#pragma unroll
+    for (int u = 0; u < STATS_AHEAD; ++u) {
+      const int row = r0 + ty + STATS_LANES * (n0 + u);
+      bool bad = false;
+      s[u] = 0.0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        bad |= !isfinite(x[u][q]);
+        const float y = finite_or_zero(x[u][q]);
+        const bool nonzero = y != 0.0f;
+        esum[q] += binary_exponent(y) & -int(nonzero), count[q] += nonzero;
+        s[u] = fma(double(y), double(y), s[u]);
+      }
+      if (__any_sync(0xffffffff, bad) && lane == 0) row_bad[row] = 1, flags[0] = 1;
+    }
+    // The four rows' sums over the warp at once: the lanes 16 apart trade two rows each way, then the lanes 8 apart one,
+    // so that 12 shuffles do what 40 would row by row (the same additions, in the same tree). Lane 8u keeps row u's.
+    static_assert(STATS_AHEAD == 4, "the exchange below halves four rows twice");
+    const bool upper = lane & 16, odd = lane & 8;
+    const double keep0 = upper ? s[2] : s[0], keep1 = upper ? s[3] : s[1];
+    const double t0 = keep0 + __shfl_xor_sync(0xffffffff, upper ? s[0] : s[2], 16);
+    const double t1 = keep1 + __shfl_xor_sync(0xffffffff, upper ? s[1] : s[3], 16);
+    double v = (odd ? t1 : t0) + __shfl_xor_sync(0xffffffff, odd ? t0 : t1, 8);
+    for (int d = 4; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffff, v, d);
+    if (lane % 8 == 0) part[tx / 32][ty + STATS_LANES * (n0 + lane / 8)] = v;
   }
   esums[ty][tx] = make_int4(esum[0], esum[1], esum[2], esum[3]);
   counts[ty][tx] = make_int4(count[0], count[1], count[2], count[3]);
@@ -170,21 +206,27 @@ __global__ void __launch_bounds__(256) ozaki_stats_b(int K, int N, const float* 
   const int j0 = (blockIdx.x * STATS_ACROSS + tx) * 4, h0 = blockIdx.y * STATS_ROWS;
   double s[4] = {0.0, 0.0, 0.0, 0.0};
   bool bad[4] = {false, false, false, false};
-#pragma unroll 4
-  for (int r = ty; r < STATS_ROWS; r += STATS_LANES) {
-    const int h = h0 + r;
-    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (h < K) load_four(B + size_t(h) * N, j0, N, x);
-    int packed = 0;
+  for (int n0 = 0; n0 < STATS_ROWS / STATS_LANES; n0 += STATS_AHEAD) {
+    float x[STATS_AHEAD][4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      bad[q] |= !isfinite(x[q]);
-      x[q] = finite_or_zero(x[q]);
-      s[q] = fma(double(x[q]), double(x[q]), s[q]);
-      packed += exponent_and_count(x[q]);
+    for (int u = 0; u < STATS_AHEAD; ++u) {
+      const int h = h0 + ty + STATS_LANES * (n0 + u);
+      x[u][0] = x[u][1] = x[u][2] = x[u][3] = 0.0f;
+      if (h < K) load_four(B + size_t(h) * N, j0, N, x[u]);
     }
-    packed = __reduce_add_sync(0xffffffff, packed);
-    if (lane == 0) part[tx / 32][r] = packed;
+#pragma unroll
+    for (int u = 0; u < STATS_AHEAD; ++u) {
+      int packed = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        bad[q] |= !isfinite(x[u][q]);
+        const float y = finite_or_zero(x[u][q]);
+        s[q] = fma(double(y), double(y), s[q]);
+        packed += exponent_and_count(y);
+      }
+      packed = __reduce_add_sync(0xffffffff, packed);
+      if (lane == 0) part[tx / 32][ty + STATS_LANES * (n0 + u)] = packed;
+    }
   }
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
@@ -286,6 +328,51 @@ __global__ void ozaki_gather_b(int K, int N, const float* __restrict__ B, const 
   if (h < K) bt[size_t(t) * K + h] = B[size_t(h) * N + sampled(cols, best, 1, t)];
 }
 
+// ozaki_sample's steps of 32 k along K, specialised on equilibration (alike in every thread), so that the plain loop
+// keeps its scales in registers: adds each lane's products into total, the model of SGEMM's error into sgemm and the
+// scheme's per candidate into ozaki.
+template <bool EQUILIBRATED>
+__device__ __forceinline__ void sample_steps(int K, int split, int lane, const float* __restrict__ a,
+                                             const float* __restrict__ b, const int* __restrict__ shift,
+                                             const int (&e)[CANDIDATES], const int (&f)[CANDIDATES],
+                                             const PowerOfTwo (&ea)[CANDIDATES], const PowerOfTwo (&fb)[CANDIDATES],
+                                             double& total, double& sgemm, float (&ozaki)[CANDIDATES]) {
+  double carry = 0.0;
+  int left = 0;  // steps until the next piece of `split` terms starts (a count, not a division per step)
+  float xr[AHEAD], yr[AHEAD];  // AHEAD steps of 32 k in flight: a load's latency outlasts several steps' work
+#pragma unroll
+  for (int r = 0, h = lane; r < AHEAD; ++r, h += 32) xr[r] = h < K ? a[h] : 0.0f, yr[r] = h < K ? b[h] : 0.0f;
+  for (int group = 0; group < K; group += 32 * AHEAD)  // steps past K add zeros
+#pragma unroll
+  for (int r = 0; r < AHEAD; ++r) {  // ring slot r: step group / 32 + r, then the step AHEAD later
+    const int h = group + 32 * r + lane, later = h + 32 * AHEAD;
+    const float x = finite_or_zero(xr[r]), y = finite_or_zero(yr[r]);
+    xr[r] = later < K ? a[later] : 0.0f, yr[r] = later < K ? b[later] : 0.0f;
+    const double p = double(x) * double(y);
+    total += p;
+    double s = p;  // the partial sum after p, from the piece's start: a scan across the warp
+    for (int d = 1; d < 32; d *= 2) {
+      const double u = __shfl_up_sync(0xffffffff, s, d);
+      if (lane >= d) s += u;
+    }
+    if (left == 0) carry = 0.0, left = split / 32;
+    --left;
+    s += carry;
+    carry = __shfl_sync(0xffffffff, s, 31);
+    const int biased = (__float_as_uint(float(s)) >> 23) & 0xff;  // of the FP32 partial sum (255: past FP32's range)
+    const double ulp = exp2d(max(biased, 1) - 150);
+    sgemm += fmin(p * p, ulp * ulp * (1.0 / 12.0));
+    const int sh = EQUILIBRATED && h < K ? shift[h] : 0;
+#pragma unroll
+    for (int q = 0; q < CANDIDATES; ++q) {
+      const float xs = EQUILIBRATED ? PowerOfTwo(e[q] + sh)(x) : ea[q](x);
+      const float ys = EQUILIBRATED ? PowerOfTwo(f[q] - sh)(y) : fb[q](y);
+      const float alpha = xs - rintf(xs), beta = ys - rintf(ys);
+      ozaki[q] = fmaf(alpha * alpha, ys * ys, fmaf(xs * xs, beta * beta, ozaki[q]));
+    }
+  }
+}
+
 // The estimate on SAMPLE_ROWS x SAMPLE_COLS elements of C, one warp each, the lanes taking every 32nd k (so that each load is
 // coalesced) and adding the products up in k's order with a scan across the warp:
 //   out[0] |c|, the exact sum (in double);
@@ -296,7 +383,8 @@ __global__ void ozaki_gather_b(int K, int N, const float* __restrict__ B, const 
 //   out[2 + q] the scheme's error with 6 + q moduli: sqrt(sum_k alpha_k^2 b~_k^2 + a~_k^2 beta_k^2) 2^-(e + f), a~ and
 //          b~ the scaled operands before rounding and alpha, beta their actual rounding errors;
 //   out[6], out[7] the element's row and column.
-__global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, int split, const float* __restrict__ A,
+// (At most 85 registers, 6 blocks an SM: the sample's blocks leave room on the SMs for the split that runs beside it.)
+__global__ void __launch_bounds__(128, 6) ozaki_sample(int M, int N, int K, int split, const float* __restrict__ A,
     const float* __restrict__ bt, const int* __restrict__ rows, const int* __restrict__ cols,
     const unsigned long long* __restrict__ best, const int* __restrict__ shift, const int* __restrict__ flags,
     const double* __restrict__ row_norm2, const double* __restrict__ col_plain,
@@ -315,38 +403,10 @@ __global__ void __launch_bounds__(128) ozaki_sample(int M, int N, int K, int spl
     ea[q] = PowerOfTwo(e[q]), fb[q] = PowerOfTwo(f[q]);
   }
   const float *a = A + size_t(i) * K, *b = bt + size_t(t) * K;
-  double total = 0.0, carry = 0.0, sgemm = 0.0;
+  double total = 0.0, sgemm = 0.0;
   float ozaki[CANDIDATES] = {0.0f, 0.0f, 0.0f, 0.0f};
-  float xr[AHEAD], yr[AHEAD];  // AHEAD steps of 32 k in flight: a load's latency outlasts several steps' work
-#pragma unroll
-  for (int r = 0, h = lane; r < AHEAD; ++r, h += 32) xr[r] = h < K ? a[h] : 0.0f, yr[r] = h < K ? b[h] : 0.0f;
-  for (int group = 0; group < K; group += 32 * AHEAD)  // steps past K add zeros
-#pragma unroll
-  for (int r = 0; r < AHEAD; ++r) {  // ring slot r: step group / 32 + r, then the step AHEAD later
-    const int base = group + 32 * r, h = base + lane, later = h + 32 * AHEAD;
-    const float x = finite_or_zero(xr[r]), y = finite_or_zero(yr[r]);
-    xr[r] = later < K ? a[later] : 0.0f, yr[r] = later < K ? b[later] : 0.0f;
-    const double p = double(x) * double(y);
-    total += p;
-    double s = p;  // the partial sum after p, from the piece's start: a scan across the warp
-    for (int d = 1; d < 32; d *= 2) {
-      const double u = __shfl_up_sync(0xffffffff, s, d);
-      if (lane >= d) s += u;
-    }
-    if (base % split == 0) carry = 0.0;
-    s += carry;
-    carry = __shfl_sync(0xffffffff, s, 31);
-    const int biased = (__float_as_uint(float(s)) >> 23) & 0xff;  // of the FP32 partial sum (255: past FP32's range)
-    const double ulp = exp2d(max(biased, 1) - 150);
-    sgemm += fmin(p * p, ulp * ulp * (1.0 / 12.0));
-    const int sh = equilibrated && h < K ? shift[h] : 0;
-#pragma unroll
-    for (int q = 0; q < CANDIDATES; ++q) {
-      const float xs = sh ? PowerOfTwo(e[q] + sh)(x) : ea[q](x), ys = sh ? PowerOfTwo(f[q] - sh)(y) : fb[q](y);
-      const float alpha = xs - rintf(xs), beta = ys - rintf(ys);
-      ozaki[q] = fmaf(alpha * alpha, ys * ys, fmaf(xs * xs, beta * beta, ozaki[q]));
-    }
-  }
+  if (equilibrated) sample_steps<true>(K, split, lane, a, b, shift, e, f, ea, fb, total, sgemm, ozaki);
+  else sample_steps<false>(K, split, lane, a, b, shift, e, f, ea, fb, total, sgemm, ozaki);
   for (int d = 16; d > 0; d /= 2) {
     total += __shfl_xor_sync(0xffffffff, total, d);
     sgemm += __shfl_xor_sync(0xffffffff, sgemm, d);
@@ -493,48 +553,50 @@ __global__ void __launch_bounds__(256) ozaki_residues_a(int M, int K, int Kp, co
     *reinterpret_cast<int4*>(out + size_t(l) * M * Kp) = make_int4(w[l][0], w[l][1], w[l][2], w[l][3]);
 }
 
-// B's residue planes, transposed: a block reads a 64 x 64 tile of B (rows k, columns j), keeps its residues in shared
-// memory as [modulus][j][k] (each thread four consecutive k of one column, one word) and writes each j's 64 bytes of
-// k, 16 bytes a thread; blocks next in line take the next 64 k, so that their writes fill the same lines of the planes;
-// with equilibration, s_k comes off the column's exponent.
+// B's residue planes, transposed: each thread RESIDUE_RUN consecutive k of one column (sixteen 4-byte loads, lanes side
+// by side in a row), for every modulus one 16-byte store into the column's plane row. A warp's lanes 16 apart share a
+// column and take the next RESIDUE_RUN k, so that each store fills whole 32-byte sectors; a block's warps take the
+// next 32 k each, so that it writes B_DEPTH bytes of each of its B_COLS rows. No shared memory and no barrier: no
+// phase of the block waits for another, and its loads stay in flight. With equilibration, s_k comes off the column's
+// exponent.
+constexpr int B_COLS = 16;  // a block's columns of B
+constexpr int B_DEPTH = 256;  // and its k
+static_assert(B_DEPTH == 256 / B_COLS * RESIDUE_RUN, "256 threads: B_COLS columns x B_DEPTH / RESIDUE_RUN runs of k");
 template <int MODULI>
-__global__ void __launch_bounds__(256, 4) ozaki_residues_b(int K, int N, int Kp, const float* __restrict__ B,
-                                                       const int* __restrict__ exponents,
-                                                       const int* __restrict__ shift,
-                                                       const double* __restrict__ verdict,
-                                                       const double* __restrict__ consts,
-                                                       signed char* __restrict__ planes) {
-  __shared__ int tile[MODULI][64][17];  // rows of 17 words: a warp's 32 columns hit 32 banks
+__global__ void __launch_bounds__(256) ozaki_residues_b(int K, int N, int Kp, const float* __restrict__ B,
+                                                        const int* __restrict__ exponents,
+                                                        const int* __restrict__ shift,
+                                                        const double* __restrict__ verdict,
+                                                        const double* __restrict__ consts,
+                                                        signed char* __restrict__ planes) {
   if (!chosen(verdict, MODULI)) return;
   if (!verdict[11]) shift = nullptr;
-  const int h0 = blockIdx.x * 64, tx = threadIdx.x % 64, ty = threadIdx.x / 64;
-  for (int j0 = blockIdx.y * 64; j0 < N; j0 += gridDim.y * 64) {  // the grid's y may be too short for N / 64
-    const int j = j0 + tx, f = j < N ? exponents[j] : 0;
+  const int j = blockIdx.x * B_COLS + threadIdx.x % B_COLS;
+  if (j >= N) return;  // no barrier follows
+  const int f = exponents[j];
+  for (int k0 = blockIdx.y * B_DEPTH + threadIdx.x / B_COLS * RESIDUE_RUN; k0 < Kp; k0 += gridDim.y * B_DEPTH) {
+    float x[RESIDUE_RUN];  // Kp is a multiple of RESIDUE_RUN: a run lies in the row
 #pragma unroll
-    for (int q = ty; q < 16; q += 4) {  // rows 4q .. 4q + 3 of the tile
+    for (int t = 0; t < RESIDUE_RUN; ++t) x[t] = k0 + t < K ? B[size_t(k0 + t) * N + j] : 0.0f;
+    int w[MODULI][RESIDUE_RUN / 4];  // each modulus's residues, four to a word
+#pragma unroll
+    for (int v = 0; v < RESIDUE_RUN / 4; ++v) {
       Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int h = h0 + 4 * q + t;
-        if (h < K && j < N)
-          split[t] = Split20(rintf(PowerOfTwo(f - (shift ? shift[h] : 0))(finite_or_zero(B[size_t(h) * N + j]))));
+      for (int q = 0; q < 4; ++q) {
+        const int h = k0 + 4 * v + q, s = shift && h < K ? shift[h] : 0;
+        split[q] = Split20(rintf(PowerOfTwo(f - s)(finite_or_zero(x[4 * v + q]))));
       }
 #pragma unroll
       for (int l = 0; l < MODULI; ++l) {
         const Prime<MODULI> mod(consts, l);
-        tile[l][tx][q] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
+        w[l][v] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
       }
     }
-    __syncthreads();
-    for (int u = threadIdx.x; u < MODULI * 64 * 4; u += 256) {
-      const int l = u / (64 * 4), jj = u / 4 % 64, q = 4 * (u % 4), h = h0 + 4 * q;
-      if (j0 + jj < N && h < Kp) {
-        const int* w = tile[l][jj] + q;
-        signed char* at = planes + (size_t(l) * N + j0 + jj) * Kp + h;
-        *reinterpret_cast<int4*>(at) = make_int4(w[0], w[1], w[2], w[3]);  // Kp and h are multiples of 16
-      }
-    }
-    __syncthreads();  // the tile is rewritten next
+    signed char* out = planes + size_t(j) * Kp + k0;
+#pragma unroll
+    for (int l = 0; l < MODULI; ++l)
+      *reinterpret_cast<int4*>(out + size_t(l) * N * Kp) = make_int4(w[l][0], w[l][1], w[l][2], w[l][3]);
   }
 }
 
@@ -592,14 +654,15 @@ ozaki_products(int M, int N, int Kp, int Np, const double* __restrict__ consts, 
 // modulo it.
 constexpr int REBUILD_ROWS = 64;
 template <int MODULI>
-__global__ void __launch_bounds__(256) ozaki_reconstruct(int M, int N, int Np, int chunks, long long chunk_stride,
-                                                         float alpha, float beta, float* __restrict__ C,
-                                                         const unsigned char* __restrict__ R,
-                                                         const int* __restrict__ row_exponents,
-                                                         const int* __restrict__ col_exponents,
-                                                         const double* __restrict__ verdict,
-                                                         const double* __restrict__ consts,
-                                                         unsigned* __restrict__ row_max, unsigned* __restrict__ col_max) {
+__global__ void __launch_bounds__(256, 4) ozaki_reconstruct(int M, int N, int Np, int chunks, long long chunk_stride,
+                                                            float alpha, float beta, float* __restrict__ C,
+                                                            const unsigned char* __restrict__ R,
+                                                            const int* __restrict__ row_exponents,
+                                                            const int* __restrict__ col_exponents,
+                                                            const double* __restrict__ verdict,
+                                                            const double* __restrict__ consts,
+                                                            unsigned* __restrict__ row_max,
+                                                            unsigned* __restrict__ col_max) {
   __shared__ unsigned row_part[2][REBUILD_ROWS];
   __shared__ uint4 col_part[4][64];
   if (!chosen(verdict, MODULI)) return;  // every block alike, before any barrier
@@ -609,36 +672,54 @@ __global__ void __launch_bounds__(256) ozaki_reconstruct(int M, int N, int Np, i
   int f[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) f[q] = j0 + q < N ? col_exponents[j0 + q] : 0;
+  double W[MODULI];  // the CRT weights
+#pragma unroll
+  for (int l = 0; l < MODULI; ++l) W[l] = consts[MODULI + l];
   unsigned column[4] = {0u, 0u, 0u, 0u};
   for (int r0 = blockIdx.y * REBUILD_ROWS; r0 < M; r0 += gridDim.y * REBUILD_ROWS) {  // y may be too short for M
+    // each row's residues, four bytes a word (Np >= N is a multiple of 4: the four lie in the row), loaded a row ahead,
+    // so that they are in flight while the row before is rebuilt
+    unsigned next[MODULI];
+    const auto load = [&](int i) {
+#pragma unroll
+      for (int l = 0; l < MODULI; ++l)
+        next[l] = i < M && j0 < N ? *reinterpret_cast<const unsigned*>(R + (size_t(l) * M + i) * Np + j0) : 0u;
+    };
+    load(r0 + ty);
     for (int r = ty; r < REBUILD_ROWS; r += 4) {
       const int i = r0 + r;
-      unsigned row = 0u;
-      if (i < M && j0 < N) {  // Np >= N is a multiple of 4: the four bytes lie in the row
-        double s[4] = {0.0, 0.0, 0.0, 0.0};
+      unsigned word[MODULI];
 #pragma unroll
-        for (int l = 0; l < MODULI; ++l) {
-          const unsigned char* at = R + (size_t(l) * M + i) * Np + j0;
-          uchar4 r = *reinterpret_cast<const uchar4*>(at);
-          if (chunks > 1) {
+      for (int l = 0; l < MODULI; ++l) word[l] = next[l];
+      if (r + 4 < REBUILD_ROWS) load(i + 4);
+      unsigned row = 0u;
+      if (i < M && j0 < N) {
+        if (chunks > 1) {  // each modulus's residues of the other chunks of K, added modulo it
+#pragma unroll
+          for (int l = 0; l < MODULI; ++l) {
             const unsigned p = unsigned(consts[l]);
-            unsigned x = r.x, y = r.y, z = r.z, w = r.w;
+            const unsigned char* at = R + (size_t(l) * M + i) * Np + j0;
+            unsigned x = word[l] & 0xff, y = word[l] >> 8 & 0xff, z = word[l] >> 16 & 0xff, w = word[l] >> 24;
             for (int c = 1; c < chunks; ++c) {
               const uchar4 v = *reinterpret_cast<const uchar4*>(at + c * chunk_stride);
               x = (x + v.x) % p, y = (y + v.y) % p, z = (z + v.z) % p, w = (w + v.w) % p;
             }
-            r = make_uchar4(x, y, z, w);
+            word[l] = x | y << 8 | z << 16 | w << 24;
           }
-          const double w = consts[MODULI + l];
-          s[0] = fma(double(r.x), w, s[0]), s[1] = fma(double(r.y), w, s[1]);
-          s[2] = fma(double(r.z), w, s[2]), s[3] = fma(double(r.w), w, s[3]);
         }
+        double s[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+        for (int l = 0; l < MODULI; ++l)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) s[q] = fma(byte_as_double(word[l], q), W[l], s[q]);
         const int e = row_exponents[i];
+        const double scale = double(alpha);
         float out[4];
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          const double c = fma(-rint(s[q] * inv_P), P, s[q]);  // the representative nearest zero: |c| <= P / 4
-          out[q] = float(alpha * ldexp(c, -(e + f[q])));
+          // c is an integer and |e + f| < 1000 for finite floats (e and f within [-600, 400]): c 2^-(e + f) is exact
+          const double c = fma(-round_double(s[q] * inv_P), P, s[q]);  // the representative nearest zero: |c| <= P / 4
+          out[q] = float(scale * (c * exp2d(-(e + f[q]))));
           const unsigned size = j0 + q < N && isfinite(out[q]) ? __float_as_uint(fabsf(out[q])) : 0u;
           column[q] = max(column[q], size), row = max(row, size);
         }

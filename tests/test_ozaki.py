@@ -281,7 +281,7 @@ def test_the_check_shares_kernel_16s_scale_and_sample_layout():
     assert helper.search(check).group() == helper.search(kernel16).group()
     for name, value in (("CANDIDATES", len(ozaki.CANDIDATES)), ("SAMPLE_FIELDS", ozaki.SAMPLE_FIELDS)):
         assert re.search(rf"constexpr int {name} = (\d+);", check).group(1) == str(value), name
-    for name in ("REBUILD_ROWS", "RESIDUE_RUN"):
+    for name in ("REBUILD_ROWS", "RESIDUE_RUN", "B_COLS", "B_DEPTH"):
         assert re.search(rf"constexpr int {name} = (\d+);", kernel16).group(1) == str(getattr(ozaki_pipeline, name))
     assert re.search(r"constexpr int LINES = 2 \* CANDIDATES \+ 2;", check), "the check's LINES is ozaki.LINES"
     escape = dict(re.findall(r"(ESCAPE_\w+) = (\d+)", check))

@@ -272,7 +272,7 @@ def test_ozaki_verdict_layout():
 
 def test_ozaki_constants_are_where_the_kernels_read_them():
     prime = block(OZAKI, r"struct Prime \{")
-    rebuild = block(OZAKI, r"void __launch_bounds__\(256\) ozaki_reconstruct\(")
+    rebuild = block(OZAKI, r"void __launch_bounds__\(256, 4\) ozaki_reconstruct\(")
     (split,) = found(r"x \* 0x1p-(\d+)f", OZAKI, OZAKI_AT)  # Split20: x = hi 2^20 + lo
     for moduli in (6, 7, 9):
         consts, mods = ozaki.constants(moduli, 4096), ozaki.MODULI[:moduli]
@@ -283,7 +283,7 @@ def test_ozaki_constants_are_where_the_kernels_read_them():
 
         inv_p, c20 = at(prime, r"inv_p\(float\(consts\[(.+?)\]\)\)"), at(prime, r"c20\(float\(consts\[(.+?)\]\)\)")
         big, inv_big = at(rebuild, r"double P = consts\[(.+?)\],"), at(rebuild, r"inv_P = consts\[(.+?)\];")
-        weight = at(rebuild, r"w = consts\[(.+?)\];")
+        weight = at(rebuild, r"W\[l\] = consts\[(.+?)\];")
         where = f"ozaki.constants({moduli}, k) against where {OZAKI_AT} reads them"
         assert consts[at(rebuild, r"p = unsigned\(consts\[(.+?)\]\)"):][:moduli].tolist() == list(mods), \
             f"{where}: the moduli"
@@ -323,6 +323,7 @@ def test_ozaki_residue_rows_are_whole_words():
 # Each companion's index math (a regex over its body, its captured numbers) and what a launch must then cover.
 STATS = ozaki_pipeline.STATS_ROWS
 ACROSS, LANES = (constants(OZAKI)[name] for name in ("STATS_ACROSS", "STATS_LANES"))  # a stats block's threads
+RUN, B_COLS, B_DEPTH = (constants(OZAKI)[name] for name in ("RESIDUE_RUN", "B_COLS", "B_DEPTH"))  # the residues'
 COVERS = {
     "ozaki_stats_a": (r"c0 = \(blockIdx\.x \* STATS_ACROSS \+ tx\) \* (\d+), r0 = blockIdx\.y \* STATS_ROWS",
                       lambda g, b, s, v: b == ACROSS * LANES and g[0] * ACROSS * v >= s.k and g[1] * STATS >= s.m),
@@ -342,13 +343,12 @@ COVERS = {
                      lambda g, b, s: g == (1,) and b >= 32 * (len(ozaki.CANDIDATES) + 1)),
     "ozaki_exponents": (r"if \(u < M\) .*\n.*else if \(u < M \+ N\)", lambda g, b, s: g[0] * b >= s.m + s.n),
     "ozaki_residues_a": (r"row = int\(u / \(Kp / RESIDUE_RUN\)\), k0 = int\(u % \(Kp / RESIDUE_RUN\)\) \* RESIDUE_RUN",
-                         lambda g, b, s: g[0] * b * constants(OZAKI)["RESIDUE_RUN"] >= s.m * s.kp
-                         and s.kp % constants(OZAKI)["RESIDUE_RUN"] == 0),
-    "ozaki_residues_b": (r"h0 = blockIdx\.x \* (\d+), tx = threadIdx\.x % \d+, ty = threadIdx\.x / (\d+);\s+"
-                         r"for \(int j0 = blockIdx\.y \* (\d+); j0 < N; j0 \+= gridDim\.y \* \3\).*\s+.*\s+"
-                         r"#pragma unroll\s+for \(int q = ty; q < \d+; q \+= (\d+)\)",  # y: a grid-stride loop
-                         lambda g, b, s, rows, lanes, cols, steps: b == steps * lanes and g[0] * rows >= s.kp
-                         and 1 <= g[1] <= catalog.MAX_GRID_Y),
+                         lambda g, b, s: g[0] * b * RUN >= s.m * s.kp and s.kp % RUN == 0),
+    "ozaki_residues_b": (r"j = blockIdx\.x \* B_COLS \+ threadIdx\.x % B_COLS;[\s\S]*"
+                         r"for \(int k0 = blockIdx\.y \* B_DEPTH \+ threadIdx\.x / B_COLS \* RESIDUE_RUN; k0 < Kp; "
+                         r"k0 \+= gridDim\.y \* B_DEPTH\)",  # y: a grid-stride loop
+                         lambda g, b, s: b * RUN == B_COLS * B_DEPTH and g[0] * B_COLS >= s.n
+                         and 1 <= g[1] <= catalog.MAX_GRID_Y and s.kp % RUN == 0),
     "ozaki_reconstruct": (r"j = blockIdx\.x \* (\d+) \+ threadIdx\.x;[\s\S]*"
                           r"for \(int r0 = blockIdx\.y \* REBUILD_ROWS; r0 < M; r0 \+= gridDim\.y \* REBUILD_ROWS\)",
                           lambda g, b, s, t: b == t and g[0] * t >= s.n and 1 <= g[1] <= catalog.MAX_GRID_Y),

@@ -32,7 +32,8 @@ from .ozaki import Estimate
 WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
 # wake-up (~60 us), which the check at the end of every call would add to it
 REBUILD_ROWS = 64  # kernels/16_ozaki.cu's: rows of C one block of ozaki_reconstruct writes
-RESIDUE_RUN = 16  # kernels/16_ozaki.cu's: consecutive k of a row of A one thread of ozaki_residues_a splits
+RESIDUE_RUN = 16  # kernels/16_ozaki.cu's: consecutive k of a row of A (or a column of B) one thread splits
+B_COLS, B_DEPTH = 16, 256  # kernels/16_ozaki.cu's: the columns of B and the k one block of ozaki_residues_b splits
 ESCAPED = "ozaki_escape"  # the report's fallback where a replayed call's C came from ozaki_escape's SGEMM
 ESCAPE_TILE = 128  # kernels/ozaki_check.cu's: the rows and columns of C one block of ozaki_escape's SGEMM computes
 ESCAPE_BLOCKS_PER_SM = 2  # ozaki_escape's grid: blocks that leave at once on a steady call, or share the SGEMM's tiles
@@ -217,7 +218,7 @@ class Pipeline:
         kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 256 * RESIDUE_RUN),), threads,
                                                (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
                                                 ruling, c.consts, self.planes_a))
-        kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(self.kp, 64), min(ceil_div(n, 64), MAX_GRID_Y)), threads,
+        kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(n, B_COLS), min(ceil_div(self.kp, B_DEPTH), MAX_GRID_Y)), threads,
                                                (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
                                                 ruling, c.consts, self.planes_b), stream=self.aux)
         self._join_aux()
