@@ -517,6 +517,7 @@ __global__ void ozaki_exponents(int M, int N, const double* __restrict__ row_nor
 // modulus), for every modulus; with equilibration, s_k adds to the row's exponent. Long runs keep many bytes in flight
 // per thread, so the split holds its pace on the SMs it shares with the estimate's sample.
 constexpr int RESIDUE_RUN = 16;  // Kp is a multiple of 16: a run never straddles two rows
+static_assert(RESIDUE_RUN == 16, "a run's residues of one modulus are stored as one int4: four words of four bytes");
 template <int MODULI>
 __global__ void __launch_bounds__(256) ozaki_residues_a(int M, int K, int Kp, const float* __restrict__ A,
                                                         const int* __restrict__ exponents,

@@ -218,9 +218,10 @@ class Pipeline:
         kernels[f"ozaki_residues_a<{moduli}>"]((ceil_div(m * self.kp, 256 * RESIDUE_RUN),), threads,
                                                (i32(m), i32(k), i32(self.kp), self.a, self.e_a, self.shift,
                                                 ruling, c.consts, self.planes_a))
-        kernels[f"ozaki_residues_b<{moduli}>"]((ceil_div(n, B_COLS), min(ceil_div(self.kp, B_DEPTH), MAX_GRID_Y)), threads,
-                                               (i32(k), i32(n), i32(self.kp), self.b, self.f_b, self.shift,
-                                                ruling, c.consts, self.planes_b), stream=self.aux)
+        b_grid = (ceil_div(n, B_COLS), min(ceil_div(self.kp, B_DEPTH), MAX_GRID_Y))
+        kernels[f"ozaki_residues_b<{moduli}>"](b_grid, threads, (i32(k), i32(n), i32(self.kp), self.b, self.f_b,
+                                                                 self.shift, ruling, c.consts, self.planes_b),
+                                               stream=self.aux)
         self._join_aux()
 
     def multiply(self, moduli: int) -> None:
