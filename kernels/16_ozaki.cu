@@ -518,6 +518,32 @@ __global__ void ozaki_exponents(int M, int N, const double* __restrict__ row_nor
 // per thread, so the split holds its pace on the SMs it shares with the estimate's sample.
 constexpr int RESIDUE_RUN = 16;  // Kp is a multiple of 16: a run never straddles two rows
 static_assert(RESIDUE_RUN == 16, "a run's residues of one modulus are stored as one int4: four words of four bytes");
+
+// The residues of a run of RESIDUE_RUN elements, k0 .. k0 + 15 along K, scaled by 2^(e + sign s_k) (shift: s_k, or
+// null), each modulus's as one 16-byte store at out + l plane_bytes.
+template <int MODULI>
+__device__ __forceinline__ void split_run(const float (&x)[RESIDUE_RUN / 4][4], int e, int sign,
+                                          const int* __restrict__ shift, int k0, int K,
+                                          const double* __restrict__ consts, signed char* out, size_t plane_bytes) {
+  int w[MODULI][RESIDUE_RUN / 4];  // each modulus's residues, four to a word
+#pragma unroll
+  for (int v = 0; v < RESIDUE_RUN / 4; ++v) {
+    Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int k = k0 + 4 * v + q, s = shift && k < K ? shift[k] : 0;
+      split[q] = Split20(rintf(PowerOfTwo(e + sign * s)(finite_or_zero(x[v][q]))));
+    }
+#pragma unroll
+    for (int l = 0; l < MODULI; ++l) {
+      const Prime<MODULI> mod(consts, l);
+      w[l][v] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
+    }
+  }
+#pragma unroll
+  for (int l = 0; l < MODULI; ++l)
+    *reinterpret_cast<int4*>(out + l * plane_bytes) = make_int4(w[l][0], w[l][1], w[l][2], w[l][3]);
+}
 template <int MODULI>
 __global__ void __launch_bounds__(256) ozaki_residues_a(int M, int K, int Kp, const float* __restrict__ A,
                                                         const int* __restrict__ exponents,
@@ -533,25 +559,7 @@ __global__ void __launch_bounds__(256) ozaki_residues_a(int M, int K, int Kp, co
   float x[RESIDUE_RUN / 4][4];
 #pragma unroll
   for (int v = 0; v < RESIDUE_RUN / 4; ++v) load_four(A + size_t(row) * K, k0 + 4 * v, K, x[v]);
-  int w[MODULI][RESIDUE_RUN / 4];  // each modulus's residues, four to a word
-#pragma unroll
-  for (int v = 0; v < RESIDUE_RUN / 4; ++v) {
-    Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int k = k0 + 4 * v + q, s = shift && k < K ? shift[k] : 0;
-      split[q] = Split20(rintf(PowerOfTwo(e + s)(finite_or_zero(x[v][q]))));
-    }
-#pragma unroll
-    for (int l = 0; l < MODULI; ++l) {
-      const Prime<MODULI> mod(consts, l);
-      w[l][v] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
-    }
-  }
-  signed char* out = planes + size_t(row) * Kp + k0;
-#pragma unroll
-  for (int l = 0; l < MODULI; ++l)
-    *reinterpret_cast<int4*>(out + size_t(l) * M * Kp) = make_int4(w[l][0], w[l][1], w[l][2], w[l][3]);
+  split_run<MODULI>(x, e, 1, shift, k0, K, consts, planes + size_t(row) * Kp + k0, size_t(M) * Kp);
 }
 
 // B's residue planes, transposed: each thread RESIDUE_RUN consecutive k of one column (sixteen 4-byte loads, lanes side
@@ -576,28 +584,10 @@ __global__ void __launch_bounds__(256) ozaki_residues_b(int K, int N, int Kp, co
   if (j >= N) return;  // no barrier follows
   const int f = exponents[j];
   for (int k0 = blockIdx.y * B_DEPTH + threadIdx.x / B_COLS * RESIDUE_RUN; k0 < Kp; k0 += gridDim.y * B_DEPTH) {
-    float x[RESIDUE_RUN];  // Kp is a multiple of RESIDUE_RUN: a run lies in the row
+    float x[RESIDUE_RUN / 4][4];  // Kp is a multiple of RESIDUE_RUN: a run lies in the row
 #pragma unroll
-    for (int t = 0; t < RESIDUE_RUN; ++t) x[t] = k0 + t < K ? B[size_t(k0 + t) * N + j] : 0.0f;
-    int w[MODULI][RESIDUE_RUN / 4];  // each modulus's residues, four to a word
-#pragma unroll
-    for (int v = 0; v < RESIDUE_RUN / 4; ++v) {
-      Split20 split[4] = {Split20(0.0f), Split20(0.0f), Split20(0.0f), Split20(0.0f)};
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int h = k0 + 4 * v + q, s = shift && h < K ? shift[h] : 0;
-        split[q] = Split20(rintf(PowerOfTwo(f - s)(finite_or_zero(x[4 * v + q]))));
-      }
-#pragma unroll
-      for (int l = 0; l < MODULI; ++l) {
-        const Prime<MODULI> mod(consts, l);
-        w[l][v] = pack(mod(split[0]), mod(split[1]), mod(split[2]), mod(split[3]));
-      }
-    }
-    signed char* out = planes + size_t(j) * Kp + k0;
-#pragma unroll
-    for (int l = 0; l < MODULI; ++l)
-      *reinterpret_cast<int4*>(out + size_t(l) * N * Kp) = make_int4(w[l][0], w[l][1], w[l][2], w[l][3]);
+    for (int t = 0; t < RESIDUE_RUN; ++t) x[t / 4][t % 4] = k0 + t < K ? B[size_t(k0 + t) * N + j] : 0.0f;
+    split_run<MODULI>(x, f, -1, shift, k0, K, consts, planes + size_t(j) * Kp + k0, size_t(N) * Kp);
   }
 }
 
