@@ -31,6 +31,7 @@ from .ozaki import Estimate
 
 WAIT_S = 0.0  # between two looks at a result from the GPU: sleep(0) lets other Python threads run without a timer's
 # wake-up (~60 us), which the check at the end of every call would add to it
+STATS_ROWS = 64  # kernels/16_ozaki.cu's: rows of A or B one block of the statistics kernels reads
 REBUILD_ROWS = 64  # kernels/16_ozaki.cu's: rows of C one block of ozaki_reconstruct writes
 RESIDUE_RUN = 16  # kernels/16_ozaki.cu's: consecutive k of a row of A (or a column of B) one thread splits
 B_COLS, B_DEPTH = 16, 256  # kernels/16_ozaki.cu's: the columns of B and the k one block of ozaki_residues_b splits
@@ -470,9 +471,6 @@ class Pipeline:
         with yardstick.cublas_math("fp32"):
             product = cupy.matmul(a, b)
         self.out[...] = self.alpha * product + (self.beta * self.out if self.beta else 0)
-
-
-STATS_ROWS = 64  # kernels/16_ozaki.cu's STATS_ROWS
 
 
 def _runtime(what: str, result: tuple) -> tuple:
