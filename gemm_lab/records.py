@@ -40,6 +40,12 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def date_span(dates: Iterable[str]) -> str:
+    """'<first> to <last>' of ISO dates, or the one date where all are the same day: how captions date their data."""
+    days = sorted(set(dates))
+    return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+
+
 def versions(gpu: Any) -> dict[str, str]:
     """The software a live measurement ran under, as every record names it."""
     return {"driver": gpu.driver, "cuda_runtime": gpu.cuda_runtime, "cupy": gpu.cupy}

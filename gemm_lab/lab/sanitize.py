@@ -241,10 +241,9 @@ def summary(runs: Iterable[SanitizerRun]) -> Table:
     order = list(catalog.KERNELS)  # the book's order; a kernel no longer catalogued last
     kernels = sorted({r.kernel for r in runs}, key=lambda k: (order.index(k) if k in order else len(order), k))
     errors = {(r.kernel, r.tool): str(r.errors) for r in runs}
-    dates = sorted({r.recorded_at[:10] for r in runs})
     versions = sorted({r.versions.get("compute_sanitizer", "?") for r in runs})
     caption = (f"errors found by compute-sanitizer {', '.join(versions)} on "
-               f"{', '.join(sorted({r.gpu for r in runs}))}, {' to '.join(dict.fromkeys([dates[0], dates[-1]]))}"
+               f"{', '.join(sorted({r.gpu for r in runs}))}, {records.date_span(r.recorded_at[:10] for r in runs)}"
                if runs else "no sanitizer runs")
     return Table(("kernel", *tools), tuple((k, *(errors.get((k, t), "-") for t in tools)) for k in kernels), caption)
 

@@ -15,7 +15,7 @@ from matplotlib.patches import Patch
 
 from .. import catalog, run
 from ..models import model
-from ..records import CUBLAS, CUBLAS_KERNELS, Measurement
+from ..records import CUBLAS, CUBLAS_KERNELS, Measurement, date_span
 from ..spec import ceil_div
 from .style import TEXT, TITLE, WIDTH, renderer, stamp, wrap
 from .tables import baseline_name, counters_provenance, ozaki_label, params_text, provenance, shape_text
@@ -626,8 +626,8 @@ def errors(rows: Sequence[Any], along: str = "k", title: str = "") -> Figure:
                  fontsize=TITLE)
     fig.tight_layout()
     legend_below(fig, axes[0], 2)
-    gpus, dates = sorted({r.gpu for r in rows}), sorted({r.recorded_at[:10] for r in rows})
-    return stamp(fig, f"recorded on {', '.join(gpus)}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
+    gpus = sorted({r.gpu for r in rows})
+    return stamp(fig, f"recorded on {', '.join(gpus)}, {date_span(r.recorded_at[:10] for r in rows)}")
 
 
 def claims(groups: Sequence[tuple[str, Sequence[tuple[str, float, Measurement]]]], title: str = "") -> Figure:
@@ -729,5 +729,4 @@ def median_error_vs_speed(ms: Sequence[Measurement], errs: Sequence[Any], title:
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     legend_below(fig, ax, 2)
-    dates = sorted({e.recorded_at[:10] for e in errs})
-    return stamp(fig, provenance(ms) + f"; errors recorded {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else ""))
+    return stamp(fig, provenance(ms) + f"; errors recorded {date_span(e.recorded_at[:10] for e in errs)}")

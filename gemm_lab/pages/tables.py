@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .. import catalog, device, turns
 from ..models.gpus import card_of
-from ..records import CUBLAS_KERNELS, Measurement
+from ..records import CUBLAS_KERNELS, Measurement, date_span
 
 if TYPE_CHECKING:
     from ..models import model
@@ -133,8 +133,7 @@ def provenance(measurements: Iterable[Measurement], *, races: bool = True) -> st
     others = [m for m in dict.fromkeys(x.method for x in ms) if m not in ("sustained", "short", "")] if races else []
     short += f"; races timed in {', '.join(others)}" if others else ""  # e.g. chapter 8's turn lengths
     if any(x.replayed for x in ms):
-        dates = sorted({x.date for x in ms})
-        span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+        span = date_span(x.date for x in ms)
         how = "read back from records/" if device.live() else f"replayed: {replay_reason()}"
         return f"recorded on {where}, {span} ({how}){short}"
     return f"measured live on {where}{short}"
@@ -177,9 +176,7 @@ def counters_provenance(rows: Iterable[dict]) -> str:
     counters it shows and when they were read (live ones are today's)."""
     rows = list(rows)
     gpus = sorted({r["gpu"] for r in rows})
-    dates = sorted({r["recorded_at"][:10] for r in rows})
-    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-    return f"Nsight Compute on {', '.join(gpus)}, {span}"
+    return f"Nsight Compute on {', '.join(gpus)}, {date_span(r['recorded_at'][:10] for r in rows)}"
 
 
 def shape_text(m: int, n: int, k: int) -> str:
@@ -463,7 +460,7 @@ def retimed(gpu: str | None = None) -> Retimed:
     table = Table(("kernel", "size", "race (rounds)", "re-timed (pairs of runs)",
                    "points apart (% of the re-timed share)"), tuple(cells),
                   f"% of the cuBLAS each kernel replaces; race: the record the pages quote; re-timed: "
-                  f"benchmarks/retime.py, {min(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
+                  f"benchmarks/retime.py, {date_span(r['recorded_at'][:10] for r in rows)}; " + provenance(races))
     first = rows[0]
     how = (f"after {first['warm_s']:g} s untimed, {first['blocks'] // 2} runs of {first['block_s']:g} s a side, each "
            f"after {first['lead_s']:g} s untimed")
@@ -512,8 +509,8 @@ def banner(page: str = "") -> Banner:
                       f"TFLOP/s at {gpu.clock_mhz:.0f} MHz). " + (plan or "Every number below is measured now."))
     moved = _follow_the_page(page)
     mine, shown = device.reader_gpu(), device.replay_gpu()
-    dates = sorted({x.date for x in records.measurements()})
-    when = f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") if dates else ""
+    dates = [x.date for x in records.measurements()]
+    when = f", {date_span(dates)}" if dates else ""
     text = f"Replay ({replay_reason()}): every number below was recorded on {shown}{when}" + (
         ", the span of that GPU's records; each chart and table gives the dates of its own data, within it."
         if len(dates) > 1 else ".")
@@ -566,10 +563,10 @@ def _recorded_elsewhere(page: str, shown: str) -> str:
     out = ""
     for spec in (s for s in _own_kernels(page) if not records.measurements(s.name)):
         for gpu in records.fallbacks():
-            dates = sorted({x.date for x in records.measurements(spec.name, gpu)})
+            dates = [x.date for x in records.measurements(spec.name, gpu)]
             if dates:
                 out += (f" Except the {spec.name} kernel's: {shown} has no records of it, so they are {gpu}'s, "
-                        f"recorded {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") + ".")
+                        f"recorded {date_span(dates)}.")
                 break
     return out
 

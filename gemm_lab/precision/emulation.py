@@ -283,8 +283,7 @@ def stage_source(params: dict[str, int] | None = None) -> str:
     rows = _stage_rows(inst.params)
     if not rows:
         return f"no stage times recorded for {inst.describe()} on {device.replay_gpu()}"
-    dates = sorted({r["recorded_at"][:10] for r in rows})
-    return f"recorded on {rows[0]['gpu']}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "")
+    return f"recorded on {rows[0]['gpu']}, {records.date_span(r['recorded_at'][:10] for r in rows)}"
 
 
 @dataclass(frozen=True)
@@ -345,8 +344,8 @@ def case_name(phi: float | None, family: str = "") -> str:
 
 
 def dates(rows: Sequence[Errors]) -> str:
-    gpus, dates = sorted({r.gpu for r in rows}), sorted({r.recorded_at[:10] for r in rows})
-    return f"recorded on {', '.join(gpus)}, {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "")
+    gpus = sorted({r.gpu for r in rows})
+    return f"recorded on {', '.join(gpus)}, {records.date_span(r.recorded_at[:10] for r in rows)}"
 
 
 def clock_speed_of_light(x: Any) -> float:
