@@ -591,19 +591,37 @@ __global__ void __launch_bounds__(256) ozaki_residues_b(int K, int N, int Kp, co
   }
 }
 
-// v mod p in [0, p), exactly, for |v| < 2^31 and 128 < p <= 256: v = hi 2^16 + lo folds to x = hi (2^16 mod p) + lo
-// plus a multiple of p that makes it positive, x < 2^25; then a multiply-high by ceil(2^39 / p) gives x / p exactly.
+// v mod p in [0, p), exactly, for any int32 v and 128 < p <= 256: v = hi 2^16 + lo folds to x = hi (2^16 mod p) + lo
+// plus a multiple of p that makes it positive, 0 < x < 2^24 + 2^17, as v + hi (2^16 mod p - 2^16) + offset in 32-bit
+// arithmetic; then x / p is the high word of x ceil(2^32 / p) (exact in that range: tests/test_ozaki.py checks every x).
 struct Modulus {
-  unsigned p, c16, offset, magic;
-  __device__ __forceinline__ explicit Modulus(unsigned p_)
-      : p(p_), c16((1u << 16) % p_), offset(p_ * ((1u << 23) / p_ + 1)), magic(unsigned((1ull << 39) / p_) + 1) {}
+  unsigned minus_p, fold, offset, magic;
+  __device__ __forceinline__ explicit Modulus(unsigned p)
+      : minus_p(0u - p), fold((1u << 16) % p - (1u << 16)), offset(p * ((1u << 23) / p + 1)),
+        magic(unsigned(((1ull << 32) + p - 1) / p)) {}
   __device__ __forceinline__ unsigned operator()(int v) const {
-    const unsigned x = unsigned((v >> 16) * int(c16) + (v & 0xffff) + int(offset));
-    return x - (__umulhi(x, magic) >> 7) * p;
+    const unsigned x = unsigned(v) + unsigned(v >> 16) * fold + offset;
+    return x + __umulhi(x, magic) * minus_p;
   }
 };
 
+// Np, the bytes of a row of the products' residues of C, is a multiple of this (ozaki.N_ALIGN): whole 16-byte stores.
+constexpr int C_ROW_ALIGN = 16;
+
+// A 4 x 4 transpose of 16-bit items across the four lanes of a quad (t = lane % 4): lane t gives X[t][0..3], packed
+// two to a word (lo: items 0, 1; hi: 2, 3), and gets X[0..3][t], in that order, in two words. Two shuffles.
+__device__ __forceinline__ uint2 quad_transpose(unsigned lo, unsigned hi, int t) {
+  const bool a = t & 1, b = t & 2;
+  const unsigned keep = b ? hi : lo, got = __shfl_xor_sync(0xffffffff, b ? lo : hi, 2);  // items 2b, 2b + 1 of t, t ^ 2
+  const unsigned mine = __byte_perm(keep, got, a ? 0x7632 : 0x5410);  // item 2b + a of lanes t, t ^ 2
+  const unsigned theirs = __shfl_xor_sync(0xffffffff, __byte_perm(keep, got, a ? 0x5410 : 0x7632), 1);  // of t ^ 1, t ^ 3
+  const unsigned x = a ? theirs : mine, y = a ? mine : theirs;  // lanes (0 or 2, 2 or 0) and (1 or 3, 3 or 1)
+  return make_uint2(__byte_perm(x, y, b ? 0x7632 : 0x5410), __byte_perm(x, y, b ? 0x5410 : 0x7632));
+}
+
 // The products' epilogue: each int32 sum modulo this product's modulus, a byte, into its plane (rows of Np bytes).
+// A lane holds columns 8j + 2t and 8j + 2t + 1 of its two rows for every j; for each eight j, the quad trades them so
+// that lane t stores the 16 bytes of j = 8J + 2t and 8J + 2t + 1, and the quad 64 consecutive bytes of the row.
 struct StoreResidues {
   static constexpr unsigned WARP_SMEM = 0;
   unsigned char* __restrict__ R;
@@ -613,17 +631,26 @@ struct StoreResidues {
   template <int NACC>
   __device__ __forceinline__ void operator()(const int (&acc)[NACC], int matrix, int row0, int col0, int warp, int lane,
                                              unsigned) const {
+    static_assert(NACC % 32 == 0, "groups of eight j");
     const Modulus mod{unsigned(consts[matrix])};
     unsigned char* plane = R + size_t(matrix) * M * Np;
     const int r = row0 + 16 * warp + lane / 4, t = lane % 4;
 #pragma unroll
-    for (int j = 0; j < NACC / 4; ++j) {
-      const int col = col0 + 8 * j + 2 * t;  // even, and Np is a multiple of 4: both bytes lie in the row or neither
-      if (col >= Np) continue;
-      if (r < M) *reinterpret_cast<uchar2*>(plane + size_t(r) * Np + col) = make_uchar2(mod(acc[4 * j]), mod(acc[4 * j + 1]));
-      if (r + 8 < M)
-        *reinterpret_cast<uchar2*>(plane + size_t(r + 8) * Np + col) = make_uchar2(mod(acc[4 * j + 2]), mod(acc[4 * j + 3]));
-    }
+    for (int J = 0; J < NACC / 32; ++J)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // rows r and r + 8
+        unsigned x[8];  // the two bytes of j = 8J + u, as 16 bits
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          const int* v = acc + 4 * (8 * J + u) + 2 * h;
+          x[u] = __byte_perm(mod(v[0]), mod(v[1]), 0x0040);
+        }
+        const uint2 even = quad_transpose(__byte_perm(x[0], x[2], 0x5410), __byte_perm(x[4], x[6], 0x5410), t);
+        const uint2 odd = quad_transpose(__byte_perm(x[1], x[3], 0x5410), __byte_perm(x[5], x[7], 0x5410), t);
+        const int row = r + 8 * h, col = col0 + 64 * J + 16 * t;  // col and Np are multiples of 16
+        if (row < M && col < Np)
+          *reinterpret_cast<uint4*>(plane + size_t(row) * Np + col) = make_uint4(even.x, even.y, odd.x, odd.y);
+      }
   }
   __device__ __forceinline__ void drain(int) const {}
 };
@@ -668,7 +695,7 @@ __global__ void __launch_bounds__(256, 4) ozaki_reconstruct(int M, int N, int Np
   for (int l = 0; l < MODULI; ++l) W[l] = consts[MODULI + l];
   unsigned column[4] = {0u, 0u, 0u, 0u};
   for (int r0 = blockIdx.y * REBUILD_ROWS; r0 < M; r0 += gridDim.y * REBUILD_ROWS) {  // y may be too short for M
-    // each row's residues, four bytes a word (Np >= N is a multiple of 4: the four lie in the row), loaded a row ahead,
+    // each row's residues, four bytes a word (Np >= N is a multiple of 16: the four lie in the row), loaded a row ahead,
     // so that they are in flight while the row before is rebuilt
     unsigned next[MODULI];
     const auto load = [&](int i) {

@@ -69,15 +69,23 @@ def test_the_fp32_residue_of_kernel_16_is_exact():
 
 
 def test_the_modulo_of_the_products_epilogue_is_exact():
-    """Modulus of kernels/16_ozaki.cu in 32-bit unsigned arithmetic: every int32 sum below 2^31 in magnitude."""
+    """Modulus of kernels/16_ozaki.cu in 32-bit unsigned arithmetic: every int32 folds to 0 < x < 2^24 + 2^17, and the
+    quotient by a multiply-high is exact for every x in that range."""
     rng = np.random.default_rng(1)
-    vs = np.concatenate([rng.integers(-(2**31) + 1, 2**31, 200_000), np.arange(-70_000, 70_000)]).astype(np.int64)
+    vs = np.concatenate([rng.integers(-(2**31), 2**31, 200_000), np.arange(-70_000, 70_000),
+                         [-(2**31), 2**31 - 1]]).astype(np.int64)
+    word = 2**32
     for p in ozaki.MODULI[:MAX_MODULI]:
-        c16, offset, magic = (1 << 16) % p, p * ((1 << 23) // p + 1), (1 << 39) // p + 1
-        x = ((vs >> 16) * c16 + (vs & 0xFFFF) + offset).astype(np.uint64)
-        assert x.max() < 2**32 and magic < 2**32
-        q = ((x * np.uint64(magic)) >> np.uint64(32)) >> np.uint64(7)
-        assert ((x - q * np.uint64(p)).astype(np.int64) == vs % p).all()
+        c16, offset, magic = (1 << 16) % p, p * ((1 << 23) // p + 1), -(-word // p)
+        fold, minus_p = (c16 - (1 << 16)) % word, -p % word
+        x = (vs + (vs >> 16) * fold + offset) % word
+        assert (x == (vs >> 16) * c16 + (vs & 0xFFFF) + offset).all()
+        r = (x + ((x * magic) >> 32) * minus_p) % word
+        assert (r == vs % p).all()
+        lowest, highest = -(2**15) * c16 + offset, (2**15 - 1) * c16 + 0xFFFF + offset  # the fold's extremes
+        assert 0 < lowest and highest < 2**24 + 2**17 and magic < word
+        xs = np.arange(lowest, highest + 1, dtype=np.uint64)
+        assert (((xs * np.uint64(magic)) >> np.uint64(32)) == xs // np.uint64(p)).all()
 
 
 @pytest.mark.parametrize("moduli", range(6, MAX_MODULI + 1))

@@ -63,7 +63,7 @@ def split_k(m: int, n: int, k: int, sms: int) -> int:
 
 
 K_ALIGN = 16  # residue rows are padded to whole 16 bytes: TMA's row stride
-N_ALIGN = 4  # rows of the products' residues of C are padded to 4 bytes: one 32-bit load per 4 columns
+N_ALIGN = 16  # rows of the products' residues of C are padded to 16 bytes: the products store 16 bytes a lane
 # An int32 sum of int8 residue products (|r| <= 128) is exact for up to 2^17 - 1 terms: longer K is cut into chunks of
 # this many (a multiple of the products' 128-deep steps), whose residues add up modulo each modulus.
 K_CHUNK = 2**17 - 128
