@@ -63,9 +63,9 @@ def test_the_numpy_model_takes_moduli_of_its_own():
 
 
 def test_traffic_counts_the_planes_as_the_kernels_pad_them():
-    t = ozaki.traffic(8, 100, 60, 30)  # K padded to 32 bytes, N to 60 (already a multiple of 4)
+    t = ozaki.traffic(8, 100, 60, 30)  # K padded to 32 bytes, N to 64 (the residues of C: rows of whole 16 bytes)
     assert t["split"][1] == 8 * (100 + 60) * 32
-    assert t["products"] == (8 * 160 * 32, 8 * 100 * 60)
+    assert t["products"] == (8 * 160 * 32, 8 * 100 * 64)
     assert t["reconstruct"][1] == 4 * 100 * 60 and t["scale"][0] == 4 * (100 * 30 + 30 * 60)
 
 

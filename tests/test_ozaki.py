@@ -83,7 +83,7 @@ def test_the_modulo_of_the_products_epilogue_is_exact():
         r = (x + ((x * magic) >> 32) * minus_p) % word
         assert (r == vs % p).all()
         lowest, highest = -(2**15) * c16 + offset, (2**15 - 1) * c16 + 0xFFFF + offset  # the fold's extremes
-        assert 0 < lowest and highest < 2**24 + 2**17 and magic < word
+        assert lowest > 0 and highest < 2**24 + 2**17 and magic < word
         xs = np.arange(lowest, highest + 1, dtype=np.uint64)
         assert (((xs * np.uint64(magic)) >> np.uint64(32)) == xs // np.uint64(p)).all()
 

@@ -316,8 +316,8 @@ def test_ozaki_k_chunks_keep_the_int32_sums_exact():
 
 def test_ozaki_residue_rows_are_whole_words():
     (quad,) = found(r"j0 = \(blockIdx\.x \* 64 \+ tx\) \* (\d+), j = ", OZAKI, OZAKI_AT)  # ozaki_reconstruct's uchar4s
-    assert ozaki.N_ALIGN == constants(OZAKI)["C_ROW_ALIGN"] and ozaki.N_ALIGN % quad == 0, \
-        f"ozaki.N_ALIGN = {ozaki.N_ALIGN}: {OZAKI_AT}'s products store 16 bytes of a row, its reconstruction reads {quad}"
+    assert constants(OZAKI)["C_ROW_ALIGN"] == ozaki.N_ALIGN and ozaki.N_ALIGN % quad == 0, \
+        f"ozaki.N_ALIGN = {ozaki.N_ALIGN}: {OZAKI_AT}'s products store 16 bytes, the reconstruction reads {quad}"
     assert ozaki.K_ALIGN % 4 == 0, f"ozaki.K_ALIGN: {OZAKI_AT}'s residue kernels write words of 4 k"
 
 
