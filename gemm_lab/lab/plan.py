@@ -100,7 +100,7 @@ STEP_PARTS_GPU = "NVIDIA H200"
 HOPPER_TILE_PART = ("wgmma_tf32", {"BM": 256, "BN": 128, "STAGES": 4})
 # Chapter 7b's steps 1 and 2 part by part, from kernel 10 to kernel 10b: step 1 alone (kernel 10b's cp.async pipeline
 # with kernel 10's lanes and plain fragment loads), + kernel 10b's lanes, + volatile fragment loads (then + ptxas'
-# register-usage level is kernel 10b), raced at STEP_PARTS_SIZE on STEP_PARTS_GPU only, with kernels 10 and 10b's
+# register-usage level is kernel 10b), raced and counted at STEP_PARTS_SIZE on STEP_PARTS_GPU only, with kernels 10 and 10b's
 # headline races (`gemm-lab record --only headline --chapter ch07_warp_tiling --chapter ch07b_pipelined_warp_tiling`).
 PIPELINED_PARTS = (("pipelined_parts", {}), ("pipelined_parts", {"LANES": 1}),
                    ("pipelined_parts", {"LANES": 1, "VOLATILE": 1}))
@@ -120,7 +120,7 @@ PRODUCER_PARTS = (("wgmma_ws_parts", {}),)
 # ... and counted there beside the step's other parts: chapter 8a's kernel on step 1's tile, and step 1 itself.
 STEP1_COUNTERS = (HOPPER_TILE_PART, *PRODUCER_PARTS, ("wgmma_ws_tf32", HOPPER_LADDER[0]))
 # Every part counted at COUNTER_SIZE on STEP_PARTS_GPU, beside COUNTERS (`gemm-lab record --only counters`).
-COUNTED_PARTS = MOVER_PARTS + WARP_PARTS + STEP1_COUNTERS
+COUNTED_PARTS = MOVER_PARTS + WARP_PARTS + STEP1_COUNTERS + PIPELINED_PARTS
 # Kernels the book has recorded on one GPU only: tests ask no other GPU's records of them, and a page replayed on
 # another GPU reads their rows from this one (`records.fallbacks`). The Ozaki scheme's current build (its other
 # stages made faster) has been measured on the H200 only: no H100 was lent since it changed.
