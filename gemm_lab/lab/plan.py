@@ -100,8 +100,9 @@ STEP_PARTS_GPU = "NVIDIA H200"
 HOPPER_TILE_PART = ("wgmma_tf32", {"BM": 256, "BN": 128, "STAGES": 4})
 # Chapter 7b's steps 1 and 2 part by part, from kernel 10 to kernel 10b: step 1 alone (kernel 10b's cp.async pipeline
 # with kernel 10's lanes and plain fragment loads), + kernel 10b's lanes, + volatile fragment loads (then + ptxas'
-# register-usage level is kernel 10b), raced and counted at STEP_PARTS_SIZE on STEP_PARTS_GPU only, with kernels 10 and
-# 10b's headline races (`gemm-lab record --only headline --chapter ch07_warp_tiling --chapter ch07b_pipelined_warp_tiling`).
+# register-usage level is kernel 10b), raced and counted at STEP_PARTS_SIZE on STEP_PARTS_GPU only, with kernels 10
+# and 10b's headline races
+# (`gemm-lab record --only headline --chapter ch07_warp_tiling --chapter ch07b_pipelined_warp_tiling`).
 PIPELINED_PARTS = (("pipelined_parts", {}), ("pipelined_parts", {"LANES": 1}),
                    ("pipelined_parts", {"LANES": 1, "VOLATILE": 1}))
 # Chapter 8c's change part by part, from kernel 11 to kernel 13: TMA alone (with the full mbarriers and the swizzle it
