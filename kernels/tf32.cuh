@@ -8,7 +8,7 @@ __device__ __forceinline__ unsigned to_tf32(float x) {
 }
 
 // x = big + small to within FP32's rounding, both TF32: 3xTF32 multiplies with three tensor-core
-// products, big*big + big*small + small*big (small*small is below FP32's unit roundoff).
+// products, big*big + big*small + small*big (small*small, at most 2^-22 of the product, is dropped).
 struct Split {
   unsigned big, small;
   __device__ __forceinline__ explicit Split(float x) : big(to_tf32(x)), small(to_tf32(x - __uint_as_float(big))) {}
