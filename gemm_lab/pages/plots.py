@@ -252,7 +252,7 @@ def roofline(ceilings: dict, ms: Sequence[Measurement], title: str = "") -> Figu
     """
     peak, bw = ceilings["peak_gflops"], ceilings["dram_gbs"]
     fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
-    xs = [2**e for e in range(-4, 13)]
+    xs = sorted({2.0**e for e in range(-4, 13)} | {peak / bw})  # the ridge point too, so the line bends where it is
     ax.plot(xs, [model.roofline(i, peak, bw) for i in xs], color="dimgray", linewidth=2)
     # the peak's label sits above its line, in room the y-axis keeps for it
     ax.annotate(f"FP32 FFMA peak {peak / 1e3:.1f} TFLOP/s", (xs[-1], peak), xytext=(0, 4), textcoords="offset points",
