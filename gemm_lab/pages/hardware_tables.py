@@ -12,8 +12,9 @@ from .tables import Banner, Table, Tables, counters_provenance, provenance
 
 
 def chapters_table(cards: tuple[Card, ...] = CARDS) -> Table:
-    """Per chapter and GPU: live (every kernel of the chapter runs there at its defaults), replay (none does) or how
-    many of its kernels run live, the caption naming the others. GPUs with the same outcome share a column."""
+    """Per chapter and GPU: live (every kernel of the chapter runs there at its defaults), replay (the GPU lacks every
+    one's instructions) or how many of its kernels run live, the caption naming the others (replayed, or needing smaller
+    tiles). GPUs with the same outcome share a column."""
     outcome = {c: {ch: {k: gpus.how_it_runs(k, c) for k in ks} for ch, ks in gpus.chapters().items()} for c in cards}
     columns: list[list[Card]] = []
     for card in cards:
@@ -28,7 +29,8 @@ def chapters_table(cards: tuple[Card, ...] = CARDS) -> Table:
 
     def cell(how: dict[str, str]) -> str:
         live = sum(h == "live" for h in how.values())
-        return "live" if live == len(how) else "replay" if live == 0 else f"{live} of {len(how)} live"
+        return ("live" if live == len(how) else "replay" if all(h == "replay" for h in how.values())
+                else f"{live} of {len(how)} live")
 
     notes = []
     for col in columns:
@@ -43,9 +45,10 @@ def chapters_table(cards: tuple[Card, ...] = CARDS) -> Table:
     return Table(("chapter", *(", ".join(c.short for c in col) for col in columns)),
                  tuple((number(ch), *(cell(outcome[col[0]][ch]) for col in columns)) for ch in gpus.chapters()),
                  "live: the chapter's kernels run on that GPU at their default parameters (chapter 0: cuBLAS alone); "
-                 "replay: the GPU lacks their instructions, so their results are read back from the H100's records, "
-                 "with a warning. " + ". ".join(notes) + ". Smaller tiles: the defaults ask for more shared memory "
-                 "per block than the GPU has, which an error says; smaller tiles run live. Hardware counters also "
+                 "replay: the GPU lacks their instructions, so their results are read back from the records (the "
+                 "H100's; for a kernel only the H200 measured, the H200's), with a warning. " + ". ".join(notes)
+                 + ". Smaller tiles: the defaults ask for more shared memory per block than the GPU has, which an "
+                 "error says; smaller tiles run live. Hardware counters also "
                  "need Nsight Compute's permission, which cloud GPUs often withhold: without it they are read back "
                  "too.")
 
