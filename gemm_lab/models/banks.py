@@ -39,7 +39,7 @@ class Access:
     addresses: tuple[int, ...]
     width: int = 4  # bytes per lane: 4, 8 or 16
     store: bool = False
-    per_step: int = 1  # times each warp issues it per K step of the main loop (per block)
+    per_step: int = 1  # times each warp issues it per BK tile (one pass of the main loop)
 
     def phases(self) -> list[tuple[int, ...]]:
         """Lane addresses served together: the warp (32-bit), half-warps (64-bit) or quarter-warps
