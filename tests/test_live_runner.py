@@ -97,3 +97,18 @@ def test_live_rows_are_checked(tmp_path):
     for problem, what in zip(problems, ("'cold_s' must be float", "'cold_slowest' must list", "'errors' must list",
                                         "'compile_s' must be float", "'startup_s' must be float")):
         assert what in problem
+
+
+def test_the_readmes_live_table_is_the_h200_record():
+    """The README's table of live seconds is typed: it must say what records/nvidia-h200/live.json says, rounded."""
+    rows = {r["page"]: r for r in json.loads((folders.RECORDS_DIR / "nvidia-h200" / "live.json").read_text())["rows"]}
+    short = {page.split("_")[0] if page.startswith("ch") else page: page for page in rows}
+    readme = (catalog.ROOT / "README.md").read_text()
+    table = [line.split("|")[1:-1] for line in readme.splitlines() if line.startswith("| ") and " | " in line]
+    cells = [[c.strip() for c in row] for row in table if row[0].strip() in short]
+    typed = {name: (int(cold), int(warm)) for row in cells for name, cold, warm in (row[:3], row[4:7]) if name}
+    assert set(typed) == set(short), "the README's live table lists every page with code once"
+    for name, (cold, warm) in typed.items():
+        r = rows[short[name]]
+        assert (cold, warm) == (round(r["cold_s"]), round(r["warm_s"])), \
+            f"README: {name} {cold}/{warm} s, records/nvidia-h200/live.json {r['cold_s']:.0f}/{r['warm_s']:.0f} s"
