@@ -54,6 +54,7 @@ from .spec import (
     code_only,
     expand_includes,
     register_budget,
+    shape_of,
     tail_shapes,
 )
 
@@ -84,6 +85,9 @@ def get(kernel: str | KernelSpec) -> KernelSpec:
     """The spec of a kernel by name (a spec passes through)."""
     if isinstance(kernel, KernelSpec):
         return kernel
+    if not isinstance(kernel, str):
+        raise TypeError(f"a kernel is named by a string, one of {', '.join(KERNELS)}; not {type(kernel).__name__} "
+                        "(to multiply arrays of your own, call gl.gemm(kernel, A, B))")
     try:
         return KERNELS[kernel]
     except KeyError:
@@ -111,7 +115,7 @@ def instance(
     if smem_limit is not None:
         check_smem(spec, p, smem_limit)
     if shape is not None:
-        shape = tuple(shape)
+        shape = shape_of(shape)
         _validate_shape(spec, p, shape)
     return Instance(spec, p, shape)
 
@@ -168,9 +172,7 @@ def _needs(spec: KernelSpec, p: dict[str, int]) -> str:
 
 
 def _validate_shape(spec: KernelSpec, p: dict[str, int], shape: Shape) -> None:
-    m, n, k = shape
-    if min(m, n, k) < 1:
-        raise ValueError(f"shape M={m}, N={n}, K={k}: every dimension must be at least 1")
+    m, n, k = shape  # each at least 1 (`shape_of`)
     if max(m * k, k * n, m * n) > INT32_MAX:
         raise ValueError(
             f"shape M={m}, N={n}, K={k}: the kernels index with 32-bit integers, "

@@ -104,6 +104,22 @@ def register_launcher(kernel: str, factory: LaunchFactory) -> None:
     _LAUNCHERS[kernel] = factory
 
 
+_REPLAY_CHECKS: dict[str, Callable[[Any], None]] = {}
+
+
+def register_replay_check(kernel: str, check: Callable[[Any], None]) -> None:
+    """A wing's check of a replayed measurement of `kernel` (a `records.Measurement`): what the live call would have
+    said about it (a warning), said again when the record is shown instead."""
+    _REPLAY_CHECKS[kernel] = check
+
+
+def replayed(measurement: Any) -> Any:
+    """A recorded measurement on its way to the reader, after its kernel's replay check, if it has one."""
+    if check := _REPLAY_CHECKS.get(measurement.kernel):
+        check(measurement)
+    return measurement
+
+
 def launcher(inst: Instance, a: Any, b: Any, *, alpha: float = 1.0, beta: float = 0.0, out: Any,
              round_copies: bool = False) -> Launch:
     """`gemm` split in two, for a validated instance and arrays that `gemm` would launch as they are (C-contiguous,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,29 @@ PRECISIONS = ("fp32", "tf32", "3xtf32", "ozaki")
 ARCH_SPECIFIC = {"sm_90a": ((9, 0), "Hopper", "H100/H200")}  # target -> compute capability, family, GPUs
 MAX_GRID_Y = 65535
 INT32_MAX = 2**31 - 1
+
+
+def as_integer(what: str, value: object) -> int:
+    """`value` as an int for `what` (a tile parameter, a dimension): an int, a NumPy integer or a whole float; a bool,
+    a string or a fraction is refused, where `int()` would have truncated it into another instance or shape."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer():
+        return int(value)
+    kind = "a whole number" if isinstance(value, numbers.Real) and not isinstance(value, bool) else "an integer"
+    raise (ValueError if kind == "a whole number" else TypeError)(f"{what} must be an integer, not {value!r}")
+
+
+def shape_of(size: object) -> Shape:
+    """`4096` -> (4096, 4096, 4096); `(m, n, k)` passes through. Anything else (a string, two numbers, a fraction, a
+    dimension below 1) is refused here, before a record is looked up or a kernel launched."""
+    dims = tuple(size) if isinstance(size, (tuple, list)) else (size,) * 3
+    if len(dims) != 3:
+        raise ValueError(f"size {size!r}: give one integer (M = N = K) or three, (M, N, K)")
+    shape = tuple(as_integer(f"size {size!r}: {d}", v) for d, v in zip("MNK", dims))
+    if min(shape) < 1:
+        raise ValueError("shape M={}, N={}, K={}: every dimension must be at least 1".format(*shape))
+    return shape
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -147,6 +171,9 @@ class KernelSpec(SourceFile):
 
     def full_params(self, params: Params | None = None) -> dict[str, int]:
         """Defaults overridden by `params`, in template order; unknown names are an error."""
+        if params is not None and not isinstance(params, Mapping):
+            raise TypeError(f"{self.name}'s parameters must be a dict such as {{{self.param_names[0]!r}: "
+                            f"{self.defaults[self.param_names[0]]}}}, not {params!r}")
         params = dict(params or {})
         unknown = set(params) - set(self.choices)
         if unknown:
@@ -154,7 +181,7 @@ class KernelSpec(SourceFile):
                 f"{self.name} has no parameter {', '.join(sorted(unknown))}; "
                 f"its parameters are {', '.join(self.param_names)}"
             )
-        return {p: int(params.get(p, self.defaults[p])) for p in self.param_names}
+        return {p: as_integer(f"{self.name}'s {p}", params.get(p, self.defaults[p])) for p in self.param_names}
 
     def name_expression(self, params: Params) -> str:
         """The C++ name expression of one template instance, e.g. `sgemm_smem_tiled<32, 32, 8>`."""
