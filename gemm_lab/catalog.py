@@ -7,7 +7,7 @@ the rest of the package asks (`get`, `instance`, `validate`, `legal_grid`) and t
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .families import (
     A_LAYOUTS,
@@ -51,6 +51,7 @@ from .spec import (
     Rule,
     Shape,
     SourceFile,
+    as_integer,
     code_only,
     expand_includes,
     register_budget,
@@ -191,10 +192,24 @@ def _validate_shape(spec: KernelSpec, p: dict[str, int], shape: Shape) -> None:
         )
 
 
+def _checked_choices(spec: KernelSpec, choices: Mapping[str, Iterable[int]]) -> dict[str, tuple[int, ...]]:
+    """`choices` as tuples of ints, each name one of the kernel's parameters (a typo would otherwise sweep the
+    whole offered grid in its place)."""
+    spec.check_names(choices)
+    checked = {}
+    for name, values in choices.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise TypeError(f"choices give {name} a tuple of values, such as {{{name!r}: (64, 128)}}, not {values!r}")
+        checked[name] = tuple(as_integer(f"{spec.name}'s {name}", v) for v in values)
+        if not checked[name]:
+            raise ValueError(f"choices give {name} no values")
+    return checked
+
+
 def legal_grid(kernel: str | KernelSpec, choices: Mapping[str, tuple[int, ...]] | None = None) -> list[dict[str, int]]:
     """Every combination of the offered values (or `choices`) that passes `validate`."""
     spec = get(kernel)
-    choices = {**spec.choices, **(choices or {})}
+    choices = {**spec.choices, **_checked_choices(spec, choices or {})}
     combos: list[dict[str, int]] = [{}]
     for name in spec.param_names:
         combos = [{**c, name: v} for c in combos for v in choices[name]]

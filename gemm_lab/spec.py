@@ -9,7 +9,7 @@ import hashlib
 import math
 import numbers
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,18 +169,20 @@ class KernelSpec(SourceFile):
     def param_names(self) -> tuple[str, ...]:
         return tuple(self.choices)
 
+    def check_names(self, names: Iterable[str]) -> None:
+        """Refuse names that are not this kernel's parameters (a typo would otherwise be ignored)."""
+        unknown = set(names) - set(self.choices)
+        if unknown:
+            raise ValueError(f"{self.name} has no parameter {', '.join(sorted(map(str, unknown)))}; "
+                             f"its parameters are {', '.join(self.param_names)}")
+
     def full_params(self, params: Params | None = None) -> dict[str, int]:
         """Defaults overridden by `params`, in template order; unknown names are an error."""
         if params is not None and not isinstance(params, Mapping):
             raise TypeError(f"{self.name}'s parameters must be a dict such as {{{self.param_names[0]!r}: "
                             f"{self.defaults[self.param_names[0]]}}}, not {params!r}")
         params = dict(params or {})
-        unknown = set(params) - set(self.choices)
-        if unknown:
-            raise ValueError(
-                f"{self.name} has no parameter {', '.join(sorted(unknown))}; "
-                f"its parameters are {', '.join(self.param_names)}"
-            )
+        self.check_names(params)
         return {p: as_integer(f"{self.name}'s {p}", params.get(p, self.defaults[p])) for p in self.param_names}
 
     def name_expression(self, params: Params) -> str:

@@ -6,6 +6,7 @@ loses at most the case in flight. In replay, a sweep returns what was recorded.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 from tqdm.auto import tqdm
@@ -25,14 +26,36 @@ def sweep(kernel: str | KernelSpec, size: int | Sequence[int],
     """
     spec = catalog.get(kernel)
     m, n, k = timing.shape_of(size)
-    grid = autotune.prune(spec.name, choices)[0] if prune else catalog.legal_grid(spec, choices)
+    legal = catalog.legal_grid(spec, choices)
+    if not legal:
+        raise ValueError(f"no combination of {spec.name}'s choices {dict(choices or {})} passes its rules: "
+                         f"`gl.validate({spec.name!r}, {{...}})` names the rule one of them breaks")
+    live = device.live() and device.runs_here(spec)
+    grid = autotune.prune(spec.name, choices)[0] if prune and live else legal  # a replay shows what was swept
     seconds = sum(timing.race_seconds(spec.name, p, (m, n, k), turns.SHORT) for p in grid)
     with liverun.work("sweeps", f"sweep {spec.name} {m}x{n}x{k} {choices}", seconds) as task:
-        if task.live and device.runs_here(spec):
+        if task.live and live:
             task.result = task.result or _swept(spec, (m, n, k), grid, resume, save, progress)
             return task.result
-    recorded = {_key(x.params): x for x in records.measurements(spec.name) if (x.m, x.n, x.k) == (m, n, k)}
-    return [recorded[_key(p)] for p in grid if _key(p) in recorded]
+    return _recorded(spec, (m, n, k), grid, partial_ok=prune)
+
+
+def _recorded(spec: KernelSpec, shape: tuple[int, int, int], grid: list[dict[str, int]],
+              partial_ok: bool) -> list[Measurement]:
+    """`sweep` replayed: the grid's recorded instances at the shape, and a word where some or all were never timed
+    (`partial_ok`: a pruned sweep, whose pruned instances were never meant to be)."""
+    mine = records.measurements(spec.name)
+    recorded = {_key(x.params): x for x in mine if (x.m, x.n, x.k) == shape}
+    found = [recorded[_key(p)] for p in grid if _key(p) in recorded]
+    if not found:
+        sizes = sorted({(x.m, x.n, x.k) for x in mine})
+        raise LookupError(f"no recorded sweep of {spec.name} at {'x'.join(map(str, shape))} for these choices "
+                          f"(recorded sizes: {', '.join('x'.join(map(str, s)) for s in sizes) or 'none'}): "
+                          f"`gemm-lab sweep {spec.name} --size {shape[0]}` records one on a GPU")
+    if len(found) < len(grid) and not partial_ok:
+        warnings.warn(f"{len(grid) - len(found)} of the {len(grid)} instances asked for were never timed at "
+                      f"{'x'.join(map(str, shape))}: showing the {len(found)} recorded", stacklevel=3)
+    return found
 
 
 def _swept(spec: KernelSpec, shape: tuple[int, int, int], grid: list[dict[str, int]], resume: bool, save: bool,
