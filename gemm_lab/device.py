@@ -66,13 +66,16 @@ class GPU:
 @functools.cache
 def live() -> bool:
     """True when results are measured on a CUDA GPU, False when they are replayed from records."""
-    if forced_replay():
-        return False
+    return not forced_replay() and gpu_present()
+
+
+def gpu_present() -> bool:
+    """Whether CuPy sees a CUDA GPU (whether or not the pages replay on it)."""
     try:
         import cupy
 
         return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no CuPy, no driver, no device: all mean "replay"
+    except Exception:  # no CuPy, no driver, no device
         return False
 
 

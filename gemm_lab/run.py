@@ -41,6 +41,11 @@ def gemm(
     Everything is validated, once, before the kernel is compiled or launched. The launch is asynchronous: a
     fault it causes surfaces at the next synchronisation (as a KernelFault in `measure_error` and `bench`).
     """
+    spec = catalog.get(kernel)  # a misspelt name or a broken tile rule is named first, GPU or not
+    catalog.validate(spec, params)
+    if not device.gpu_present():
+        raise RuntimeError(f"gl.gemm runs {spec.name} on your arrays on a CUDA GPU, and this machine has none that "
+                           "CuPy can use; without one, gl.bench and gl.verify replay what was recorded")
     import cupy
 
     matrices = getattr(a, "ndim", 0) == getattr(b, "ndim", 0) == 2

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from . import catalog, device, liverun, records, run, turns
 from .catalog import Instance, KernelSpec, Params, Probe, Shape
 from .records import Measurement
-from .spec import shape_of
+from .spec import as_integer, shape_of
 from .turns import Method, Timed
 from .yardstick import BASELINE, cublas_math
 from .yardstick import kernel_name as cublas_kernel
@@ -38,6 +38,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
     or on a book page `turns.reader_method`; replay: the recorded result, as in a live page's work that it reads back,
     `liverun`; `kind`: what kind of a page's work it is, "sweeps" for one case of a grid)."""
     inst, here = run.resolve(kernel, params, shape_of(size))
+    _check_runs(runs)
     method = method or default_method(inst.spec.name, inst.params, inst.shape)
     label = f"{inst.describe()} at {'x'.join(map(str, inst.shape))}, {method.name}"
     kind = "races" if catalog.is_key_share(inst.spec.name, inst.params, inst.shape) else kind  # always quoted live
@@ -48,6 +49,12 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
         if task.result is None:
             task.result = verified_race(inst, runs, method)
         return task.result
+
+
+def _check_runs(runs: object) -> None:
+    """`runs`, live or replayed: 0 (the race's own least) or a number of launches a side."""
+    if as_integer("runs", runs) < 0:
+        raise ValueError(f"runs={runs}: launches a side, 0 for the race's own least")
 
 
 def verified_race(inst: Instance, runs: int, method: Method) -> Measurement:
@@ -113,6 +120,7 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = 0,
     """cuBLAS alone in `precision`'s math ("fp32": SGEMM; "tf32": TF32 tensor cores), as a measurement of its
     pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded; `kind` as for `bench`)."""
     m, n, k = shape_of(size)
+    _check_runs(runs)
     kernel = cublas_kernel(precision)
     method = method or default_method(kernel, {}, (m, n, k))
     with liverun.work(kind, f"{kernel} at {m}x{n}x{k}, {method.name}",

@@ -678,10 +678,20 @@ def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, 
     from ..models import hardware, model
 
     spec = catalog.get(kernel)
+    if isinstance(params, (int, tuple)):
+        raise TypeError(f"budget({kernel!r}, {params!r}): the second argument is the tile parameters, a dict; the size "
+                        f"comes third, or as size={params!r}")
     p = spec.full_params(params)
-    b = model.speed_of_light(spec, p, size, ceilings or hardware.ceilings(), l2_gbs or _recorded_l2_gbs())
+    shape = catalog.shape_of(size)
+    if measured is not None and (measured.kernel, (measured.m, measured.n, measured.k)) != (spec.name, shape):
+        raise ValueError(f"measured is {measured.kernel} at {measured.m}x{measured.n}x{measured.k}, not the budget's "
+                         f"{spec.name} at {'x'.join(map(str, shape))}: pass the measurement of this kernel and size")
+    if l2_gbs is not None and not l2_gbs > 0:
+        raise ValueError(f"l2_gbs={l2_gbs!r}: the L2 ceiling's bandwidth in GB/s must be positive "
+                         "(None: the recorded one)")
+    b = model.speed_of_light(spec, p, shape, ceilings or hardware.ceilings(), l2_gbs or _recorded_l2_gbs())
     page = upto or spec.chapter or "all"
-    return BudgetView(b if page == "all" else b.upto(page), measured or timing.bench(spec, size, p))
+    return BudgetView(b if page == "all" else b.upto(page), measured or timing.bench(spec, shape, p))
 
 
 def _recorded_l2_gbs() -> float | None:
