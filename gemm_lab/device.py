@@ -146,8 +146,11 @@ def reader_gpu() -> str | None:
 
 def replay_gpu() -> str:
     """Whose records to read: GEMM_LAB_GPU, else the reader's GPU if it has records, else the book's H100."""
-    if os.environ.get(GPU_ENV):
-        return os.environ[GPU_ENV]
+    if named := os.environ.get(GPU_ENV):
+        if not folders.gpu_folder(named).is_dir():
+            raise ValueError(f"{GPU_ENV}={named!r}: no records of that GPU under records/; the recorded GPUs are "
+                             f"{', '.join(folders.recorded_gpus())}")
+        return named
     mine = reader_gpu()
     return mine if mine and folders.has_records(mine) else DEFAULT_REPLAY_GPU
 

@@ -266,13 +266,14 @@ def measurements(kernel: str | None = None, gpu: str | None = None) -> list[Meas
 def lookup(kernel: str, params: dict[str, int], m: int, n: int, k: int, gpu: str | None = None) -> Measurement:
     """The recorded measurement of exactly this instance and shape, or a LookupError saying what exists. Without a named
     `gpu`, the first of `fallbacks` that has it (a build that one GPU alone measured); its `gpu` says whose."""
-    for where in (gpu,) if gpu else fallbacks():
-        found = [x for x in measurements(kernel, where) if x.params == params and (x.m, x.n, x.k) == (m, n, k)]
+    where = (gpu,) if gpu else fallbacks()
+    for name in where:
+        found = [x for x in measurements(kernel, name) if x.params == params and (x.m, x.n, x.k) == (m, n, k)]
         if found:
             return found[0]
-    have = sorted({(x.m, x.n, x.k) for x in measurements(kernel, gpu) if x.params == params})
+    have = sorted({(x.m, x.n, x.k) for name in where for x in measurements(kernel, name) if x.params == params})
     what = catalog.get(kernel).describe(params) if kernel in catalog.KERNELS else kernel
-    raise LookupError(f"no recorded result for {what} at M={m}, N={n}, K={k} on {gpu or device.replay_gpu()}; recorded "
+    raise LookupError(f"no recorded result for {what} at M={m}, N={n}, K={k} on {' or '.join(where)}; recorded "
                       f"shapes for these parameters: {have or 'none'}. Run live on a GPU, or record it with "
                       "`gemm-lab record`.")
 
@@ -321,10 +322,6 @@ def short(row: dict[str, Any]) -> str:
 
 def fallbacks() -> list[str]:
     """Where an unnamed GPU's record is looked for, in order: the replayed GPU, the book's own, every recorded GPU."""
-    return list(dict.fromkeys((device.replay_gpu(), device.DEFAULT_REPLAY_GPU, *recorded_gpus())))
+    return list(dict.fromkeys((device.replay_gpu(), device.DEFAULT_REPLAY_GPU, *folders.recorded_gpus())))
 
 
-def recorded_gpus() -> list[str]:
-    """Names of the GPUs with recorded results under records/ (from each folder's device.json)."""
-    files = sorted(p / "device.json" for p in folders.RECORDS_DIR.iterdir() if p.is_dir())
-    return [row["gpu"] for f in files if f.exists() for row in read_rows(f)]
