@@ -16,7 +16,7 @@ import time
 import warnings
 from dataclasses import replace
 
-from gemm_lab import catalog, folders, records, run, timing, turns, yardstick
+from gemm_lab import catalog, records, run, timing, turns, yardstick
 from gemm_lab.lab import plan
 from gemm_lab.pages import precision_tables
 from gemm_lab.precision import tf32
@@ -63,7 +63,7 @@ def main() -> None:
 
 
 def report() -> None:
-    for gpu in folders.recorded_gpus():
+    for gpu in records.recorded_gpus():
         for x in precision_tables.toggling_races(gpu):
             print(f"{gpu}: {x.params} {x.m} {x.details['inputs']}: {x.pct_cublas:.1f} % ({x.recorded_at[:10]})")
 

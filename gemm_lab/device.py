@@ -148,8 +148,9 @@ def replay_gpu() -> str:
     """Whose records to read: GEMM_LAB_GPU, else the reader's GPU if it has records, else the book's H100."""
     if named := os.environ.get(GPU_ENV):
         if not folders.gpu_folder(named).is_dir():
-            raise ValueError(f"{GPU_ENV}={named!r}: no records of that GPU under records/; the recorded GPUs are "
-                             f"{', '.join(folders.recorded_gpus())}")
+            held = sorted(p.name for p in folders.RECORDS_DIR.iterdir() if p.is_dir())
+            raise ValueError(f"{GPU_ENV}={named!r}: records/ has no folder of that GPU, only {', '.join(held)} (the "
+                             "variable takes a GPU's name as NVML gives it, such as 'NVIDIA H200')")
         return named
     mine = reader_gpu()
     return mine if mine and folders.has_records(mine) else DEFAULT_REPLAY_GPU

@@ -5,7 +5,6 @@ both, so neither needs the other to find a folder.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -29,10 +28,3 @@ def has_records(gpu_name: str) -> bool:
     H100's records instead of failing on a missing case."""
     folder = gpu_folder(gpu_name)
     return (folder / "device.json").is_file() and (folder / "ncu.json").is_file()
-
-
-def recorded_gpus() -> list[str]:
-    """Names of the GPUs with recorded results under records/ (from each folder's device.json): what GEMM_LAB_GPU may
-    name."""
-    files = sorted(RECORDS_DIR.glob("*/device.json"))
-    return [json.loads(f.read_text())["rows"][0]["gpu"] for f in files]

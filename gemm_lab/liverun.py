@@ -19,7 +19,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,23 @@ class Session:
     bar: Any = None
 
 
-SESSION = Session(asked=set(filter(None, os.environ.get(MEASURE_ENV, "").split(","))))
+def _kinds(kinds: Iterable[str], by: str) -> set[str]:
+    """`kinds` as a set, each one of KINDS or "all" (`by` names who asked, for the error): a typo would otherwise
+    measure nothing more, in silence."""
+    unknown = set(kinds) - set(KINDS) - {"all"}
+    if unknown:
+        raise ValueError(f"{by} takes {', '.join(['all', *KINDS])}, not {', '.join(sorted(unknown))}")
+    return set(kinds)
+
+
+def _kinds_in_env() -> set[str]:
+    """The kinds GEMM_LAB_MEASURE asks for: a comma list (spaces allowed), or none."""
+    value = os.environ.get(MEASURE_ENV, "")
+    kinds = [kind.strip() for kind in value.split(",") if kind.strip()]
+    return _kinds(kinds, f"{MEASURE_ENV}={value!r} (a comma list)")
+
+
+SESSION = Session(asked=_kinds_in_env())  # checked on import: before a page measures anything
 
 
 def measures(kind: str) -> bool:
@@ -95,10 +111,7 @@ def measures(kind: str) -> bool:
 
 def measure(*kinds: str) -> None:
     """Measure these kinds of work too, from here on (`"all"`: everything). Says first what that adds to this page."""
-    unknown = set(kinds) - set(KINDS) - {"all"}
-    if unknown:
-        raise ValueError(f"gl.measure takes {', '.join(['all', *KINDS])}, not {', '.join(sorted(unknown))}")
-    SESSION.asked |= set(kinds)
+    SESSION.asked |= _kinds(kinds, "gl.measure")
     plan = _plan().get(SESSION.page)
     if plan is None:
         print(f"Measuring {', '.join(kinds)} live from here on.")

@@ -322,6 +322,11 @@ def short(row: dict[str, Any]) -> str:
 
 def fallbacks() -> list[str]:
     """Where an unnamed GPU's record is looked for, in order: the replayed GPU, the book's own, every recorded GPU."""
-    return list(dict.fromkeys((device.replay_gpu(), device.DEFAULT_REPLAY_GPU, *folders.recorded_gpus())))
+    return list(dict.fromkeys((device.replay_gpu(), device.DEFAULT_REPLAY_GPU, *recorded_gpus())))
 
 
+def recorded_gpus() -> list[str]:
+    """Names of the GPUs with recorded results under records/ (from each folder's device.json): what GEMM_LAB_GPU may
+    name."""
+    files = sorted(p / "device.json" for p in folders.RECORDS_DIR.iterdir() if p.is_dir())
+    return [row["gpu"] for f in files if f.exists() for row in read_rows(f)]

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_lab import catalog, folders, records
+from gemm_lab import catalog, records
 from gemm_lab.lab import plan, power, published  # noqa: E402
 from gemm_lab.models import banks, model
 from gemm_lab.pages import diagrams, grids, plots, power_plots, style
@@ -57,7 +57,7 @@ def _figures():
         "traffic": lambda: plots.traffic(traffic_rows, [model.global_load_bytes("smem_tiled", n, n, n, p)
                                                         for _, p in traffic_cases], ["8x8", "16x16"]),
         "paired": lambda: plots.paired(list(zip(grid, grid[1:])), "one", "the next"),
-        "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, plan.SIZES[-1], folders.recorded_gpus()),
+        "gpu_bars": lambda: plots.gpu_bars(plan.HEADLINE, plan.SIZES[-1], records.recorded_gpus()),
         "error_vs_k": lambda: plots.error_vs_k(by_k),
         "accuracy_vs_speed": lambda: plots.accuracy_vs_speed(board[-6:]),
         "claims": lambda: plots.claims(published.claims_beside_ours()),
@@ -97,7 +97,7 @@ def test_gpu_bars_has_every_kernel_on_every_gpu(replay):
     """The scoreboard draws the GPUs' bars at the largest size, where the widest gap is: a kernel missing there on
     one GPU would be drawn as a bar of 0 % (`gpu_bars`), so every one it draws must be recorded on each GPU."""
     s = plan.SIZES[-1]
-    missing = [(k, g) for k in plan.HEADLINE for g in folders.recorded_gpus()
+    missing = [(k, g) for k in plan.HEADLINE for g in records.recorded_gpus()
                if records.lookup_or_none(k, catalog.get(k).full_params(), s, s, s, gpu=g) is None]
     assert not missing, f"not recorded at {s}: {missing}"
 

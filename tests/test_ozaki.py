@@ -4,6 +4,7 @@ the whole scheme in NumPy against float64, the equilibration along K, the estima
 families (against SGEMM's own error, simulated in FP32), the row and column check on families built to hide from the
 estimate's sample, and the catalog's rules. GPU runs are in test_ozaki_gpu."""
 import math
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -391,3 +392,89 @@ def test_old_accuracy_rows_read_without_worst_lines():
     assert e.worst_row_rel_err is None and e.worst_col_rel_err is None and "worst_row_rel_err" in e.row()
     ref = np.array([[1.0, 2.0], [0.0, 0.0], [4.0, -8.0]])
     assert emulation.worst_lines(np.array([[0.2, 0.0], [0.0, 0.0], [0.0, 0.4]]), ref) == (0.1, 0.05)
+
+
+# Bad input is refused with the reason, and a replayed record says what its live call said.
+def test_a_replayed_pinned_record_warns_as_its_live_call_did(replay):
+    import gemm_lab as gl
+
+    with pytest.warns(ozaki.AccuracyWarning, match=r"^the recorded call's estimate \(.*\): 6 moduli: ") as seen:
+        x = gl.bench("ozaki", 4096, {"MODULI": 6})
+    verdict, lines = (str(w.message).split("): ", 1)[1] for w in seen if w.category is ozaki.AccuracyWarning)
+    assert verdict.startswith("6 moduli: on a sample of these inputs the estimated error is 8.35 times SGEMM's")
+    assert lines.startswith("6 moduli: the worst row of C is estimated to err 3.04 times SGEMM's worst row")
+    assert verdict.endswith("7 moduli would be (MODULI=7), or MODULI=0 chooses per call")
+    report = ozaki.Estimate.from_dict(x.details)
+    assert report.pinned and not report.qualifies(6) and not report.lines_hold(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gl.bench("ozaki", 4096, {"MODULI": 9})  # qualifies and holds: silent
+        gl.bench("ozaki", 4096)  # the default acts on its estimate instead
+        ozaki_pipeline.warn_recorded(replace(x, details={}))  # no report kept: nothing to say
+
+
+def test_the_report_reads_back_as_written_and_names_what_a_pinned_number_falls_short_of():
+    estimate = ozaki.verdict([6, 1e-7, *[1e-6, 1e-8, 1e-9, 1e-10], *[3.0, 0.5, 0.1, 0.01], 0, 0, 0, 0], pinned=True)
+    checked = replace(estimate, rows={6: 5.0, 7: 3.0, 8: 1.0, 9: 0.1}, columns=dict.fromkeys(ozaki.CANDIDATES, 0.1))
+    assert ozaki.Estimate.from_dict(checked.as_dict()) == checked
+    both = ozaki.pinned_warnings(checked)
+    assert len(both) == 2 and "estimated error is 10 times" in both[0] and "worst row of C" in both[1]
+    assert all(text.endswith("8 moduli would be (MODULI=8), or MODULI=0 chooses per call") for text in both)
+    assert ozaki.pinned_warnings(checked, estimate=False) == both[1:]  # live, the verdict's was said before the check
+    unchecked, = ozaki.pinned_warnings(estimate)  # lines hold until checked: 7 moduli look enough
+    assert unchecked.startswith(both[0].split(";")[0]) and "7 moduli would be" in unchecked
+    assert ozaki.pinned_warnings(replace(checked, pinned=False)) == []
+
+
+def test_reconstruct_refuses_a_product_count_other_than_the_moduli():
+    a, b = family("normal", 8, 4, 64)
+    ra, rb, e, f = ozaki.residues(a, b, 7)
+    products = [x @ y for x, y in zip(ra, rb)]
+    with pytest.raises(ValueError, match=r"7 products for 6 moduli \(256, 255, 253, 251, 247, 241\)"):
+        ozaki.reconstruct(products, e, f, 6)
+    with pytest.raises(ValueError, match=r"3 products for 7 moduli"):
+        ozaki.reconstruct(products[:3], e, f, 7)
+
+
+@pytest.mark.parametrize("operand,value", [("A", np.inf), ("A", np.nan), ("B", -np.inf)])
+def test_the_numpy_model_refuses_infinities_and_nans(operand, value):
+    a, b = family("normal", 8, 4, 64)
+    (a if operand == "A" else b)[2, 3] = value
+    with pytest.raises(ValueError, match=rf"{operand} holds infinities or NaNs \(1 of them\): the NumPy model takes "
+                                         r"finite inputs .*gl.gemm\(\"ozaki\", \.\.\.\) gives their elements of C "
+                                         r"SGEMM's infinities and NaNs"):
+        ozaki.residues(a, b, 7)
+
+
+def test_the_numpy_model_refuses_operands_that_do_not_multiply():
+    with pytest.raises(ValueError, match=r"A of shape \(64, 128\) and B of shape \(100, 32\): .* as many columns of A "
+                                         r"as rows of B"):
+        ozaki.residues(np.ones((64, 128), np.float32), np.ones((100, 32), np.float32), 7)
+    with pytest.raises(ValueError, match=r"A of shape \(5,\) and B of shape \(5,\): the NumPy model multiplies a 2-D"):
+        ozaki.residues(np.ones(5), np.ones(5), 7)
+
+
+def test_moduli_are_integers_or_sequences_of_them():
+    assert ozaki.chosen(np.int64(7)) == ozaki.chosen(7.0) == ozaki.MODULI[:7]
+    assert ozaki.chosen(np.array([3, 5, 7])) == ozaki.chosen([np.int32(3), 5, 7]) == (3, 5, 7)
+    with pytest.raises(TypeError, match=r"moduli \(an int between 1 and 9, the first that many of MODULI, or a "
+                                        r"sequence of pairwise coprime ints >= 2\) must be an integer, not True"):
+        ozaki.chosen(True)
+    with pytest.raises(ValueError, match=r"moduli \(an int between 1 and 9.* must be an integer, not 6.5"):
+        ozaki.chosen(6.5)
+    with pytest.raises(ValueError, match=r"each of moduli=\(3, 5.5\) \(pairwise coprime ints >= 2\) must be an "
+                                         r"integer, not 5.5"):
+        ozaki.chosen((3, 5.5))
+    for text in ("357", b"357"):
+        with pytest.raises(TypeError, match=r"moduli=b?'357': an int between 1 and 9"):
+            ozaki.product(text)
+    with pytest.raises(ValueError, match=r"moduli=0: an int between 1 and 9"):
+        ozaki.weights(0)
+
+
+@pytest.mark.parametrize("k", [0, -5])
+def test_a_product_needs_a_depth_of_at_least_one(k):
+    with pytest.raises(ValueError, match=rf"k={k}: the depth of the product .* must be at least 1"):
+        ozaki.bits(7, k)
+    with pytest.raises(ValueError, match=rf"k={k}: "):
+        ozaki.norm_bound(7, k)

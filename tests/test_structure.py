@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "gemm_lab"
 LAYERS = ("core", "models", "precision", "pages", "lab")  # bottom to top: each may import those before it
 MAX_LINES = 800
-CORE_LINES = 3500
+CORE_LINES = 3600  # 3,500 until 2026-12-01, when the checks of every public call's input came in
 
 
 def modules(package: Path) -> dict[str, Path]:

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="fail if any record is malformed or stale")
     p.add_argument("--pin", action="store_true",
                    help="pin the code each recorded build compiles to (records/builds.json; offline, no GPU)")
-    p.add_argument("--workers", type=int, help="processes compiling for --pin (default: one per core but one)")
+    p.add_argument("--workers", type=_positive, help="processes compiling for --pin (default: one per core but one)")
 
     args = parser.parse_args(argv)
     try:
@@ -61,13 +61,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    params = dict(_parse_param(x) for x in args.param)
+    specs = [catalog.get(name) for name in args.kernels]
+    params = _params(args.param, specs)
     shape = tuple(args.shape) if args.shape else args.size
     # cuBLAS beside them
-    maths = dict.fromkeys(yardstick.BASELINE[catalog.get(name).precision] for name in args.kernels)
+    maths = dict.fromkeys(yardstick.BASELINE[spec.precision] for spec in specs)
     ms = [timing.cublas(shape, math) for math in maths]
-    for name in args.kernels:
-        spec = catalog.get(name)
+    for spec in specs:
         ms.append(timing.bench(spec, shape, {k: v for k, v in params.items() if k in spec.choices}))
     print(tables.measurements_table(ms))
     if args.save:
@@ -77,11 +77,32 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _params(texts: list[str], specs: list[catalog.KernelSpec]) -> dict[str, int]:
+    """The --param values; each kernel takes those it has, and a name none of them has is refused (a typo would
+    time the defaults in silence)."""
+    params = dict(_parse_param(x) for x in texts)
+    unknown = sorted(set(params) - {p for spec in specs for p in spec.choices})
+    if unknown:
+        names = ", ".join(dict.fromkeys(p for spec in specs for p in spec.param_names))
+        one = len(specs) == 1
+        whose = f"{specs[0].name} has no" if one else f"none of {', '.join(s.name for s in specs)} has a"
+        raise ValueError(f"--param: {whose} parameter {', '.join(unknown)}; {'its' if one else 'their'} parameters "
+                         f"are {names}")
+    return params
+
+
 def _parse_param(text: str) -> tuple[str, int]:
     name, _, value = text.partition("=")
     if not value.lstrip("-").isdigit():
         raise ValueError(f"--param {text!r}: expected NAME=INTEGER, e.g. BM=64")
     return name, int(value)
+
+
+def _positive(text: str) -> int:
+    """argparse's type for a count: a whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return int(text)
 
 
 def _sweep(args: argparse.Namespace) -> int:

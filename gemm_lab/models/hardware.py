@@ -18,8 +18,9 @@ import warnings
 from collections.abc import Callable
 
 from .. import catalog, device, liverun, records, turns
-from ..catalog import KernelSpec, Params
+from ..catalog import KernelSpec, Params, Shape
 from ..compiler import NVRTC_OPTIONS
+from ..spec import shape_of
 
 TRAFFIC_METRICS = (
     "dram__bytes_read.sum",
@@ -68,16 +69,17 @@ COUNTERS_S = 20.0  # about what one ncu run takes: a child process starts CUDA, 
 CEILINGS_S = 3.0  # the copy and the tensor-core peaks of `ceilings`
 
 
-def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Params | None = None,
+def counters(kernel: str | KernelSpec, size: int | Shape, params: Params | None = None,
              metrics: tuple[str, ...] | None = None, fallback: bool = True) -> dict:
-    """Hardware counters of one launch (live: ncu now; replay: the recorded row).
+    """Hardware counters of one launch at `size` (M = N = K, or (M, N, K)) (live: ncu now; replay: the recorded row,
+    which must hold every metric asked for).
 
     `kernel` may be "cublas" or "cublas_tf32": cuBLAS's SGEMM (or TF32 GEMM) on the same shape, for comparison;
     `metrics` defaults to `metrics_for(kernel)`. Live, where ncu is missing
     or not allowed to read counters (common on shared and cloud GPUs), the recorded row is returned with a
     warning, unless `fallback` is False (recording).
     """
-    m, n, k = size
+    m, n, k = shape_of(size)
     metrics = metrics or metrics_for(kernel)
     if kernel in records.CUBLAS_KERNELS.values():
         name, p, kernel_regex = kernel, {}, "gemm"  # cuBLAS's kernels all have gemm in their name
@@ -92,7 +94,7 @@ def counters(kernel: str | KernelSpec, size: tuple[int, int, int], params: Param
         here = device.runs_here(spec)
     with liverun.work("counters", f"ncu {name} {p} {m}x{n}x{k} {metrics}", COUNTERS_S) as task:
         if not (here and task.live):
-            return _recorded_or_raise(name, p, (m, n, k))
+            return _recorded_or_raise(name, p, (m, n, k), metrics)
         task.result = task.result or _counted(name, p, (m, n, k), metrics, kernel_regex, identity, fallback)
         return task.result
 
@@ -103,26 +105,31 @@ def _counted(name: str, p: dict[str, int], size: tuple[int, int, int], metrics: 
     m, n, k = size
     ncu = shutil.which("ncu")
     if ncu is None:
-        return _recorded_or_raise(name, p, (m, n, k), "Nsight Compute's `ncu` is not on PATH", fallback)
+        return _recorded_or_raise(name, p, (m, n, k), metrics, "Nsight Compute's `ncu` is not on PATH", fallback)
     cmd = [ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(metrics),
            "--kernel-name", f"regex:{kernel_regex}", "--launch-count", "1",
            sys.executable, "-m", "gemm_lab.models.hardware", name, json.dumps(p), str(m), str(n), str(k)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     values = _parse_ncu_csv(out.stdout)
     if out.returncode != 0 or not values:  # e.g. ERR_NVGPUCTRPERM: counters need admin rights on many hosts
-        return _recorded_or_raise(name, p, (m, n, k), f"ncu failed ({out.returncode}):\n{out.stdout[-2000:]}\n"
-                                                      f"{out.stderr[-2000:]}", fallback)
+        return _recorded_or_raise(name, p, (m, n, k), metrics, f"ncu failed ({out.returncode}):\n"
+                                  f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}", fallback)
     return {**identity, "params": p, "m": m, "n": n, "k": k, "metrics": values, "gpu": device.gpu().name,
             "recorded_at": records.utc_now()}
 
 
-def _recorded_or_raise(name: str, p: dict[str, int], size: tuple[int, int, int], why: str = "",
-                       fallback: bool = True) -> dict:
-    """The recorded row (its `gpu` field says whose); live, with a warning naming why ncu did not run."""
+def _recorded_or_raise(name: str, p: dict[str, int], size: tuple[int, int, int], metrics: tuple[str, ...],
+                       why: str = "", fallback: bool = True) -> dict:
+    """The recorded row (its `gpu` field says whose), refused unless it holds every one of `metrics` (a missing one
+    would fail later, as a bare KeyError); live, with a warning naming why ncu did not run."""
     row = recorded_counters(name, p, size) if fallback else None
     if row is None:
         raise (RuntimeError(why) if why else LookupError(
             f"no recorded ncu counters for {name} {p} at {size[0]}x{size[1]}x{size[2]} on {device.replay_gpu()}"))
+    missing = [x for x in metrics if x not in row["metrics"]]
+    if missing:
+        raise LookupError(f"not recorded: {', '.join(missing)}; the recorded metrics of {name} at "
+                          f"{size[0]}x{size[1]}x{size[2]} on {row['gpu']} are {', '.join(row['metrics'])}")
     if why:
         warnings.warn(f"{why.splitlines()[0]}: showing the counters recorded on {row['gpu']}", stacklevel=3)
     return row

@@ -13,7 +13,7 @@ import functools
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from .. import catalog, device, folders, liverun, records, turns
+from .. import catalog, device, liverun, records, turns
 from ..compiler import NVRTC_OPTIONS
 from ..spec import round_up
 from . import gpus, model
@@ -209,7 +209,7 @@ def find(gpu: str | None = None) -> MemoryRecord | None:
 def gpus_to_show() -> list[str]:
     """The reader's GPU (live, or the one replayed) first, then every other GPU with a full recording in records/."""
 
-    return list(dict.fromkeys([device.gpu().name if device.live() else device.replay_gpu(), *folders.recorded_gpus()]))
+    return list(dict.fromkeys([device.gpu().name if device.live() else device.replay_gpu(), *records.recorded_gpus()]))
 
 
 def provenance(rec: MemoryRecord) -> str:

@@ -41,7 +41,7 @@ import numpy as np
 from .. import catalog, compiler, device, records, run, timing, turns
 from ..catalog import KernelSpec, Params, Shape
 from ..records import Measurement
-from ..spec import round_up
+from ..spec import as_integer, round_up
 from . import listings
 from .tables import Markdown
 from .variants import VARIANTS
@@ -180,6 +180,7 @@ def submit(source: KernelText, like: str, params: Params | None = None, *, size:
     forbid, a size they cannot launch) is refused before anything compiles."""
     sub = submission(source, like)
     inst = catalog.instance(sub, params)
+    size = as_integer("size (M = N = K, one integer)", size)  # the scoreboard and the checks take one square size
     catalog.instance(sub, inst.params, (size,) * 3)  # the timing size too, before anything compiles
     attempt, here = Attempt(like, inst.params), device.runs_here(sub)
     try:  # NVRTC names the reader's file (FILE for a string) and their own line numbers, and quotes the lines
@@ -674,10 +675,19 @@ KERNEL_EXERCISES = {e.name: e for e in (
 )}
 
 
+def _exercise(name: str) -> KernelExercise:
+    """The write-the-kernel exercise called `name` (a typo names the exercises there are, not a bare KeyError)."""
+    try:
+        return KERNEL_EXERCISES[name]
+    except (KeyError, TypeError):  # TypeError: an unhashable name
+        raise ValueError(f"no write-the-kernel exercise {name!r}; the exercises are "
+                         f"{', '.join(KERNEL_EXERCISES)}") from None
+
+
 def _hole_indices(name: str) -> tuple[list[str], list[int]]:
     """The lines of exercise `name`'s solution file and the index (from 0) of each hole's line in it, in the order
     of `holes`; a LookupError when a hole's line is not in the file exactly once (the file changed)."""
-    exercise = KERNEL_EXERCISES[name]
+    exercise = _exercise(name)
     lines = spec_of(exercise.like).path.read_text().splitlines()
     found = []
     for hole in exercise.holes:
@@ -713,7 +723,7 @@ def skeleton(name: str) -> Source:
     fills them in and passes the text, or a file's path, to `submit`)."""
     lines, found = _hole_indices(name)
     gone = set()
-    for hole, i in zip(KERNEL_EXERCISES[name].holes, found):
+    for hole, i in zip(_exercise(name).holes, found):
         if not hole.hint:
             gone.add(i)
             continue
@@ -733,6 +743,6 @@ def solution(name: str) -> listings.Listing:
     """The solution of write-the-kernel exercise `name`: its whole file, the lines the reader writes highlighted (a
     page shows it folded under the exercise, never above it)."""
     lines, found = _hole_indices(name)
-    path, marked = spec_of(KERNEL_EXERCISES[name].like).path, {i + 1 for i in found}
+    path, marked = spec_of(_exercise(name).like).path, {i + 1 for i in found}
     shown = tuple(listings.Line(None, n, "!" if n in marked else " ", text) for n, text in enumerate(lines, start=1))
     return listings.Listing(path.relative_to(catalog.ROOT).as_posix(), path, None, shown, whole=True)

@@ -9,21 +9,26 @@ from __future__ import annotations
 
 import altair as alt
 
-from .. import catalog, records
+from .. import catalog, device, records
+from ..spec import Shape, shape_of
 from . import grids, style
 from .tables import params_text, provenance
 
 
-def sweep_explorer(kernel: str, size: int = grids.EXPLORER_SIZE, x: str = "BN", y: str = "BM") -> alt.Chart:
-    """A GFLOP/s heatmap over two parameters; every other parameter is a drop-down in the page.
+def sweep_explorer(kernel: str, size: int | Shape = grids.EXPLORER_SIZE, x: str = "BN", y: str = "BM") -> alt.Chart:
+    """A GFLOP/s heatmap over two parameters (`x`, `y`) at `size` (M = N = K, or (M, N, K)); every other parameter is
+    a drop-down in the page.
 
     Switches Altair to its HTML renderer, so the chart is self-contained in the built book.
     """
-    alt.renderers.enable("html")
     spec = catalog.get(kernel)
-    ms = [m for m in records.measurements(spec.name) if (m.m, m.n, m.k) == (size, size, size)]
+    _check_axes(spec, x, y)
+    shape = shape_of(size)
+    ms = [m for m in records.measurements(spec.name) if (m.m, m.n, m.k) == shape]
     if not ms:
-        raise LookupError(f"no recorded sweep of {spec.name} at {size}")
+        raise LookupError(f"no recorded sweep of {spec.name} at {'x'.join(map(str, shape))} on "
+                          f"{device.replay_gpu()}; the book's sweeps are at {grids.EXPLORER_SIZE}")
+    alt.renderers.enable("html")
     grid = catalog.legal_grid(spec, grids.SWEEPS.get(spec.name))
     recorded = {tuple(sorted(m.params.items())) for m in ms}
     missing = sum(tuple(sorted(p.items())) not in recorded for p in grid)
@@ -52,10 +57,22 @@ def sweep_explorer(kernel: str, size: int = grids.EXPLORER_SIZE, x: str = "BN", 
     text = style.BODY_PX
     return (cells + labels).properties(
         width=72 * len({r[x] for r in rows}), height=40 * len({r[y] for r in rows}),
-        title={"text": f"{spec.name} at {size}x{size}x{size}: GFLOP/s (hover for details)",
+        title={"text": f"{spec.name} at {'x'.join(map(str, shape))}: GFLOP/s (hover for details)",
                # the page is static: why it replays does not apply; what is not recorded yet, it says
                "subtitle": [provenance(ms).split(" (")[0]] + ([
                    f"{missing} of its {len(grid)} swept instances not recorded yet",
                    "(gemm-lab record --only sweeps)"] if missing else [])},
     ).configure_axis(labelFontSize=text, titleFontSize=text).configure_legend(
         labelFontSize=text, titleFontSize=text).configure_title(fontSize=text + 1, subtitleFontSize=text)
+
+
+def _check_axes(spec: catalog.KernelSpec, x: str, y: str) -> None:
+    """Refuse axes that are not two different parameters of the kernel (a typo failed later as a bare KeyError)."""
+    names = ", ".join(spec.param_names)
+    if len(spec.param_names) < 2:
+        raise ValueError(f"{spec.name} has one parameter, {names}: the explorer's heatmap needs two, for x and y")
+    for name in (x, y):
+        if name not in spec.param_names:
+            raise ValueError(f"{spec.name} has no parameter {name}; pick x and y from {names}")
+    if x == y:
+        raise ValueError(f"x and y are both {x}: pick two different parameters of {spec.name} from {names}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import html
+import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,7 +162,7 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
             continue
         shown += [Line(o0 + i, None, "-", old_lines[o0 + i - 1]) for i in range(i1, i2)]
         shown += [Line(None, n0 + j, "+", new_lines[n0 + j - 1]) for j in range(j1, j2)]
-    left_out = _line_numbers(skip)
+    left_out = _line_numbers("skip", skip)
     if left_out - {x.new for x in shown}:
         raise ValueError(f"skip={skip!r}: line(s) {sorted(left_out - {x.new for x in shown})} of {_name(spec.path)} "
                          "are not shown")
@@ -185,15 +186,15 @@ def _block(path: Path, lines: list[str], marker: str, first: int, last: int) -> 
 
 
 def excerpt(source: str, *, function: str | None = None, start_at: str | None = None, end_before: str | None = None,
-            end_at: str | None = None, highlight: str = "", skip: str = "", skip_block: str = "",
+            end_at: str | None = None, highlight: str | int = "", skip: str | int = "", skip_block: str = "",
             skipped: str = "not shown") -> Listing:
     """One file of `kernels/` (a kernel's name or a file name such as "staging.cuh"), whole or in part: the lines of
     `function` (with its template line and the comment above it), or from the first line containing `start_at` to
     the line before the next containing `end_before` (or up to the one containing `end_at`). `highlight` marks lines
-    by their number in the file ("14-15, 27"); `skip` leaves lines out (a branch the page does not discuss), each run
-    of them shown as one line saying how many, and `skipped` what they are ("of the 3xTF32 path"); `skip_block` leaves
-    out the block that opens on the first shown line containing it, through the brace that closes it (markers, unlike
-    line numbers, follow the code when lines above it change).
+    by their number in the file ("14-15, 27", or one number, 14); `skip` leaves lines out (a branch the page does not
+    discuss), each run of them shown as one line saying how many, and `skipped` what they are ("of the 3xTF32
+    path"); `skip_block` leaves out the block that opens on the first shown line containing it, through the brace
+    that closes it (markers, unlike line numbers, follow the code when lines above it change).
 
         gl.excerpt("warp_tiling", highlight="32-33, 63-80")
         gl.excerpt("14_tf32_wgmma_ws.cu", start_at="if (PRODUCER && wg == 0) {", end_before="else if (HELPERS")
@@ -216,7 +217,7 @@ def excerpt(source: str, *, function: str | None = None, start_at: str | None = 
             last = _find(path, lines, end_before, first + 1) - 1
         elif end_at:
             last = _find(path, lines, end_at, first)
-    marked, left_out = _line_numbers(highlight), _line_numbers(skip)
+    marked, left_out = _line_numbers("highlight", highlight), _line_numbers("skip", skip)
     if skip_block:
         left_out |= _block(path, lines, skip_block, first, last)
     for name, spec, chosen in (("highlight", highlight, marked), ("skip", skip, left_out)):
@@ -328,14 +329,20 @@ def _find(path: Path, lines: list[str], marker: str, start: int) -> int:
     raise ValueError(f"no line of {_name(path)} from line {start} on contains {marker!r}")
 
 
-def _line_numbers(spec: str) -> set[int]:
-    """'14-15, 27' as {14, 15, 27}."""
+def _line_numbers(what: str, spec: str | int) -> set[int]:
+    """'14-15, 27' as {14, 15, 27}, and 14 as {14}; `what` names the argument in errors."""
+    text = str(spec) if isinstance(spec, numbers.Integral) and not isinstance(spec, bool) else spec
+    if not isinstance(text, str):
+        raise TypeError(f"{what}={spec!r}: give a line's number, or lines and ranges as a text such as '14-15, 27'")
     out: set[int] = set()
-    for part in filter(None, (p.strip() for p in spec.split(","))):
+    for part in filter(None, (p.strip() for p in text.split(","))):
         match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
         if not match:
-            raise ValueError(f"{spec!r}: write line numbers and ranges such as '14-15, 27'")
+            raise ValueError(f"{what}={spec!r}: write line numbers and ranges such as '14-15, 27'")
         a, b = int(match.group(1)), int(match.group(2) or match.group(1))
+        if b < a:
+            raise ValueError(f"{what}={spec!r}: the range {part} runs backwards; write it first line to last, "
+                             f"{b}-{a}")
         out.update(range(a, b + 1))
     return out
 

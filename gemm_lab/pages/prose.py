@@ -8,33 +8,24 @@ from __future__ import annotations
 
 import math
 import re
+from numbers import Integral, Real
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 INLINE_MATH = re.compile(r"\$([^$\s][^$]*?)\$")  # $A$ in a pasted text, which is never typeset
 
 
-def publish(**numbers: str | int | float) -> dict[str, str | int | float]:
+def publish(**numbers: str | Real) -> dict[str, str | int | float]:
     """Glue each keyword's value under its name for the page's prose, and return them (a notebook shows them).
 
-    A str is pasted as written, so format it here with its unit (`f"{x.pct_cublas:.1f} %"`); an int or float is
-    pasted as it is, or formatted by the role (`{glue:text}`tflops:.1f``). Pasted text is never typeset, so inline
-    math in it loses its dollars: "$A$" is pasted as "A". Names are letters, digits and underscores
+    A str is pasted as written, so format it here with its unit (`f"{x.pct_cublas:.1f} %"`); a number (a NumPy one
+    too) is pasted as it is, or formatted by the role (`{glue:text}`tflops:.1f``). Pasted text is never typeset, so
+    inline math in it loses its dollars: "$A$" is pasted as "A". Names are letters, digits and underscores
     (they are the role's keys); a value must be finite. Outside a myst-nb build (a terminal) nothing is glued.
 
         x = gl.bench("warp_tiling", 4096)
         gl.publish(wt_tflops=f"{x.gflops / 1e3:.1f}", wt_pct=f"{x.pct_cublas:.0f} %")
     """
-    for name, value in numbers.items():
-        if not NAME.match(name):
-            raise ValueError(f"{name!r}: a published name is letters, digits and underscores, starting with a letter")
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise TypeError(f"{name}: publish a number or its text, not {type(value).__name__}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{name}: {value} is no number to print")
-        if isinstance(value, str) and not value.strip():
-            raise ValueError(f"{name}: an empty text")
-    numbers = {name: INLINE_MATH.sub(r"\1", value) if isinstance(value, str) else value
-               for name, value in numbers.items()}
+    numbers = {name: _pasted(name, value) for name, value in numbers.items()}
     try:
         from myst_nb import glue
     except ImportError:  # no book extra: the page is not being built, there is nothing to glue into
@@ -42,6 +33,23 @@ def publish(**numbers: str | int | float) -> dict[str, str | int | float]:
     for name, value in numbers.items():
         glue(name, value, display=False)
     return numbers
+
+
+def _pasted(name: str, value: object) -> str | int | float:
+    """What `publish` glues for `value`: a text without inline math's dollars, or a Python int or float (a NumPy number
+    pastes as itself, never as its repr, np.float32(1.5))."""
+    if not NAME.match(name):
+        raise ValueError(f"{name!r}: a published name is letters, digits and underscores, starting with a letter")
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError(f"{name}: an empty text")
+        return INLINE_MATH.sub(r"\1", value)
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name}: publish a number or its text, not {type(value).__name__}")
+    number = int(value) if isinstance(value, Integral) else float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name}: {value} is no number to print")
+    return number
 
 
 def share(x) -> str:

@@ -8,6 +8,7 @@ number into a cell, and then shows what the hardware measured.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -522,25 +523,34 @@ def glued(name: str) -> tuple[str, str]:
     return f"{name}_ask", f"{name}_how"
 
 
+def _question(name: str) -> Question:
+    """The question called `name` (a typo names the questions there are, not a bare KeyError)."""
+    try:
+        return QUESTIONS[name]
+    except (KeyError, TypeError):  # TypeError: an unhashable name
+        raise ValueError(f"no question {name!r}; the questions are {', '.join(QUESTIONS)}") from None
+
+
 def publish(name: str) -> dict[str, str]:
     """Glue question `name`'s text (`<name>_ask`) and reasoning (`<name>_how`) for a page's exercise and solution."""
-    q = QUESTIONS[name]
+    q = _question(name)
     return prose.publish(**dict(zip(glued(name), (q.ask(), q.solve()[1]))))
 
 
 def ask(name: str) -> Markdown:
     """A question's text, with its givens as this GPU's (or the replayed one's) records have them."""
-    return Markdown(QUESTIONS[name].ask())
+    return Markdown(_question(name).ask())
 
 
 def answer(name: str, value: float | None) -> Markdown:
-    """Whether `value` answers question `name`, and the reasoning (None: the reader has not answered yet)."""
-    q = QUESTIONS[name]
+    """Whether `value` answers question `name`, and the reasoning (None: the reader has not answered yet). Any real
+    number will do, a NumPy one too (a reader's arithmetic on the givens may well make one)."""
+    q = _question(name)
     right, how = q.solve()
     unit = f" {q.unit}" if q.unit else ""
     if value is None:
         return Markdown(f"Type your answer in place of `None` and run the cell again ({q.unit or 'a number'}).")
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"answer a number, not {value!r}")
     close = math.isclose(value, right, rel_tol=q.rel_tol, abs_tol=1e-9 if q.rel_tol else 0.5)
     verdict = f"Right: {_number(right)}{unit}." if close else \

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import catalog, device, folders, turns
+from .. import catalog, device, turns
 from ..models.gpus import card_of
 from ..records import CUBLAS_KERNELS, Measurement, date_span
 
@@ -575,7 +575,7 @@ def gpu_comparison(kernels: Sequence[str], sizes: Sequence[int], gpus: Sequence[
     """Recorded GFLOP/s and % of cuBLAS (same run) of each kernel's default tile on several GPUs."""
     from .. import catalog, records
 
-    gpus = list(gpus or folders.recorded_gpus())
+    gpus = list(gpus or records.recorded_gpus())
     rows, dates = [], set()
     for kernel in kernels:
         params = catalog.get(kernel).full_params()

@@ -36,13 +36,14 @@ does not wait, and where its verdict or check fails, the GPU computes C as SGEMM
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import numbers
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..spec import ceil_div, round_up
+from ..spec import as_integer, ceil_div, round_up
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
 # per INT8 product (the kernel takes the first MODULI).
@@ -77,6 +78,8 @@ LINES = 2 * len(CANDIDATES) + 2  # doubles of ozaki_lines' result: worst rows, w
 
 
 Moduli = int | Sequence[int]  # the first that many of MODULI (as the kernels take them), or moduli of your own
+MODULI_ARE = (f"an int between 1 and {len(MODULI)}, the first that many of MODULI, or a sequence of pairwise coprime "
+              "ints >= 2")  # what `moduli` may be, as errors say it
 
 
 class AccuracyWarning(UserWarning):
@@ -88,10 +91,18 @@ class Fallback(UserWarning):
 
 
 def chosen(moduli: Moduli) -> tuple[int, ...]:
-    """The moduli themselves: the first `moduli` of MODULI, or the given ones, checked pairwise coprime."""
-    mods = tuple(MODULI[:moduli]) if isinstance(moduli, int) else tuple(int(p) for p in moduli)
-    if isinstance(moduli, int) and not 1 <= moduli <= len(MODULI):
-        raise ValueError(f"{moduli} moduli: between 1 and {len(MODULI)} of MODULI")
+    """The moduli themselves: the first `moduli` of MODULI, or the given ones, checked pairwise coprime. Integers
+    only (NumPy's too): a bool, a fraction or a string is refused, where int() or iterating would make other moduli
+    of it."""
+    if isinstance(moduli, numbers.Real):
+        count = as_integer(f"moduli ({MODULI_ARE})", moduli)
+        if not 1 <= count <= len(MODULI):
+            raise ValueError(f"moduli={moduli!r}: {MODULI_ARE}")
+        mods = MODULI[:count]
+    elif isinstance(moduli, Iterable) and not isinstance(moduli, (str, bytes)):
+        mods = tuple(as_integer(f"each of moduli={moduli!r} (pairwise coprime ints >= 2)", p) for p in moduli)
+    else:
+        raise TypeError(f"moduli={moduli!r}: {MODULI_ARE}")
     if not mods or min(mods) < 2:
         raise ValueError(f"moduli {mods}: at least one, each at least 2")
     shared = [(p, q) for i, p in enumerate(mods) for q in mods[i + 1:] if math.gcd(p, q) > 1]
@@ -151,6 +162,8 @@ def norm_bound(moduli: Moduli, k: int) -> float:
     """G: rows of A and columns of B are scaled to Euclidean norms of at most 2^G. Rounded to integers their norms grow
     by at most sqrt(k) / 2, and (2^G + sqrt(k) / 2)^2 <= P / 4 bounds every product sum by Cauchy-Schwarz, so the
     reconstruction's representative nearest zero is the sum, with room to spare for rounding in double."""
+    if k < 1:
+        raise ValueError(f"k={k}: the depth of the product (the elements of a row of A) must be at least 1")
     room = math.sqrt(product(moduli)) / 2 - math.sqrt(k) / 2
     if room < 1:
         raise ValueError(f"moduli {chosen(moduli)}: P = {product(moduli)} leaves rows of {k} elements no bits at all "
@@ -217,7 +230,17 @@ def residues(a: np.ndarray, b: np.ndarray, moduli: Moduli, shift: np.ndarray | N
              ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray]:
     """NumPy's version of the kernels' scaling and split: A's and B's residues (symmetric, in [-p/2, p/2), as int64)
     per modulus and the exponents of A's rows and B's columns, after equilibrating by `shift` (`shifts`; None: none).
-    Moduli whose product is so large that the scaled integers would outgrow int64 are refused."""
+    Moduli whose product is so large that the scaled integers would outgrow int64 are refused, and so are infinities
+    and NaNs: the split counts them as zeros, as the kernels' does, but only the GPU pipeline puts them back into C."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"A of shape {a.shape} and B of shape {b.shape}: the NumPy model multiplies a 2-D A (M x K) "
+                         "by a 2-D B (K x N), as many columns of A as rows of B")
+    for name, x in (("A", a), ("B", b)):
+        if (bad := ~np.isfinite(x)).any():
+            raise ValueError(f"{name} holds infinities or NaNs ({bad.sum()} of them): the NumPy model takes finite "
+                             "inputs (it would count them as zeros); gl.gemm(\"ozaki\", ...) gives their elements of "
+                             "C SGEMM's infinities and NaNs")
     k = a.shape[1]
     if norm_bound(moduli, k) > 62:
         raise ValueError(f"moduli {chosen(moduli)}: P is too large for the scaled integers to fit int64")
@@ -230,9 +253,13 @@ def residues(a: np.ndarray, b: np.ndarray, moduli: Moduli, shift: np.ndarray | N
 
 
 def reconstruct(products: list[np.ndarray], e: np.ndarray, f: np.ndarray, moduli: Moduli) -> np.ndarray:
-    """NumPy's version of the last step, exact in Python integers: C from the products' residues and the exponents."""
-    big, w = product(moduli), weights(moduli)
-    r = [np.asarray(x % p, dtype=object) for x, p in zip(products, chosen(moduli))]
+    """NumPy's version of the last step, exact in Python integers: C from the products' residues (one product per
+    modulus, in the moduli's order) and the exponents."""
+    mods = chosen(moduli)
+    if len(products) != len(mods):
+        raise ValueError(f"{len(products)} products for {len(mods)} moduli {mods}: one product of residues per modulus")
+    big, w = product(mods), weights(mods)
+    r = [np.asarray(x % p, dtype=object) for x, p in zip(products, mods)]
     x = sum(ri * wi for ri, wi in zip(r, w)) % big
     x = np.where(x > big // 2, x - big, x).astype(np.float64)
     return np.ldexp(x, -(e[:, None] + f[None, :]))
@@ -303,6 +330,36 @@ class Estimate:
                 "largest_shift": self.largest_shift, "nonfinite": self.nonfinite, "fallback": self.fallback,
                 "rows": {str(m): v for m, v in self.rows.items()},
                 "columns": {str(m): v for m, v in self.columns.items()}, "raised_from": self.raised_from}
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> Estimate:
+        """The report `as_dict` wrote (a record's `details`), its numbers of moduli ints again."""
+        per_moduli = ("median", "largest", "rows", "columns")
+        return cls(**{name: {int(m): v for m, v in value.items()} if name in per_moduli else value
+                      for name, value in row.items()})
+
+
+def pinned_warnings(report: Estimate, estimate: bool = True) -> list[str]:
+    """What a pinned number of moduli falls short of on the inputs `report` estimated, as the `AccuracyWarning`s of
+    the call say it, live or replayed: the estimate's verdict (`estimate`: live, it is said when the verdict is read,
+    before the check) and, once it ran, the row and column check's. None for the default, which acts on both."""
+    if not report.pinned:
+        return []
+    m, out = report.moduli, []
+    if estimate and not report.qualifies(m):
+        out.append(f"{m} moduli: on a sample of these inputs the estimated error is {report.ratio(m):.3g} times "
+                   f"SGEMM's in the median and {report.largest[m]:.3g} times at its largest; {_advice(report)}")
+    if not report.lines_hold(m):
+        out.append(f"{m} moduli: the worst row of C is estimated to err {report.rows[m]:.3g} times SGEMM's worst row, "
+                   f"the worst column {report.columns[m]:.3g} times SGEMM's (more than {ROW_SLACK:g}); "
+                   f"{_advice(report)}")
+    return out
+
+
+def _advice(report: Estimate) -> str:
+    fit = next((m for m in CANDIDATES if report.qualifies(m) and report.lines_hold(m)), 0)
+    return (f"{fit} moduli would be (MODULI={fit}), or MODULI=0 chooses per call" if fit else
+            "no number of moduli up to 9 is: use MODULI=0, which falls back to cuBLAS SGEMM on such inputs")
 
 
 def choose(sample: np.ndarray, flags: Sequence[int], pinned: int = AUTO) -> Estimate:

@@ -1,7 +1,8 @@
 """The Ozaki scheme's pipeline on the GPU (kernels/16_ozaki.cu, and kernels/ozaki_check.cu for the row and column
 check): `Pipeline`, the call that scales, equilibrates, estimates, splits, multiplies, reconstructs and checks, which
-`run.gemm("ozaki", ...)` launches (importing this module registers its launcher with the core). The scheme itself, its
-constants, its NumPy model and the accuracy contract are `ozaki`'s.
+`run.gemm("ozaki", ...)` launches (importing this module registers its launcher with the core, and `warn_recorded`,
+which says a replayed record's warnings again). The scheme itself, its constants, its NumPy model and the accuracy
+contract are `ozaki`'s.
 
 **Streams.** B's statistics and residues run on a second stream beside A's, the estimate's sample and verdict on a
 third beside the split (which reads the number it splits for from a buffer of its own, and is queued after the sample's
@@ -198,11 +199,8 @@ class Pipeline:
         if (read := self.host.tobytes()) != self._verdict[0]:  # a steady call reads the last one's bytes: its report
             self._verdict = (read, ozaki.verdict(self.host, bool(self.pinned)))
         self.report = report = self._verdict[1]
-        if report.pinned and not report.qualifies(report.moduli):
-            warnings.warn(f"{report.moduli} moduli: on a sample of these inputs the estimated error is "
-                          f"{report.ratio(report.moduli):.3g} times SGEMM's in the median and "
-                          f"{report.largest[report.moduli]:.3g} times at its largest; "
-                          f"{self._advice(report)}", ozaki.AccuracyWarning, stacklevel=4)
+        for text in ozaki.pinned_warnings(report):  # the estimate's alone: the row and column check has not run
+            warnings.warn(text, ozaki.AccuracyWarning, stacklevel=4)
         return report
 
     def split(self, moduli: int) -> None:
@@ -442,17 +440,10 @@ class Pipeline:
         return self._instances[moduli]
 
     def _warn_lines(self, report: Estimate) -> None:
-        """A pinned number whose worst row or column errs more than ozaki.ROW_SLACK times SGEMM's warns."""
-        if report.pinned and not report.lines_hold(report.moduli):
-            warnings.warn(f"{report.moduli} moduli: the worst row of C is estimated to err "
-                          f"{report.rows[report.moduli]:.3g} times SGEMM's worst row, the worst column "
-                          f"{report.columns[report.moduli]:.3g} times SGEMM's (more than {ozaki.ROW_SLACK:g}); "
-                          f"{self._advice(report)}", ozaki.AccuracyWarning, stacklevel=5)
-
-    def _advice(self, report: Estimate) -> str:
-        fit = next((m for m in ozaki.CANDIDATES if report.qualifies(m) and report.lines_hold(m)), 0)
-        return (f"{fit} moduli would be (MODULI={fit}), or MODULI=0 chooses per call" if fit else
-                "no number of moduli up to 9 is: use MODULI=0, which falls back to cuBLAS SGEMM on such inputs")
+        """A pinned number whose worst row or column errs more than ozaki.ROW_SLACK times SGEMM's warns (the estimate's
+        verdict was said by `read_verdict`)."""
+        for text in ozaki.pinned_warnings(report, estimate=False):
+            warnings.warn(text, ozaki.AccuracyWarning, stacklevel=5)
 
     def _fallen_back(self) -> None:
         """No number of moduli qualified: cuBLAS SGEMM computes C, FP32's accuracy by definition (3xTF32, the other
@@ -555,4 +546,15 @@ def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: 
     return Pipeline(inst, a, b, alpha=alpha, beta=beta, out=out, slots=run.slots(inst.spec, inst.params))
 
 
+def warn_recorded(x: Any) -> None:
+    """`run`'s replay check for the ozaki spec: a record of a pinned number of moduli (`x`, a `records.Measurement`)
+    warns as its call did live, from the report it kept (`details`); a record without one stays silent."""
+    if not x.details:
+        return
+    for text in ozaki.pinned_warnings(Estimate.from_dict(x.details)):
+        warnings.warn(f"the recorded call's estimate ({x.gpu}, {x.recorded_at[:10]}): {text}", ozaki.AccuracyWarning,
+                      stacklevel=4)  # at the caller of `bench`, through run.replayed
+
+
 run.register_launcher("ozaki", launcher)
+run.register_replay_check("ozaki", warn_recorded)
