@@ -129,7 +129,7 @@ def test_submit_checks_its_size_and_parameters_before_compiling(monkeypatch):
     (0, ValueError, "every dimension must be at least 1"),
     ((4096, -1, 4096), ValueError, "every dimension must be at least 1"),
 ])
-def test_a_size_is_one_integer_or_three(size, error, match):
+def test_a_size_is_one_integer_or_three(replay, size, error, match):
     with pytest.raises(error, match=match):
         gl.bench("thread_tile_2d", size)
 
@@ -157,19 +157,19 @@ def test_a_kernel_is_named_by_a_string():
     ({"BM": ()}, ValueError, "no values"),
     ({"BM": (64.5,)}, ValueError, "BM must be an integer"),
 ])
-def test_a_sweeps_choices_are_checked(choices, error, match):
+def test_a_sweeps_choices_are_checked(replay, choices, error, match):
     with pytest.raises(error, match=match):
         gl.sweep("smem_tiled", 2048, choices)
 
 
-def test_a_replayed_sweep_says_what_was_never_timed():
+def test_a_replayed_sweep_says_what_was_never_timed(replay):
     with pytest.raises(LookupError, match=r"no recorded sweep of smem_tiled at 1000x1000x1000.*recorded sizes"):
         gl.sweep("smem_tiled", 1000)
     with pytest.warns(UserWarning, match="never timed"):
         assert gl.sweep("smem_tiled", 4096)
 
 
-def test_a_budget_refuses_a_measurement_of_another_kernel_or_size():
+def test_a_budget_refuses_a_measurement_of_another_kernel_or_size(replay):
     with pytest.raises(ValueError, match="measured is warp_tiling"):
         gl.budget("naive", measured=gl.bench("warp_tiling", 4096))
     with pytest.raises(ValueError, match="not the budget's naive at 2048x2048x2048"):
@@ -180,7 +180,7 @@ def test_a_budget_refuses_a_measurement_of_another_kernel_or_size():
         gl.budget("warp_tiling", l2_gbs=0)
 
 
-def test_runs_are_checked_in_replay_too():
+def test_runs_are_checked_in_replay_too(replay):
     with pytest.raises(ValueError, match="runs=-1"):
         gl.bench("thread_tile_2d", 4096, runs=-1)
     with pytest.raises(TypeError, match="runs must be an integer"):
@@ -207,6 +207,6 @@ def test_gemm_lab_gpu_must_name_a_recorded_gpu(monkeypatch):
         device.replay_gpu()
 
 
-def test_a_missing_record_lists_the_shapes_of_every_gpu_looked_on():
+def test_a_missing_record_lists_the_shapes_of_every_gpu_looked_on(replay):
     with pytest.raises(LookupError, match=r"K=4100 on .* or .*\(4096, 4096, 4096\)"):
         gl.bench("ozaki", (4096, 4096, 4100))
