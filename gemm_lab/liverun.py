@@ -79,7 +79,7 @@ def _kinds(kinds: Iterable[str], by: str) -> set[str]:
     measure nothing more, in silence."""
     unknown = set(kinds) - set(KINDS) - {"all"}
     if unknown:
-        raise ValueError(f"{by} takes {', '.join(['all', *KINDS])}, not {', '.join(sorted(unknown))}")
+        raise ValueError(f"{by} takes {', '.join(['all', *KINDS])}, not {', '.join(sorted(map(repr, unknown)))}")
     return set(kinds)
 
 

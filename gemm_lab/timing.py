@@ -38,7 +38,7 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
     or on a book page `turns.reader_method`; replay: the recorded result, as in a live page's work that it reads back,
     `liverun`; `kind`: what kind of a page's work it is, "sweeps" for one case of a grid)."""
     inst, here = run.resolve(kernel, params, shape_of(size))
-    _check_runs(runs)
+    _check_race(runs, method)
     method = method or default_method(inst.spec.name, inst.params, inst.shape)
     label = f"{inst.describe()} at {'x'.join(map(str, inst.shape))}, {method.name}"
     kind = "races" if catalog.is_key_share(inst.spec.name, inst.params, inst.shape) else kind  # always quoted live
@@ -51,10 +51,12 @@ def bench(kernel: str | KernelSpec, size: int | Sequence[int], params: Params | 
         return task.result
 
 
-def _check_runs(runs: object) -> None:
-    """`runs`, live or replayed: 0 (the race's own least) or a number of launches a side."""
+def _check_race(runs: object, method: object) -> None:
+    """`runs` and `method`, live or replayed: 0 (the race's own least) or a number of launches a side; a `Method`."""
     if as_integer("runs", runs) < 0:
         raise ValueError(f"runs={runs}: launches a side, 0 for the race's own least")
+    if method is not None and not isinstance(method, Method):
+        raise TypeError(f"method is a turns.Method, such as turns.SHORT or turns.SUSTAINED, not {method!r}")
 
 
 def verified_race(inst: Instance, runs: int, method: Method) -> Measurement:
@@ -120,7 +122,7 @@ def cublas(size: int | Sequence[int], precision: str = "fp32", *, runs: int = 0,
     """cuBLAS alone in `precision`'s math ("fp32": SGEMM; "tf32": TF32 tensor cores), as a measurement of its
     pseudo-kernel (`records.CUBLAS_KERNELS`: "cublas", "cublas_tf32"; replay: recorded; `kind` as for `bench`)."""
     m, n, k = shape_of(size)
-    _check_runs(runs)
+    _check_race(runs, method)
     kernel = cublas_kernel(precision)
     method = method or default_method(kernel, {}, (m, n, k))
     with liverun.work(kind, f"{kernel} at {m}x{n}x{k}, {method.name}",

@@ -96,7 +96,7 @@ def test_gemm_lab_measure_is_checked_where_it_is_read(monkeypatch):
     for value in ("bogus", "counters,typo"):
         monkeypatch.setenv(liverun.MEASURE_ENV, value)
         with pytest.raises(ValueError, match=f"GEMM_LAB_MEASURE='{value}' \\(a comma list\\) takes all, races, "
-                                             "probes, .*, not (bogus|typo)"):
+                                             "probes, .*, not '(bogus|typo)'"):
             liverun._kinds_in_env()
     monkeypatch.setenv(liverun.MEASURE_ENV, "counters, sweeps")
     assert liverun._kinds_in_env() == {"counters", "sweeps"}
@@ -185,6 +185,8 @@ def test_runs_are_checked_in_replay_too(replay):
         gl.bench("thread_tile_2d", 4096, runs=-1)
     with pytest.raises(TypeError, match="runs must be an integer"):
         gl.cublas(4096, runs="many")
+    with pytest.raises(TypeError, match="method is a turns.Method"):
+        gl.bench("thread_tile_2d", 4096, method="short")
 
 
 def test_a_misspelt_kernel_has_no_records_rather_than_none():
