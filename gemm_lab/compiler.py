@@ -194,7 +194,7 @@ def ptxas_report(kernel: str | KernelSpec, params: Params | None = None, arch: s
     needed) for `arch` (default: the kernel's arch-specific target, else sm_90)."""
     spec, names, arch = _offline_target(kernel, params, arch)
     pinned = pinned_reports().get(_stem(spec.build_sha256(), names, arch))
-    if pinned and not os.environ.get(UNPINNED_ENV):
+    if pinned and not device.env_flag(UNPINNED_ENV):
         return PtxasReport(names[0], arch, **{**pinned, "performance_warnings": tuple(pinned["performance_warnings"])})
     if (report := _offline(spec.name, spec.build_sha256(), names, arch)[1]) is None:
         raise CompileError(f"NVRTC compiled {names[0]} for {arch}, but its log holds no ptxas report (-Xptxas=-v) "

@@ -122,7 +122,18 @@ def _warn_unsupported(why: str) -> None:
 
 def forced_replay() -> bool:
     """True when GEMM_LAB_REPLAY asks for replay, GPU or not."""
-    return os.environ.get(REPLAY_ENV, "0") not in ("", "0")
+    return env_flag(REPLAY_ENV)
+
+
+def env_flag(name: str) -> bool:
+    """An on/off environment variable: unset, "", 0, false, no or off is off; 1, true, yes or on is on (any case); else
+    an error, where "no" used to mean on because it is not "0"."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{name}={os.environ[name]!r}: set it to 1 (or true, yes, on) or 0 (or false, no, off)")
 
 
 @functools.cache

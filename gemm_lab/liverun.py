@@ -111,6 +111,8 @@ def measures(kind: str) -> bool:
 
 def measure(*kinds: str) -> None:
     """Measure these kinds of work too, from here on (`"all"`: everything). Says first what that adds to this page."""
+    if not kinds:
+        raise ValueError(f"gl.measure takes one or more of {', '.join(['all', *KINDS])}: which work to measure live")
     SESSION.asked |= _kinds(kinds, "gl.measure")
     plan = _plan().get(SESSION.page)
     if plan is None:

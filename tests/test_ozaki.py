@@ -478,3 +478,94 @@ def test_a_product_needs_a_depth_of_at_least_one(k):
         ozaki.bits(7, k)
     with pytest.raises(ValueError, match=rf"k={k}: "):
         ozaki.norm_bound(7, k)
+
+
+@pytest.mark.parametrize("a,b,operand,first", [(1e-200, 1.0, "A", "1e-200"), (1e160, 1e-160, "A", "1e\\+160"),
+                                               (1.0, 1e-50, "B", "1e-50")])
+def test_the_numpy_model_refuses_values_outside_fp32s_range(a, b, operand, first):
+    """Outside FP32's range the squared norms underflow or overflow in double, and C came out 0 without a word."""
+    with pytest.raises(ValueError, match=rf"{operand} holds values float32 cannot hold \(16 of them, the first "
+                                         rf"{first}\): the NumPy model takes FP32 inputs, nonzero magnitudes from "
+                                         r"1.4e-45 to 3.4e\+38"):
+        ozaki.residues(np.full((4, 4), a), np.full((4, 4), b), 7)
+    assert np.allclose(scheme(np.full((4, 4), 1e-40), np.ones((4, 4)), 7, None), 4e-40)  # FP32's subnormals are in
+
+
+def test_reconstruct_refuses_products_that_are_not_integer_sums():
+    ra, rb, e, f = ozaki.residues(np.ones((4, 4)), np.ones((4, 4)), 7)
+    products = [x @ y for x, y in zip(ra, rb)]
+    assert (ozaki.reconstruct([x.astype(np.float64) for x in products], e, f, 7) == 4.0).all()  # whole floats do
+    with pytest.raises(ValueError, match=r"products\[0\] holds values that are not integers within int64 \(16 of them, "
+                                         r"the first 0.4\): integers expected"):
+        ozaki.reconstruct([x + 0.4 for x in products], e, f, 7)
+    with pytest.raises(TypeError, match=r"products\[0\] of dtype complex128: integers expected"):
+        ozaki.reconstruct([x + 0j for x in products], e, f, 7)
+    with pytest.raises(TypeError, match=r"A of dtype complex128: the NumPy model takes real numbers"):
+        ozaki.residues(np.ones((2, 2)) * 1j, np.ones((2, 2)), 7)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: ozaki.traffic(-3, 4096, 4096, 4096), ValueError, r"moduli=-3: an int between 1 and 9"),
+    (lambda: ozaki.traffic(100, 4096, 4096, 4096), ValueError, r"moduli=100: an int between 1 and 9"),
+    (lambda: ozaki.traffic(7.5, 4096, 4096, 4096), ValueError, r"moduli \(an int .* must be an integer, not 7.5"),
+    (lambda: ozaki.traffic(7, 0, 0, 0), ValueError, r"shape M=0, N=0, K=0: every dimension must be at least 1"),
+    (lambda: ozaki.traffic(7, 4096.5, 4096, 4096), ValueError, r"M must be an integer, not 4096.5"),
+    (lambda: ozaki.split_k(-4096, 4096, 4096, 132), ValueError, r"shape M=-4096, N=4096, K=4096: every dimension"),
+    (lambda: ozaki.split_k(4096, 4096, 4096, 0), ValueError, r"sms=0: the GPU's multiprocessor count must be at"),
+    (lambda: ozaki.bits(7, True), TypeError, r"k, the depth of the product .* must be an integer, not True"),
+    (lambda: ozaki.bits(7, math.nan), ValueError, r"k, the depth of the product .* must be an integer, not nan"),
+    (lambda: ozaki.bits(7, 4096.5), ValueError, r"k, the depth of the product .* must be an integer, not 4096.5"),
+    (lambda: ozaki.crt([1.5, 2, 3], 3), ValueError, r"each of residues=\[1.5, 2, 3\] \(ints, one per modulus\) must "
+                                                    r"be an integer, not 1.5"),
+    (lambda: ozaki.sample_picks(0, 0), ValueError, r"m=0: C's row count must be at least 1"),
+    (lambda: ozaki.scale_exponents(np.array([4.0, -1.0]), 10), ValueError, r"norm2 holds values that are no squared "
+                                                                           r"norm \(1 of them, the first -1\)"),
+    (lambda: ozaki.scale_exponents(np.array([math.inf]), 10), ValueError, r"the first inf\): a squared norm is finite"),
+])
+def test_sizes_moduli_residues_and_norms_out_of_range_are_refused(call, error, message):
+    """Each of these returned a number (negative bytes, 32, -1 indices, -2^63, a truncated residue)."""
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_valid_sizes_moduli_and_norms_give_what_they_gave():
+    assert ozaki.traffic(7.0, 4096, 4096, 4096) == ozaki.traffic(ozaki.MODULI[:7], 4096, 4096, 4096)
+    assert ozaki.traffic(7, 4096, 4096, 4096)["products"] == (7 * 8192 * 4096, 7 * 4096 * 4096)
+    assert ozaki.split_k(128, 128, 4096.0, 132) == 32 and ozaki.bits(7, 4096.0) == ozaki.bits(7, 4096)
+    assert ozaki.crt(np.array([2, 3, 2]), (3, 5, 7)) == ozaki.crt((2.0, 3, 2), (3, 5, 7)) == 23
+    assert list(ozaki.scale_exponents(np.array([0.0, 4.0]), 10)) == [0, 9]
+    assert ozaki.constants(7.0, 4096).tolist() == ozaki.constants(7, 4096).tolist()
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: ozaki.crt(5, 3), TypeError, r"residues=5: a sequence of ints, one per modulus of \(256, 255, 253\)"),
+    (lambda: ozaki.crt(["a", 2, 3], 3), TypeError, r"each of residues=\['a', 2, 3\] .* must be an integer, not 'a'"),
+    (lambda: ozaki.constants([256, 255], 4096), TypeError, r"moduli=\[256, 255\]: the kernels take a count of moduli, "
+                                                           r"an int between 1 and 9"),
+    (lambda: ozaki.chosen(np.array(7)), TypeError, r"moduli=array\(7\): an int between 1 and 9"),
+    (lambda: ozaki.shifts(np.ones((4, 5)), np.ones((4, 4))), ValueError, r"A of shape \(4, 5\) and B of shape "
+                                                                         r"\(4, 4\): the NumPy model multiplies"),
+    (lambda: ozaki.residues(np.ones((4, 4)), np.ones((4, 4)), 7, np.zeros(3, np.int64)), ValueError,
+     r"shift of shape \(3,\): one exponent per column of A, K = 4 of them"),
+    (lambda: ozaki.choose(np.ones((8, 3)), [0, 0, 0, 0]), ValueError, r"sample of shape \(8, 3\): one row of "
+                                                                      r"SAMPLE_FIELDS = 8 numbers"),
+    (lambda: ozaki.choose(np.ones((8, 8)), [0, 0]), ValueError, r"flags=\[0, 0\]: four numbers"),
+    (lambda: ozaki.choose(np.ones((8, 8)), [0, 0, 0, 0], 99), ValueError, r"pinned=99: 0 \(the fewest that qualify\) "
+                                                                          r"or one of CANDIDATES \(6, 7, 8, 9\)"),
+    (lambda: ozaki.verdict([1.0], False), ValueError, r"result of length 1: ozaki_decide's holds at least 14 numbers"),
+])
+def test_malformed_arguments_are_named_before_numpy_or_python_fails(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@pytest.mark.parametrize("which", ["e", "f", "a product"])
+def test_reconstruct_refuses_products_and_exponents_of_other_shapes(which):
+    ra, rb, e, f = ozaki.residues(np.ones((4, 3)), np.ones((3, 5)), 7)
+    products = [x @ y for x, y in zip(ra, rb)]
+    e, f = (e[:3], f) if which == "e" else (e, f[:2]) if which == "f" else (e, f)
+    if which == "a product":
+        products[2] = products[2][:3]
+    with pytest.raises(ValueError, match=r"products of shapes \[\(4, 5\), \(4, 5\), \(.*\)\], e of shape \(.*\) and f "
+                                         r"of shape \(.*\): every product M x N, e M exponents and f N"):
+        ozaki.reconstruct(products, e, f, 7)

@@ -274,9 +274,14 @@ def tensor_pipe(cases: Sequence[tuple[str, dict[str, int]]], size: int) -> Table
 
 
 def baseline_name(precision: str) -> str:
-    """The cuBLAS a kernel of this precision is timed beside (yardstick.BASELINE): TF32 races TF32, the rest SGEMM."""
+    """The cuBLAS a kernel of this precision is timed beside (yardstick.BASELINE): TF32 races TF32, kernel 15's INT8
+    products (precision "int8", `precision.int8`) race cuBLAS INT8, the rest SGEMM."""
     from ..timing import BASELINE
 
+    if precision == "int8":
+        return "cuBLAS INT8"
+    if precision not in BASELINE:
+        raise ValueError(f"precision {precision!r}: the book's are {', '.join([*BASELINE, 'int8'])}")
     return "cuBLAS TF32" if BASELINE[precision] == "tf32" else "cuBLAS SGEMM"
 
 
@@ -284,7 +289,8 @@ def _baselines(ms: Sequence[Measurement]) -> str:
     names = {baseline_name(x.precision) for x in ms}
     if len(names) == 1:
         return names.pop()
-    return "cuBLAS in each kernel's math (SGEMM for FP32, 3xTF32 and Ozaki kernels, TF32 tensor cores for TF32 ones)"
+    return ("cuBLAS in each kernel's math (SGEMM for FP32, 3xTF32 and Ozaki kernels, TF32 tensor cores for TF32 ones, "
+            "INT8 for kernel 15)")
 
 
 def measurements_table(ms: Sequence[Measurement], *, parameters: bool = True) -> Table:
@@ -675,7 +681,7 @@ def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, 
         gl.budget("prefetch", upto="ch07_warp_tiling")  # chapter 6's kernel, as chapter 7 shows it
     """
     from .. import catalog, timing
-    from ..models import hardware, model
+    from ..models import model
 
     spec = catalog.get(kernel)
     if isinstance(params, (int, tuple)):
@@ -689,9 +695,30 @@ def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, 
     if l2_gbs is not None and not l2_gbs > 0:
         raise ValueError(f"l2_gbs={l2_gbs!r}: the L2 ceiling's bandwidth in GB/s must be positive "
                          "(None: the recorded one)")
-    b = model.speed_of_light(spec, p, shape, ceilings or hardware.ceilings(), l2_gbs or _recorded_l2_gbs())
+    if spec.precision == "ozaki":
+        raise ValueError("the Ozaki scheme is a pipeline of some twenty kernels, which this one-kernel budget does not "
+                         "model: chapter 10 gives its speed of light (cuBLAS INT8's rate over the number of moduli)")
+    measured = measured or timing.bench(spec, shape, p)
+    ceilings = ceilings or _ceilings_of(measured.gpu)
+    if ceilings.get("gpu", measured.gpu) != measured.gpu:
+        raise ValueError(f"the ceilings are {ceilings['gpu']}'s and the measurement {measured.gpu}'s: pass one GPU's")
+    b = model.speed_of_light(spec, p, shape, ceilings, l2_gbs or _recorded_l2_gbs())
     page = upto or spec.chapter or "all"
-    return BudgetView(b if page == "all" else b.upto(page), measured or timing.bench(spec, shape, p))
+    return BudgetView(b if page == "all" else b.upto(page), measured)
+
+
+def _ceilings_of(gpu: str) -> dict:
+    """The ceilings beside a measurement: its own GPU's (a build that one GPU alone recorded replays that GPU's
+    measurement, so the replayed GPU's ceilings would not be its own)."""
+    from ..models import hardware
+    from ..records import read_kind
+
+    if device.live() or gpu == device.replay_gpu():
+        return hardware.ceilings()
+    rows = read_kind("device", gpu)
+    if not rows:
+        raise LookupError(f"no recorded device ceilings for {gpu}, whose measurement this budget shows")
+    return rows[0]
 
 
 def _recorded_l2_gbs() -> float | None:

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..spec import as_integer, ceil_div, round_up
+from ..spec import as_integer, ceil_div, round_up, shape_of
 
 # Pairwise coprime and at most 256, so that a residue in [-p/2, p/2) is an int8; the largest first, for the most bits
 # per INT8 product (the kernel takes the first MODULI).
@@ -59,6 +59,8 @@ def split_k(m: int, n: int, k: int, sms: int) -> int:
     """How many terms SGEMM's partial sums are modelled over before they restart on a GPU of `sms` multiprocessors:
     SPLIT_K, less where C has fewer 128 x 128 tiles than twice the SMs (cuBLAS then splits K so that every SM has work,
     which makes it more accurate), a multiple of 32 from 32 up."""
+    m, n, k = shape_of((m, n, k))
+    sms = _at_least_one("sms", sms, "the GPU's multiprocessor count")
     tiles = ceil_div(m, 128) * ceil_div(n, 128)
     return max(32, min(SPLIT_K, round_up(ceil_div(k * tiles, 2 * sms), 32)))
 
@@ -90,6 +92,20 @@ class Fallback(UserWarning):
     """No number of moduli the kernels carry is as accurate as SGEMM on these inputs: cuBLAS SGEMM ran instead."""
 
 
+def _at_least_one(name: str, value: object, what: str) -> int:
+    """`value` as an int of at least 1 for `name` (a depth, a size, a count): below 1 the formulas give negative bytes,
+    -1 indices or no bits rather than an error."""
+    count = as_integer(f"{name}, {what},", value)
+    if count < 1:
+        raise ValueError(f"{name}={value!r}: {what} must be at least 1")
+    return count
+
+
+def _is_sequence(values: object) -> bool:
+    """Whether `values` iterates into its elements: a string iterates into characters, a 0-d array not at all."""
+    return isinstance(values, Iterable) and not isinstance(values, (str, bytes)) and getattr(values, "ndim", 1) != 0
+
+
 def chosen(moduli: Moduli) -> tuple[int, ...]:
     """The moduli themselves: the first `moduli` of MODULI, or the given ones, checked pairwise coprime. Integers
     only (NumPy's too): a bool, a fraction or a string is refused, where int() or iterating would make other moduli
@@ -99,7 +115,7 @@ def chosen(moduli: Moduli) -> tuple[int, ...]:
         if not 1 <= count <= len(MODULI):
             raise ValueError(f"moduli={moduli!r}: {MODULI_ARE}")
         mods = MODULI[:count]
-    elif isinstance(moduli, Iterable) and not isinstance(moduli, (str, bytes)):
+    elif _is_sequence(moduli):
         mods = tuple(as_integer(f"each of moduli={moduli!r} (pairwise coprime ints >= 2)", p) for p in moduli)
     else:
         raise TypeError(f"moduli={moduli!r}: {MODULI_ARE}")
@@ -128,10 +144,13 @@ def crt(residues: Sequence[int], moduli: Moduli) -> int:
     """The integer x with |x| <= P / 2 whose residues modulo the moduli are `residues` (the Chinese remainder
     theorem, by the weights: the representative nearest zero, as the reconstruction takes it)."""
     mods = chosen(moduli)
-    if len(residues) != len(mods):
-        raise ValueError(f"{len(residues)} residues for {len(mods)} moduli {mods}")
+    if not _is_sequence(residues):
+        raise TypeError(f"residues={residues!r}: a sequence of ints, one per modulus of {mods}")
+    rs = [as_integer(f"each of residues={residues!r} (ints, one per modulus)", r) for r in residues]
+    if len(rs) != len(mods):
+        raise ValueError(f"{len(rs)} residues for {len(mods)} moduli {mods}")
     big = math.prod(mods)
-    x = sum(int(r) * w for r, w in zip(residues, weights(mods))) % big
+    x = sum(r * w for r, w in zip(rs, weights(mods))) % big
     return x - big if x > big // 2 else x
 
 
@@ -142,15 +161,16 @@ def bits(moduli: Moduli, k: int) -> dict[str, float]:
     return {"log2_P": math.log2(product(moduli)), "G": g, "element_bits": g - math.log2(math.sqrt(k))}
 
 
-def traffic(moduli: int, m: int, n: int, k: int) -> dict[str, tuple[int, int]]:
-    """Bytes each stage of the kernels' pipeline (`STAGES`) must read and write at least, A (m x k) and B (k x n)
-    float32, when no column needs equilibrating: (read, written). Residue rows are padded to Kp and Np bytes as the
-    kernels pad them; C is written once (beta = 0); the products read each residue plane once, as if L2 served every
-    re-read; the estimate reads its sample's rows of A and columns of B."""
+def traffic(moduli: Moduli, m: int, n: int, k: int) -> dict[str, tuple[int, int]]:
+    """Bytes each stage of the kernels' pipeline (`STAGES`) must read and write at least with these moduli (as `chosen`
+    takes them), A (m x k) and B (k x n) float32, when no column needs equilibrating: (read, written). Residue rows
+    are padded to Kp and Np bytes as the kernels pad them; C is written once (beta = 0); the products read each
+    residue plane once, as if L2 served every re-read; the estimate reads its sample's rows of A and columns of B."""
+    count, (m, n, k) = len(chosen(moduli)), shape_of((m, n, k))
     kp, np_ = round_up(k, K_ALIGN), round_up(n, N_ALIGN)
     operands, norms, stats = 4 * (m * k + k * n), 8 * (m + n), 8 * k
-    planes = moduli * (m + n) * kp
-    products = moduli * m * np_
+    planes = count * (m + n) * kp
+    products = count * m * np_
     sample = 4 * (SAMPLE_ROWS + SAMPLE_COLS) * k
     return {"scale": (operands, norms + stats), "equilibrate": (stats, 4 * k),
             "estimate": (norms + sample, SAMPLE_ROWS * SAMPLE_COLS * SAMPLE_FIELDS * 8),
@@ -162,8 +182,7 @@ def norm_bound(moduli: Moduli, k: int) -> float:
     """G: rows of A and columns of B are scaled to Euclidean norms of at most 2^G. Rounded to integers their norms grow
     by at most sqrt(k) / 2, and (2^G + sqrt(k) / 2)^2 <= P / 4 bounds every product sum by Cauchy-Schwarz, so the
     reconstruction's representative nearest zero is the sum, with room to spare for rounding in double."""
-    if k < 1:
-        raise ValueError(f"k={k}: the depth of the product (the elements of a row of A) must be at least 1")
+    k = _at_least_one("k", k, "the depth of the product (the elements of a row of A)")
     room = math.sqrt(product(moduli)) / 2 - math.sqrt(k) / 2
     if room < 1:
         raise ValueError(f"moduli {chosen(moduli)}: P = {product(moduli)} leaves rows of {k} elements no bits at all "
@@ -173,9 +192,14 @@ def norm_bound(moduli: Moduli, k: int) -> float:
 
 def constants(moduli: int, k: int) -> np.ndarray:
     """The doubles kernels/16_ozaki.cu reads: p_0 .. p_{MODULI-1}, W_0 .. W_{MODULI-1}, P, 1 / P, G, then each
-    modulus's 1 / p rounded to a float (as FP32 divides) and 2^20 mod p."""
-    big, mods = product(moduli), MODULI[:moduli]
-    return np.array([*mods, *map(float, weights(moduli)), float(big), 1 / big, norm_bound(moduli, k),
+    modulus's 1 / p rounded to a float (as FP32 divides) and 2^20 mod p. A count only: the kernels take the first
+    MODULI of MODULI."""
+    if not isinstance(moduli, numbers.Real):
+        raise TypeError(f"moduli={moduli!r}: the kernels take a count of moduli, an int between 1 and {len(MODULI)} "
+                        "(the first that many of MODULI)")
+    mods = chosen(moduli)
+    big = math.prod(mods)
+    return np.array([*mods, *map(float, weights(mods)), float(big), 1 / big, norm_bound(mods, k),
                      *(float(np.float32(1) / np.float32(p)) for p in mods), *((1 << 20) % p for p in mods)],
                     dtype=np.float64)
 
@@ -184,6 +208,8 @@ def shifts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Equilibration along K (the kernels' `ozaki_equilibrate`): s_h, the nearest integer to half the difference of
     the mean binary exponents of the nonzero entries of row h of B and of column h of A (0 where either has none), so
     that A 2^s and 2^-s B have balanced exponents along K and the same product. Infinities and NaNs count as zeros."""
+    a, b = _matrices(a, b)
+
     def mean_exponent(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
         x = np.where(np.isfinite(x), x, 0)
         nonzero = x != 0
@@ -207,6 +233,9 @@ def scale_exponents(norm2: np.ndarray, g: float) -> np.ndarray:
     """The kernels' `scale_exponent`: the powers of two that bring vectors of squared norms `norm2` to norms of at
     most 2^g (0 for a zero vector)."""
     norm2 = np.asarray(norm2, dtype=np.float64)
+    if (bad := ~(np.isfinite(norm2) & (norm2 >= 0))).any():
+        raise ValueError(f"norm2 holds values that are no squared norm ({bad.sum()} of them, the first "
+                         f"{norm2[bad][0]:g}): a squared norm is finite and at least 0")
     with np.errstate(divide="ignore"):
         e = np.floor(g - 0.5 * np.log2(norm2))
     return np.where(norm2 == 0, 0, e).astype(np.int64)
@@ -216,6 +245,9 @@ def _equilibrated(a: np.ndarray, b: np.ndarray, shift: np.ndarray | None) -> tup
     a64, b64 = (np.where(np.isfinite(x), x, 0).astype(np.float64) for x in (a, b))
     if shift is None:
         return a64, b64
+    if np.shape(shift) != (a.shape[1],):
+        raise ValueError(f"shift of shape {np.shape(shift)}: one exponent per column of A, K = {a.shape[1]} of them "
+                         "(`shifts`)")
     return np.ldexp(a64, shift[None, :]), np.ldexp(b64, -shift[:, None])
 
 
@@ -226,21 +258,54 @@ def norms(a: np.ndarray, b: np.ndarray, shift: np.ndarray | None = None) -> tupl
     return (a64**2).sum(axis=1), (b64**2).sum(axis=0)
 
 
+def _matrices(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A (M x K) and B (K x N) as arrays of real numbers, checked here: NumPy would broadcast other shapes into an
+    error about operands, or drop an imaginary part with a warning."""
+    a, b = np.asarray(a), np.asarray(b)
+    for name, x in (("A", a), ("B", b)):
+        if x.dtype.kind not in "iuf":
+            raise TypeError(f"{name} of dtype {x.dtype}: the NumPy model takes real numbers (floats or integers)")
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"A of shape {a.shape} and B of shape {b.shape}: the NumPy model multiplies a 2-D A (M x K) "
+                         "by a 2-D B (K x N), as many columns of A as rows of B")
+    return a, b
+
+
+def _integers(what: str, x: object) -> np.ndarray:
+    """`x` as an array of integers: whole floats become int64, exactly; a fraction or an imaginary part is refused,
+    where the modular arithmetic would turn it into a wrong C without a word."""
+    x = np.asarray(x)
+    if x.dtype.kind in "iu":
+        return x
+    if x.dtype.kind != "f":
+        raise TypeError(f"{what} of dtype {x.dtype}: integers expected (an int array, or whole floats)")
+    if (bad := ~(np.isfinite(x) & (x == np.rint(x)) & (np.abs(x) < 2.0**63))).any():
+        raise ValueError(f"{what} holds values that are not integers within int64 ({bad.sum()} of them, the "
+                         f"first {x[bad][0]:g}): integers expected (an int array, or whole floats)")
+    return x.astype(np.int64)
+
+
 def residues(a: np.ndarray, b: np.ndarray, moduli: Moduli, shift: np.ndarray | None = None
              ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray]:
     """NumPy's version of the kernels' scaling and split: A's and B's residues (symmetric, in [-p/2, p/2), as int64)
     per modulus and the exponents of A's rows and B's columns, after equilibrating by `shift` (`shifts`; None: none).
     Moduli whose product is so large that the scaled integers would outgrow int64 are refused, and so are infinities
-    and NaNs: the split counts them as zeros, as the kernels' does, but only the GPU pipeline puts them back into C."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"A of shape {a.shape} and B of shape {b.shape}: the NumPy model multiplies a 2-D A (M x K) "
-                         "by a 2-D B (K x N), as many columns of A as rows of B")
+    and NaNs: the split counts them as zeros, as the kernels' does, but only the GPU pipeline puts them back into C.
+    So are values FP32 cannot hold: the kernels never see them, and their squared norms underflow or overflow."""
+    a, b = _matrices(a, b)
     for name, x in (("A", a), ("B", b)):
         if (bad := ~np.isfinite(x)).any():
             raise ValueError(f"{name} holds infinities or NaNs ({bad.sum()} of them): the NumPy model takes finite "
                              "inputs (it would count them as zeros); gl.gemm(\"ozaki\", ...) gives their elements of "
                              "C SGEMM's infinities and NaNs")
+        with np.errstate(over="ignore"):
+            x32 = x.astype(np.float32)
+        if (bad := np.isinf(x32) | (x32 == 0) & (x != 0)).any():
+            tiny, big = np.finfo(np.float32).smallest_subnormal, np.finfo(np.float32).max
+            raise ValueError(f"{name} holds values float32 cannot hold ({bad.sum()} of them, the first "
+                             f"{x[bad][0]:g}): the NumPy model takes FP32 inputs, nonzero magnitudes from {tiny:.1e} "
+                             f"to {big:.1e} (FP32 makes these infinite or 0, and their squared norms overflow or "
+                             "underflow)")
     k = a.shape[1]
     if norm_bound(moduli, k) > 62:
         raise ValueError(f"moduli {chosen(moduli)}: P is too large for the scaled integers to fit int64")
@@ -254,10 +319,16 @@ def residues(a: np.ndarray, b: np.ndarray, moduli: Moduli, shift: np.ndarray | N
 
 def reconstruct(products: list[np.ndarray], e: np.ndarray, f: np.ndarray, moduli: Moduli) -> np.ndarray:
     """NumPy's version of the last step, exact in Python integers: C from the products' residues (one product per
-    modulus, in the moduli's order) and the exponents."""
+    modulus, in the moduli's order: M x N integer sums) and the exponents (M of A's rows, N of B's columns)."""
     mods = chosen(moduli)
     if len(products) != len(mods):
         raise ValueError(f"{len(products)} products for {len(mods)} moduli {mods}: one product of residues per modulus")
+    products = [_integers(f"products[{q}]", x) for q, x in enumerate(products)]
+    e, f = _integers("e", e), _integers("f", f)
+    shape = products[0].shape
+    if len(shape) != 2 or any(x.shape != shape for x in products) or e.shape != shape[:1] or f.shape != shape[1:]:
+        raise ValueError(f"products of shapes {[x.shape for x in products]}, e of shape {e.shape} and f of shape "
+                         f"{f.shape}: every product M x N, e M exponents and f N")
     big, w = product(mods), weights(mods)
     r = [np.asarray(x % p, dtype=object) for x, p in zip(products, mods)]
     x = sum(ri * wi for ri, wi in zip(r, w)) % big
@@ -366,6 +437,15 @@ def choose(sample: np.ndarray, flags: Sequence[int], pinned: int = AUTO) -> Esti
     """The estimate's rule (the kernels' `ozaki_decide`, which bins the relative errors for their medians) on a sample
     (`sample_errors`) and the kernels' flags (nonfinite, equilibrated, shifted columns, largest shift): `pinned`, or the
     fewest CANDIDATES that qualify; 0 if none does."""
+    sample = np.asarray(sample, dtype=np.float64)
+    if sample.ndim != 2 or sample.shape[1] != SAMPLE_FIELDS:
+        raise ValueError(f"sample of shape {sample.shape}: one row of SAMPLE_FIELDS = {SAMPLE_FIELDS} numbers per "
+                         "sampled element (`sample_errors`)")
+    if len(flags) != 4:
+        raise ValueError(f"flags={flags!r}: four numbers (nonfinite, equilibrated, shifted columns, largest shift)")
+    pinned = as_integer("pinned", pinned)
+    if pinned not in (AUTO, *CANDIDATES):
+        raise ValueError(f"pinned={pinned!r}: {AUTO} (the fewest that qualify) or one of CANDIDATES {CANDIDATES}")
     c, sgemm = sample[:, 0], np.sqrt(sample[:, 1])
     seen = c > 0
     sgemm_median = float(np.median(sgemm[seen] / c[seen])) if seen.any() else 0.0
@@ -385,6 +465,9 @@ def verdict(result: Sequence[float], pinned: bool) -> Estimate:
     """The `Estimate` of `ozaki_decide`'s result: the number of moduli it ran with (pinned, or chosen), SGEMM's median
     relative error, the scheme's per candidate, its largest error over SGEMM's per candidate, the four flags."""
     n = len(CANDIDATES)
+    if len(result) < 6 + 2 * n:
+        raise ValueError(f"result of length {len(result)}: ozaki_decide's holds at least {6 + 2 * n} numbers (the "
+                         f"moduli, SGEMM's median, {n} medians, {n} largest errors, 4 flags)")
     median = dict(zip(CANDIDATES, map(float, result[2:2 + n])))
     largest = dict(zip(CANDIDATES, map(float, result[2 + n:2 + 2 * n])))
     flags = [int(x) for x in result[2 + 2 * n:6 + 2 * n]]
@@ -451,6 +534,8 @@ def hold_lines(report: Estimate, check: Callable[[int], Sequence[float]]) -> Est
 def sample_picks(m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The sample's rows and columns (slot 0 is the largest-norm one, chosen on the GPU): spread evenly with a fixed
     pseudo-random offset each, so any shape gets the same picks."""
+    m, n = _at_least_one("m", m, "C's row count"), _at_least_one("n", n, "C's column count")
+
     def spread(size: int, count: int) -> np.ndarray:
         rng = np.random.default_rng(size)
         return ((np.arange(count) + rng.random(count)) * size / count).astype(np.int32).clip(0, size - 1)
