@@ -126,8 +126,7 @@ def forced_replay() -> bool:
 
 
 def env_flag(name: str) -> bool:
-    """An on/off environment variable: unset, "", 0, false, no or off is off; 1, true, yes or on is on (any case); else
-    an error, where "no" used to mean on because it is not "0"."""
+    """An on/off environment variable: "", 0, false, no, off or unset is off; 1, true, yes or on is on; else error."""
     value = os.environ.get(name, "").strip().lower()
     if value in ("", "0", "false", "no", "off"):
         return False

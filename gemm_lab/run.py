@@ -112,8 +112,7 @@ _REPLAY_CHECKS: dict[str, Callable[[Any], None]] = {}
 
 
 def register_replay_check(kernel: str, check: Callable[[Any], None]) -> None:
-    """A wing's check of a replayed measurement of `kernel` (a `records.Measurement`): what the live call would have
-    said about it (a warning), said again when the record is shown instead."""
+    """A wing's check of a replayed `records.Measurement` of `kernel`: its live call's warning, said again."""
     _REPLAY_CHECKS[kernel] = check
 
 

@@ -45,8 +45,7 @@ def as_integer(what: str, value: object) -> int:
 
 
 def shape_of(size: object) -> Shape:
-    """`4096` -> (4096, 4096, 4096); `(m, n, k)` passes through. Anything else (a string, two numbers, a fraction, a
-    dimension below 1) is refused here, before a record is looked up or a kernel launched."""
+    """`4096` -> (4096, 4096, 4096); `(m, n, k)` passes through; anything else is refused before anything runs."""
     dims = tuple(size) if isinstance(size, (tuple, list)) else (size,) * 3
     if len(dims) != 3:
         raise ValueError(f"size {size!r}: give one integer (M = N = K) or three, (M, N, K)")

@@ -212,3 +212,177 @@ def test_gemm_lab_gpu_must_name_a_recorded_gpu(monkeypatch):
 def test_a_missing_record_lists_the_shapes_of_every_gpu_looked_on(replay):
     with pytest.raises(LookupError, match=r"K=4100 on .* or .*\(4096, 4096, 4096\)"):
         gl.bench("ozaki", (4096, 4096, 4100))
+
+
+# Round 2: submit's signature, files and includes; listings' lines, markers and flags; the explorers' sweeps and
+# arguments; gemm-lab's options that would be dropped in silence
+
+WARP_DOT = exercises.spec_of("warp_dot").path.read_text()
+
+
+def test_submit_compares_the_contracts_types_in_order_and_leaves_the_names_free(monkeypatch):
+    monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused submission"))
+    monkeypatch.setattr(compiler, "load", lambda *a: pytest.fail("compiled a refused submission"))
+    head = (r"sgemm_warp_dot must take the book's contract \(int M, int N, int K, float alpha, const float\* A, .*\), "
+            r"these types in this order \(the names are yours\): its parameter ")
+    for old, new, differs in (
+            ("int M, int N, int K, float alpha,", "float alpha, int M, int N, int K,",
+             "1 is `float alpha`, where the contract has `int M`"),
+            ("float alpha,", "int alpha,", "4 is `int alpha`, where the contract has `float alpha`"),
+            ("float* __restrict__ C", "double* __restrict__ C",
+             r"8 is `double\* __restrict__ C`, where the contract has `float\* C`")):
+        with pytest.raises(ValueError, match=head + differs):
+            gl.submit(WARP_DOT.replace(old, new), "warp_dot")
+    renamed = WARP_DOT.replace("const float* __restrict__ A", "float const *__restrict__ a_in")
+    assert exercises.submission(renamed, "warp_dot").text == renamed
+
+
+def test_lines_past_the_end_of_a_file_are_refused_at_once():
+    lines = gl.excerpt("naive").lines[-1].new
+    with pytest.raises(ValueError, match=f"highlight='1-100000000': kernels/01_naive.cu has {lines} lines, so there "
+                                         "is no line 100000000"):
+        gl.excerpt("naive", highlight="1-100000000")
+    with pytest.raises(ValueError, match="skip='1-99999': kernels/05_thread_tile_2d.cu has .* lines, so there is no "
+                                         "line 99999"):
+        gl.changes("thread_tile_2d", skip="1-99999")
+
+
+def test_a_skeleton_is_saved_to_a_file_in_a_folder_that_exists(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = gl.skeleton("warp_per_output")
+    with pytest.raises(IsADirectoryError, match=f"'{tmp_path}' is a folder: save the source to a file's path in it, "
+                                                "such as '.*exercise.cu'"):
+        source.save(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no folder 'no/such/dir' .* to save x.cu in: create it first"):
+        source.save("no/such/dir/x.cu")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: gl.excerpt("naive", function=""), ValueError, "function must be a non-empty str .*, not ''"),
+    (lambda: gl.excerpt("naive", start_at=""), ValueError, "start_at must be a non-empty str .*, not ''"),
+    (lambda: gl.excerpt("naive", skip_block=""), ValueError, "skip_block must be a non-empty str .*, not ''"),
+    (lambda: gl.changes("thread_tile_2d", context=-1), ValueError,
+     "context=-1: the unchanged lines shown around a change are 0 or more"),
+    (lambda: gl.changes("thread_tile_2d", context="three"), TypeError,
+     r"context \(unchanged lines around a change\) must be an integer, not 'three'"),
+    (lambda: gl.changes("mma_tf32_tma", against="mma_tf32", whole_file="no"), TypeError,
+     "whole_file must be True or False, not 'no'"),
+])
+def test_listings_refuse_empty_markers_a_bad_context_and_a_flag_that_is_no_bool(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_a_slider_explorer_refuses_a_flag_that_is_no_bool_and_axes_the_kernel_lacks(replay):
+    with pytest.raises(TypeError, match="sliders_in_replay must be True or False, not 'no'"):
+        tile_explorer("smem_tiled", 2048, sliders_in_replay="no")
+    with pytest.raises(ValueError, match="smem_tiled has no parameter ZZ; pick x and y from BM, BN, BK"):
+        tile_explorer("smem_tiled", 2048, x="ZZ", y="QQ", sliders_in_replay=True)
+
+
+def test_gemm_lab_refuses_options_that_would_be_dropped_in_silence(replay, monkeypatch, capsys):
+    monkeypatch.setattr(timing, "bench", lambda *a, **k: pytest.fail("timed what was refused"))
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["bench", "naive", "--size", "2048", "--shape", "4096", "4096", "4096"])
+    assert refused.value.code == 2
+    assert "argument --shape: not allowed with argument --size" in capsys.readouterr().err
+    assert cli.main(["bench", "smem_tiled", "--param", "BM=64", "--param", "BM=128"]) == 2
+    assert "--param BM=64, BM=128: give each parameter once" in capsys.readouterr().err
+    assert cli.main(["records", "--workers", "3"]) == 2
+    assert "--workers 3 counts the processes compiling for --pin: give --pin too" in capsys.readouterr().err
+    assert cli.main(["bench", "cublas"]) == 2
+    assert "cublas: cuBLAS is no kernel to bench; every bench times it already" in capsys.readouterr().err
+
+
+def test_submit_reads_what_names_a_file_as_a_path_without_a_bom_and_refuses_what_is_not_utf8(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused submission"))
+    for name in ("good.txt", "UPPER.CU", "my_kernel", "good.cu\n"):
+        with pytest.raises(FileNotFoundError, match=f"no file '{name.strip()}' .*: submit reads a string of one line "
+                                                    "that ends in .cu, .cuh or .txt, or has no spaces or braces, as a "
+                                                    "file's path"):
+            gl.submit(name, "warp_dot")
+    (tmp_path / "bom.cu").write_bytes(b"\xef\xbb\xbf" + WARP_DOT.encode())
+    assert exercises.submission("bom.cu", "warp_dot").text == WARP_DOT
+    (tmp_path / "latin.cu").write_bytes(WARP_DOT.encode() + b"// caf\xe9\n")
+    with pytest.raises(ValueError, match="latin.cu is not UTF-8 text .*: save the kernel as UTF-8"):
+        gl.submit("latin.cu", "warp_dot")
+
+
+def test_submit_names_an_include_that_kernels_lacks(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(compiler, "offline", lambda *a: pytest.fail("compiled a refused submission"))
+    (tmp_path / "helper.cuh").write_text("// a helper beside the reader's kernel, where includes are not looked for\n")
+    (tmp_path / "mine.cu").write_text('#include "helper.cuh"\n' + WARP_DOT)
+    with pytest.raises(FileNotFoundError, match=r"mine.cu includes \"helper.cuh\", which is not in .*kernels: a "
+                                                r"submission's includes are looked for there, among the book's "
+                                                r"headers \(.*tiles.cuh"):
+        gl.submit("mine.cu", "warp_dot")
+
+
+def test_submit_stands_in_only_for_a_kernel_that_takes_the_contract_named_by_a_string():
+    with pytest.raises(ValueError, match=r"ozaki is the Ozaki scheme's INT8 products, which take residues, not the "
+                                         r"book's contract: a submission stands in for a kernel of the catalog "
+                                         r"\(naive, .*\) or an exercise's variant \(warp_dot, "):
+        gl.submit(WARP_DOT, "ozaki")
+    with pytest.raises(TypeError, match=r"like names the kernel yours stands in for, a str such as 'warp_dot', not "
+                                        r"\['warp_dot'\]"):
+        gl.submit(WARP_DOT, ["warp_dot"])
+
+
+@pytest.mark.parametrize("kernel, size, x, y", [("ozaki", 2048, "BN", "MODULI"),
+                                               ("vectorized_parts", 4096, "BN", "BM")])
+def test_an_explorer_of_a_kernel_without_a_sweep_says_so(replay, kernel, size, x, y):
+    for explorer in (sweep_explorer, tile_explorer):
+        with pytest.raises(LookupError, match=f"{kernel} has no recorded sweep at any size; the kernels with one are "
+                                              "naive, coalesced, smem_tiled, "):
+            explorer(kernel, size, x=x, y=y)
+
+
+def test_explorers_and_excerpts_name_an_argument_of_the_wrong_type(replay):
+    from gemm_lab.pages.widgets import bank_explorer
+
+    with pytest.raises(TypeError, match="extra must be a function of the parameters that returns a Figure, not 'nope'"):
+        tile_explorer("smem_tiled", 2048, extra="nope", sliders_in_replay=True)
+    with pytest.raises(TypeError, match=r"size \(M = N = K, one integer\) must be an integer, not \(4096, 4096, "):
+        bank_explorer((4096,) * 3)
+    for source in (None, 123):
+        with pytest.raises(TypeError, match=rf"source must be a kernel's name or the name of a file of kernels/ \(a "
+                                            rf"str\), not {source}"):
+            gl.excerpt(source)
+    with pytest.raises(TypeError, match="function must be a non-empty str .*, not 123"):
+        gl.excerpt("naive", function=123)
+    with pytest.raises(TypeError, match="start_at must be a non-empty str .*, not 5"):
+        gl.excerpt("naive", start_at=5)
+
+
+@pytest.mark.parametrize("value, on", [("0", False), ("", False), ("no", False), ("False", False), (" 0", False),
+                                       ("1", True), ("yes", True), ("ON", True)])
+def test_an_on_off_variable_means_what_it_says(monkeypatch, value, on):
+    monkeypatch.setenv(device.REPLAY_ENV, value)
+    assert device.env_flag(device.REPLAY_ENV) is on
+
+
+def test_an_on_off_variable_refuses_other_words(monkeypatch):
+    monkeypatch.setenv(device.REPLAY_ENV, "bogus")
+    with pytest.raises(ValueError, match="GEMM_LAB_REPLAY='bogus': set it to 1"):
+        device.forced_replay()
+
+
+def test_a_budget_takes_its_measurements_gpus_ceilings_and_refuses_the_ozaki_pipeline(replay):
+    with pytest.raises(ValueError, match="pipeline of some twenty kernels"):
+        gl.budget("ozaki")
+    h200 = next(x for x in gl.measurements("warp_tiling", "NVIDIA H200") if x.m == 4096)
+    with pytest.raises(ValueError, match="ceilings are NVIDIA H100 80GB HBM3's and the measurement NVIDIA H200's"):
+        gl.budget("warp_tiling", h200.params, ceilings=gl.ceilings(), measured=h200)
+    assert gl.budget("warp_tiling", h200.params, measured=h200).measured is h200
+
+
+def test_every_recorded_measurement_has_a_baseline_name(replay):
+    assert "INT8 for kernel 15" in gl.measurements_table(gl.measurements())._repr_html_()
+
+
+def test_measure_needs_a_kind():
+    with pytest.raises(ValueError, match="one or more of all, races"):
+        gl.measure()

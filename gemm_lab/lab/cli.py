@@ -20,8 +20,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("bench", help="verify and time kernels beside cuBLAS (replays records without a GPU)")
     p.add_argument("kernels", nargs="*", default=list(plan.HEADLINE), help="kernel names (default: %(default)s)")
-    p.add_argument("--size", type=int, default=4096, help="M = N = K (default: %(default)s)")
-    p.add_argument("--shape", type=int, nargs=3, metavar=("M", "N", "K"), help="a non-square shape")
+    size = p.add_mutually_exclusive_group()  # one shape: neither may silently win over the other
+    size.add_argument("--size", type=int, default=4096, help="M = N = K (default: %(default)s)")
+    size.add_argument("--shape", type=int, nargs=3, metavar=("M", "N", "K"), help="a non-square shape")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="template parameter")
     p.add_argument("--save", action="store_true", help="add the results to records/")
 
@@ -61,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    baselines = [name for name in args.kernels if name in records.CUBLAS_KERNELS.values()]
+    if baselines:
+        raise ValueError(f"{', '.join(baselines)}: cuBLAS is no kernel to bench; every bench times it already, beside "
+                         "its kernels and in their precision, in rows of its own: name kernels of the catalog, or none "
+                         f"for the default, {' '.join(plan.HEADLINE)}")
     specs = [catalog.get(name) for name in args.kernels]
     params = _params(args.param, specs)
     shape = tuple(args.shape) if args.shape else args.size
@@ -79,8 +85,12 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _params(texts: list[str], specs: list[catalog.KernelSpec]) -> dict[str, int]:
     """The --param values; each kernel takes those it has, and a name none of them has is refused (a typo would
-    time the defaults in silence)."""
-    params = dict(_parse_param(x) for x in texts)
+    time the defaults in silence), and so is a name given twice (the last would win in silence)."""
+    pairs = [_parse_param(x) for x in texts]
+    repeated = [f"{name}={value}" for name, value in pairs if [n for n, _ in pairs].count(name) > 1]
+    if repeated:
+        raise ValueError(f"--param {', '.join(repeated)}: give each parameter once")
+    params = dict(pairs)
     unknown = sorted(set(params) - {p for spec in specs for p in spec.choices})
     if unknown:
         names = ", ".join(dict.fromkeys(p for spec in specs for p in spec.param_names))
@@ -241,6 +251,9 @@ def _sanitize(args: argparse.Namespace) -> int:
 
 
 def _records(args: argparse.Namespace) -> int:
+    if args.workers is not None and not args.pin:
+        raise ValueError(f"--workers {args.workers} counts the processes compiling for --pin: give --pin too, or "
+                         "leave --workers out")
     if args.pin:
         _pin(args.workers)
     if args.check:

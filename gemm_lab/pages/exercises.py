@@ -54,6 +54,9 @@ RUNS = 3  # launches of each case on the same inputs: a race rarely gives the sa
 HANG_S = 20.0  # seconds a launch of a check (milliseconds, even at the timing size) may take before it is named hung
 POLL_S = 0.005  # between two looks at whether a launch has finished
 CONTRACT = "(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)"
+# the catalogued kernels a submission may stand in for: those taking the contract (the Ozaki products take residues)
+TARGETS = {name: spec for name, spec in catalog.KERNELS.items() if spec.precision != "ozaki"}
+PATH_SUFFIXES = (".cu", ".cuh", ".txt")  # one line ending so names a file, even with spaces in its name
 INDEX = {  # where element (row, k) of A, (k, col) of B and (row, col) of C lie, per layout
     ("A", False): "A[row * K + k]", ("A", True): "A[k * M + row]",
     ("B", False): "B[k * N + col]", ("B", True): "B[col * K + k]",
@@ -62,13 +65,18 @@ INDEX = {  # where element (row, k) of A, (k, col) of B and (row, col) of C lie,
 
 
 def spec_of(like: str) -> KernelSpec:
-    """The spec a submission in place of `like` takes: a variant's (`VARIANTS`), or a catalogued kernel's."""
+    """The spec a submission in place of `like` takes: a variant's (`VARIANTS`), or a catalogued kernel's that takes
+    the book's contract (`TARGETS`)."""
+    if not isinstance(like, str):
+        raise TypeError(f"like names the kernel yours stands in for, a str such as 'warp_dot', not {like!r}")
     if like in VARIANTS:
         return VARIANTS[like].spec
-    if like in catalog.KERNELS:
-        return catalog.KERNELS[like]
-    raise ValueError(f"unknown kernel {like!r}: a submission stands in for a kernel of the catalog "
-                     f"({', '.join(catalog.KERNELS)}) or an exercise's variant ({', '.join(VARIANTS)})")
+    if like in TARGETS:
+        return TARGETS[like]
+    why = (f"{like} is the Ozaki scheme's INT8 products, which take residues, not the book's contract"
+           if like in catalog.KERNELS else f"unknown kernel {like!r}")
+    raise ValueError(f"{why}: a submission stands in for a kernel of the catalog ({', '.join(TARGETS)}) or an "
+                     f"exercise's variant ({', '.join(VARIANTS)})")
 
 
 def column_major_of(like: str) -> tuple[str, ...]:
@@ -104,17 +112,34 @@ class Submission(KernelSpec):
 KernelText = str | os.PathLike  # a kernel's text, or the path of a file that holds it
 
 
+def _names_a_file(text: str) -> bool:
+    """A file's name, not a kernel's text: one line ending in .cu, .cuh or .txt, or without spaces or braces."""
+    line = text.strip()
+    return "\n" not in line and (line.lower().endswith(PATH_SUFFIXES) or re.fullmatch(r"[^\s{}]+", line) is not None)
+
+
 def _read(source: KernelText) -> tuple[str, str]:
-    """The kernel's text and what errors call it: a path (a PathLike, or one line naming a .cu or .cuh file) is read,
-    anything else is the text itself."""
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
-                                           and source.strip().endswith((".cu", ".cuh"))):
-        path = Path(source).expanduser()
-        if not path.is_file():
-            raise FileNotFoundError(f"no file {str(path)!r} (from {Path.cwd()}): submit takes a kernel's source as a "
-                                    "string, or the path of a .cu file that holds it")
-        return path.read_text(), path.name
-    return source, FILE
+    """The kernel's text, without a byte order mark (an editor's, invisible, which NVRTC refuses), and what errors
+    call it: a path (a PathLike, or a string that names a file) is read, any other string is the text itself."""
+    if isinstance(source, str) and not _names_a_file(source):
+        return source.removeprefix("\ufeff"), FILE
+    path = Path(source.strip() if isinstance(source, str) else source).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no file {str(path)!r} (from {Path.cwd()}): submit reads a string of one line that "
+                                "ends in .cu, .cuh or .txt, or has no spaces or braces, as a file's path; pass the "
+                                "kernel's source itself, or the path of a file that holds it")
+    try:
+        return path.read_bytes().decode().removeprefix("\ufeff"), path.name
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text (byte {err.start} is {err.object[err.start]:#x}): save the "
+                         "kernel as UTF-8") from None
+
+
+def _parameter_type(parameter: str) -> str:
+    """A parameter's type, for the contract: no name or __restrict__, words before the first * in any order."""
+    words = parameter.replace("*", " * ").replace("__restrict__", " ").split()[:-1]
+    star = words.index("*") if "*" in words else len(words)
+    return " ".join(sorted(words[:star]) + words[star:])
 
 
 def contract(spec: KernelSpec) -> str:
@@ -143,10 +168,31 @@ def submission(source: KernelText, like: str, name: str = "") -> Submission:
     if params != list(spec.param_names):
         raise ValueError(f"{spec.function}'s template parameters are <{', '.join(params)}>; {like}'s are <{names}>, "
                          "in this order (the grid, block and shared memory are derived from them)")
-    if len([a for a in head.group(2).split(",") if a.strip()]) != contract(spec).count(",") + 1:
-        raise ValueError(f"{spec.function} must take the book's contract {contract(spec)}")
+    given = [" ".join(a.split()) for a in head.group(2).split(",") if a.strip()]
+    expected = contract(spec)[1:-1].split(", ")
+    if len(given) != len(expected):
+        raise ValueError(f"{spec.function} must take the book's contract {contract(spec)}: it takes {len(given)} "
+                         f"parameters, not {len(expected)}")
+    wrong = next((i for i, (g, e) in enumerate(zip(given, expected)) if _parameter_type(g) != _parameter_type(e)), None)
+    if wrong is not None:
+        raise ValueError(f"{spec.function} must take the book's contract {contract(spec)}, these types in this order "
+                         f"(the names are yours): its parameter {wrong + 1} is `{given[wrong]}`, where the contract "
+                         f"has `{expected[wrong]}`")
+    _check_includes(source, file)
     base = {f.name: getattr(spec, f.name) for f in dataclasses.fields(KernelSpec)}
     return Submission(**{**base, "name": name or f"your {like}"}, text=source, file=file)
+
+
+def _check_includes(source: str, file: str) -> None:
+    """Refuse an `#include "..."` that kernels/ lacks (a submission compiles as a file of kernels/), before NVRTC."""
+    try:
+        catalog.expand_includes(listings.KERNELS_DIR / FILE, source)
+    except FileNotFoundError as err:
+        headers = ", ".join(sorted(p.name for p in listings.KERNELS_DIR.glob("*.cuh")))
+        raise FileNotFoundError(f"{file} includes \"{os.path.relpath(err.filename, listings.KERNELS_DIR)}\", which is "
+                                f"not in {listings.KERNELS_DIR}: a submission's includes are looked for there, among "
+                                f"the book's headers ({headers}), not beside your file; put your own helpers in the "
+                                "kernel's file") from None
 
 
 @dataclass
@@ -712,6 +758,12 @@ class Source(str):
         """Write the source to `path` (a .cu file to edit, then `submit` by its path), unless that file exists: a
         second call keeps the reader's work. Returns the path."""
         path = Path(path).expanduser()
+        if path.is_dir():
+            raise IsADirectoryError(f"{str(path)!r} is a folder: save the source to a file's path in it, such as "
+                                    f"{str(path / 'exercise.cu')!r}")
+        if not path.parent.is_dir():
+            raise FileNotFoundError(f"no folder {str(path.parent)!r} (from {Path.cwd()}) to save {path.name} in: "
+                                    "create it first, or give a path in a folder that exists")
         if not path.exists():
             path.write_text(self)
         return path

@@ -10,24 +10,25 @@ from __future__ import annotations
 import altair as alt
 
 from .. import catalog, device, records
+from ..records import Measurement
 from ..spec import Shape, shape_of
 from . import grids, style
 from .tables import params_text, provenance
 
+AXES = ("BN", "BM")  # the heatmap's x and y unless a page names others
 
-def sweep_explorer(kernel: str, size: int | Shape = grids.EXPLORER_SIZE, x: str = "BN", y: str = "BM") -> alt.Chart:
+
+def sweep_explorer(kernel: str, size: int | Shape = grids.EXPLORER_SIZE, x: str = AXES[0],
+                   y: str = AXES[1]) -> alt.Chart:
     """A GFLOP/s heatmap over two parameters (`x`, `y`) at `size` (M = N = K, or (M, N, K)); every other parameter is
     a drop-down in the page.
 
     Switches Altair to its HTML renderer, so the chart is self-contained in the built book.
     """
     spec = catalog.get(kernel)
-    _check_axes(spec, x, y)
+    check_axes(spec, x, y)
     shape = shape_of(size)
-    ms = [m for m in records.measurements(spec.name) if (m.m, m.n, m.k) == shape]
-    if not ms:
-        raise LookupError(f"no recorded sweep of {spec.name} at {'x'.join(map(str, shape))} on "
-                          f"{device.replay_gpu()}; the book's sweeps are at {grids.EXPLORER_SIZE}")
+    ms = recorded_sweep(spec, shape)
     alt.renderers.enable("html")
     grid = catalog.legal_grid(spec, grids.SWEEPS.get(spec.name))
     recorded = {tuple(sorted(m.params.items())) for m in ms}
@@ -66,7 +67,20 @@ def sweep_explorer(kernel: str, size: int | Shape = grids.EXPLORER_SIZE, x: str 
         labelFontSize=text, titleFontSize=text).configure_title(fontSize=text + 1, subtitleFontSize=text)
 
 
-def _check_axes(spec: catalog.KernelSpec, x: str, y: str) -> None:
+def recorded_sweep(spec: catalog.KernelSpec, shape: Shape) -> list[Measurement]:
+    """The replay GPU's measurements of `spec` at `shape`, for an explorer; a LookupError says where its sweep lies, or
+    that it has none (only `grids.SWEEPS`' kernels have one)."""
+    ms = [m for m in records.measurements(spec.name) if (m.m, m.n, m.k) == shape]
+    if ms:
+        return ms
+    if spec.name not in grids.SWEEPS:
+        raise LookupError(f"{spec.name} has no recorded sweep at any size; the kernels with one are "
+                          f"{', '.join(grids.SWEEPS)}")
+    raise LookupError(f"no recorded sweep of {spec.name} at {'x'.join(map(str, shape))} on {device.replay_gpu()}; "
+                      f"the book's sweeps are at {grids.EXPLORER_SIZE}")
+
+
+def check_axes(spec: catalog.KernelSpec, x: str, y: str) -> None:
     """Refuse axes that are not two different parameters of the kernel (a typo failed later as a bare KeyError)."""
     names = ", ".join(spec.param_names)
     if len(spec.param_names) < 2:

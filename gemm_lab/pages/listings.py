@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import catalog
+from ..spec import as_integer
 
 KERNELS_DIR = catalog.ROOT / "kernels"
 CSS_CLASS = "gl-listing"
@@ -129,6 +130,12 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
         gl.changes("mma_tf32_tma", against="mma_tf32", whole_file=True)
     """
     spec = catalog.get(kernel)
+    _check_markers(function=function, against_function=against_function)
+    if not isinstance(whole_file, bool):
+        raise TypeError(f"whole_file must be True or False, not {whole_file!r}")
+    context = as_integer("context (unchanged lines around a change)", context)
+    if context < 0:
+        raise ValueError(f"context={context}: the unchanged lines shown around a change are 0 or more")
     names = list(catalog.KERNELS)
     if against is None:
         if names.index(spec.name) == 0:
@@ -162,10 +169,10 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
             continue
         shown += [Line(o0 + i, None, "-", old_lines[o0 + i - 1]) for i in range(i1, i2)]
         shown += [Line(None, n0 + j, "+", new_lines[n0 + j - 1]) for j in range(j1, j2)]
-    left_out = _line_numbers("skip", skip)
+    left_out = _line_numbers("skip", skip, spec.path, len(new_lines))
     if left_out - {x.new for x in shown}:
-        raise ValueError(f"skip={skip!r}: line(s) {sorted(left_out - {x.new for x in shown})} of {_name(spec.path)} "
-                         "are not shown")
+        raise ValueError(f"skip={skip!r}: line(s) {number_ranges(left_out - {x.new for x in shown})} of "
+                         f"{_name(spec.path)} are not shown")
     shown = _fold(shown, left_out, skipped)
     if not any(x.kind in "+-" for x in shown):
         raise ValueError(f"{spec.name} and {old.name}: no line of "
@@ -186,7 +193,7 @@ def _block(path: Path, lines: list[str], marker: str, first: int, last: int) -> 
 
 
 def excerpt(source: str, *, function: str | None = None, start_at: str | None = None, end_before: str | None = None,
-            end_at: str | None = None, highlight: str | int = "", skip: str | int = "", skip_block: str = "",
+            end_at: str | None = None, highlight: str | int = "", skip: str | int = "", skip_block: str | None = None,
             skipped: str = "not shown") -> Listing:
     """One file of `kernels/` (a kernel's name or a file name such as "staging.cuh"), whole or in part: the lines of
     `function` (with its template line and the comment above it), or from the first line containing `start_at` to
@@ -204,6 +211,7 @@ def excerpt(source: str, *, function: str | None = None, start_at: str | None = 
     """
     path = source_path(source)
     lines = _lines(path)
+    _check_markers(function=function, start_at=start_at, end_before=end_before, end_at=end_at, skip_block=skip_block)
     if function and (start_at or end_before or end_at):
         raise ValueError("give either function= or markers (start_at=, end_before=, end_at=), not both")
     if end_before and end_at:
@@ -217,16 +225,17 @@ def excerpt(source: str, *, function: str | None = None, start_at: str | None = 
             last = _find(path, lines, end_before, first + 1) - 1
         elif end_at:
             last = _find(path, lines, end_at, first)
-    marked, left_out = _line_numbers("highlight", highlight), _line_numbers("skip", skip)
+    marked = _line_numbers("highlight", highlight, path, len(lines))
+    left_out = _line_numbers("skip", skip, path, len(lines))
     if skip_block:
         left_out |= _block(path, lines, skip_block, first, last)
     for name, spec, chosen in (("highlight", highlight, marked), ("skip", skip, left_out)):
         outside = sorted(n for n in chosen if not first <= n <= last)
         if outside:
-            raise ValueError(f"{name}={spec!r}: line(s) {outside} of {_name(path)} are outside the shown lines "
-                             f"{first}-{last}")
+            raise ValueError(f"{name}={spec!r}: line(s) {number_ranges(outside)} of {_name(path)} are outside the "
+                             f"shown lines {first}-{last}")
     if marked & left_out:
-        raise ValueError(f"line(s) {sorted(marked & left_out)} are both highlighted and skipped")
+        raise ValueError(f"line(s) {number_ranges(marked & left_out)} are both highlighted and skipped")
     shown = _fold([Line(None, n, "!" if n in marked else " ", lines[n - 1]) for n in range(first, last + 1)],
                   left_out, skipped)
     part = f"{function}()" if function else f"lines {first}-{last}" if (first, last) != (1, len(lines)) else ""
@@ -250,6 +259,8 @@ def _fold(shown: list[Line], left_out: set[int], skipped: str) -> list[Line]:
 def source_path(source: str) -> Path:
     """The file of kernels/ that `source` names: a catalogued kernel, a probe, or a file name (with or without
     `kernels/`)."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a kernel's name or the name of a file of kernels/ (a str), not {source!r}")
     if source in catalog.KERNELS or source in catalog.PROBES:
         return (catalog.KERNELS.get(source) or catalog.PROBES[source]).path
     path = KERNELS_DIR / Path(source.removeprefix("kernels/")).name
@@ -322,6 +333,15 @@ def _code(line: str) -> str:
     return line.split("//", 1)[0]
 
 
+def _check_markers(**markers: str | None) -> None:
+    """Refuse a function's name or a marker that is not a non-empty str: "" is in every line, so it showed the whole
+    file in silence."""
+    for name, value in markers.items():
+        if value is not None and (not isinstance(value, str) or not value):
+            raise (ValueError if value == "" else TypeError)(
+                f"{name} must be a non-empty str (a function's name, or text of a line), not {value!r}")
+
+
 def _find(path: Path, lines: list[str], marker: str, start: int) -> int:
     for n in range(start, len(lines) + 1):
         if marker in lines[n - 1]:
@@ -329,8 +349,9 @@ def _find(path: Path, lines: list[str], marker: str, start: int) -> int:
     raise ValueError(f"no line of {_name(path)} from line {start} on contains {marker!r}")
 
 
-def _line_numbers(what: str, spec: str | int) -> set[int]:
-    """'14-15, 27' as {14, 15, 27}, and 14 as {14}; `what` names the argument in errors."""
+def _line_numbers(what: str, spec: str | int, path: Path, count: int) -> set[int]:
+    """'14-15, 27' as {14, 15, 27}, and 14 as {14}, of the `count` lines of `path`: a number past its end is refused
+    before its range is built (1-100000000 took 45 s); `what` names the argument in errors."""
     text = str(spec) if isinstance(spec, numbers.Integral) and not isinstance(spec, bool) else spec
     if not isinstance(text, str):
         raise TypeError(f"{what}={spec!r}: give a line's number, or lines and ranges as a text such as '14-15, 27'")
@@ -343,6 +364,8 @@ def _line_numbers(what: str, spec: str | int) -> set[int]:
         if b < a:
             raise ValueError(f"{what}={spec!r}: the range {part} runs backwards; write it first line to last, "
                              f"{b}-{a}")
+        if b > count:
+            raise ValueError(f"{what}={spec!r}: {_name(path)} has {count} lines, so there is no line {b}")
         out.update(range(a, b + 1))
     return out
 

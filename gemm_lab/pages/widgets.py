@@ -22,21 +22,31 @@ from matplotlib.figure import Figure
 
 from .. import catalog, compiler, device, records, timing, turns
 from ..records import Measurement
+from ..spec import as_integer
 from . import diagrams, explorers, grids, plots, style, warmup
 from .tables import params_text, provenance, replay_reason
 
 
 def tile_explorer(kernel: str = "smem_tiled", size: int = grids.EXPLORER_SIZE,
-                  extra: Callable[[dict[str, int]], Figure] | None = None, x: str = "BN", y: str = "BM",
-                  sliders_in_replay: bool = False) -> w.VBox | alt.Chart:
+                  extra: Callable[[dict[str, int]], Figure] | None = None, x: str | None = None,
+                  y: str | None = None, sliders_in_replay: bool = False) -> w.VBox | alt.Chart:
     """A slider per template parameter of `kernel`; the chart re-measures on each change.
 
     `extra(params)` may draw a second figure (a model of the current tile) under the chart. In replay the explorer
     is `explorers.sweep_explorer(kernel, size, x, y)`, which moves in the static page (no `extra`: the page shows
-    the default tile's picture already); `sliders_in_replay` keeps the sliders, moving over the recorded grid
-    (a notebook without a GPU).
+    the default tile's picture already; `x` and `y` default to `explorers.AXES`, and named ones are checked with
+    sliders too, so a typo fails live as it would in the static page); `sliders_in_replay` keeps the sliders, moving
+    over the recorded grid (a notebook without a GPU).
     """
     spec = catalog.get(kernel)
+    if not isinstance(sliders_in_replay, bool):
+        raise TypeError(f"sliders_in_replay must be True or False, not {sliders_in_replay!r}")
+    if extra is not None and not callable(extra):
+        raise TypeError(f"extra must be a function of the parameters that returns a Figure, not {extra!r}")
+    named = (x, y) != (None, None)
+    x, y = explorers.AXES[0] if x is None else x, explorers.AXES[1] if y is None else y
+    if named:
+        explorers.check_axes(spec, x, y)
     if not device.live() and not sliders_in_replay:
         with contextlib.suppress(LookupError):  # what a live page's explorer measures first (its plan: `liverun`)
             timing.bench(spec, size, spec.full_params(), method=turns.SHORT)
@@ -45,9 +55,7 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = grids.EXPLORER_SIZE,
     if device.live():
         choices = spec.choices
     else:
-        recorded = [x.params for x in records.measurements(spec.name) if (x.m, x.n, x.k) == shape]
-        if not recorded:
-            raise LookupError(f"no recorded sweep of {spec.name} at {shape} on {device.replay_gpu()}")
+        recorded = [m.params for m in explorers.recorded_sweep(spec, shape)]
         choices = {p: tuple(sorted({r[p] for r in recorded})) for p in spec.param_names}
     defaults = spec.full_params()
     sliders = {
@@ -159,9 +167,11 @@ def _chart(history: list[Measurement], current: Measurement):
 
 def bank_explorer(size: int = grids.COUNTER_SIZE) -> w.VBox:
     """Pick an A-tile layout and a shared-memory instruction: see its bank grid, and the model's
-    whole-launch conflict count beside the hardware's (live: Nsight Compute now; replay: recorded)."""
+    whole-launch conflict count beside the hardware's (live: Nsight Compute now; replay: recorded) at M = N = K =
+    `size`."""
     from ..models import banks, hardware
 
+    size = as_integer("size (M = N = K, one integer)", size)
     layout = w.Dropdown(options=[(f"{v} ({k})", k) for k, v in catalog.A_LAYOUTS.items()], value=0,
                         description="A layout")
     site = w.Dropdown(options=[(s.name, i) for i, s in enumerate(banks.sites("bank_conflicts"))], value=0,
