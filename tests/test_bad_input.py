@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gemm_lab as gl
-from gemm_lab import compiler, device, liverun, spec, timing
+from gemm_lab import compiler, device, liverun, records, spec, timing
 from gemm_lab.lab import cli
 from gemm_lab.pages import exercises, questions
 from gemm_lab.pages.explorers import sweep_explorer
@@ -373,10 +373,11 @@ def test_an_on_off_variable_refuses_other_words(monkeypatch):
 def test_a_budget_takes_its_measurements_gpus_ceilings_and_refuses_the_ozaki_pipeline(replay):
     with pytest.raises(ValueError, match="pipeline of some twenty kernels"):
         gl.budget("ozaki")
-    h200 = next(x for x in gl.measurements("warp_tiling", "NVIDIA H200") if x.m == 4096)
-    with pytest.raises(ValueError, match="ceilings are NVIDIA H100 80GB HBM3's and the measurement NVIDIA H200's"):
-        gl.budget("warp_tiling", h200.params, ceilings=gl.ceilings(), measured=h200)
-    assert gl.budget("warp_tiling", h200.params, measured=h200).measured is h200
+    other = next(g for g in records.recorded_gpus() if g != device.replay_gpu())
+    theirs = next(x for x in gl.measurements("warp_tiling", other) if x.m == 4096)
+    with pytest.raises(ValueError, match=f"ceilings are {device.replay_gpu()}'s and the measurement {other}'s"):
+        gl.budget("warp_tiling", theirs.params, ceilings=gl.ceilings(), measured=theirs)
+    assert gl.budget("warp_tiling", theirs.params, measured=theirs).measured is theirs
 
 
 def test_every_recorded_measurement_has_a_baseline_name(replay):

@@ -70,12 +70,12 @@ def sweep_explorer(kernel: str, size: int | Shape = grids.EXPLORER_SIZE, x: str 
 def recorded_sweep(spec: catalog.KernelSpec, shape: Shape) -> list[Measurement]:
     """The replay GPU's measurements of `spec` at `shape`, for an explorer; a LookupError says where its sweep lies, or
     that it has none (only `grids.SWEEPS`' kernels have one)."""
+    if spec.name not in grids.SWEEPS:  # its records are races of a few instances, not a grid to explore
+        raise LookupError(f"{spec.name} has no recorded sweep at any size; the kernels with one are "
+                          f"{', '.join(grids.SWEEPS)}")
     ms = [m for m in records.measurements(spec.name) if (m.m, m.n, m.k) == shape]
     if ms:
         return ms
-    if spec.name not in grids.SWEEPS:
-        raise LookupError(f"{spec.name} has no recorded sweep at any size; the kernels with one are "
-                          f"{', '.join(grids.SWEEPS)}")
     raise LookupError(f"no recorded sweep of {spec.name} at {'x'.join(map(str, shape))} on {device.replay_gpu()}; "
                       f"the book's sweeps are at {grids.EXPLORER_SIZE}")
 
