@@ -17,7 +17,6 @@ import datetime
 import hashlib
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ from typing import Any
 
 from gemm_lab import compiler, device, folders, liverun, records
 from gemm_lab.catalog import ROOT
+from gemm_lab.pages import book_pages
 
 KEY = ("page",)  # one row per page in records/<gpu>/live.json (`records.LIVE`)
 COLD_BUDGET_S, WARM_BUDGET_S = liverun.BUDGET_S, liverun.WARM_BUDGET_S
@@ -42,12 +42,6 @@ class Run:
     seconds: float  # the first cell sent to the last cell's reply
     slowest: list[dict[str, Any]]  # {cell, source, seconds}, slowest first
     errors: list[str]  # "ename: evalue"
-
-
-def pages() -> list[str]:
-    """The book's pages, in the order of _toc.yml (root first)."""
-    toc = (ROOT / "_toc.yml").read_text()
-    return [Path(p).name for p in re.findall(r"^\s*(?:-\s*)?(?:root|file):\s*(\S+)", toc, re.M)]
 
 
 def page_path(page: str) -> Path:
@@ -170,13 +164,13 @@ def main(wanted: list[str], skip_recorded: bool, timeout: int) -> int:
     os.environ.pop(device.REPLAY_ENV, None)  # this script measures live, whatever the shell asks of the book
     if not device.live():
         sys.exit("live.py runs the book's pages live: it needs a CUDA GPU (CuPy and a device)")
-    unknown = set(wanted) - set(pages())
+    unknown = set(wanted) - set(book_pages())
     if unknown:
         sys.exit(f"not pages of _toc.yml: {', '.join(sorted(unknown))}")
     gpu = device.gpu().name
     done = recorded_today(gpu) if skip_recorded else set()
     failed = False
-    for page in [p for p in pages() if (not wanted or p in wanted) and p not in done]:
+    for page in [p for p in book_pages() if (not wanted or p in wanted) and p not in done]:
         if not has_code(notebook(page)):
             continue
         row = measure(page, timeout)

@@ -36,12 +36,10 @@ INT32_MAX = 2**31 - 1
 def as_integer(what: str, value: object) -> int:
     """`value` as an int for `what` (a tile parameter, a dimension): an int, a NumPy integer or a whole float; a bool,
     a string or a fraction is refused, where `int()` would have truncated it into another instance or shape."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if real and (isinstance(value, numbers.Integral) or float(value).is_integer()):
         return int(value)
-    if isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer():
-        return int(value)
-    kind = "a whole number" if isinstance(value, numbers.Real) and not isinstance(value, bool) else "an integer"
-    raise (ValueError if kind == "a whole number" else TypeError)(f"{what} must be an integer, not {value!r}")
+    raise (ValueError if real else TypeError)(f"{what} must be an integer, not {value!r}")
 
 
 def shape_of(size: object) -> Shape:

@@ -191,6 +191,8 @@ def bench_all(cases: Iterable[tuple[str, Params | None, int | Sequence[int]]], *
     once, with `save`); in replay, looked up. On a page, `kind="sweeps"` marks a grid read back from the records
     unless the reader asks for sweeps (`liverun`)."""
     cases = list(cases)
+    if bad := next((c for c in cases if not (isinstance(c, (tuple, list)) and len(c) == 3)), None):
+        raise ValueError(f"bench_all takes (kernel, params, size) cases, params None for the defaults; not {bad!r}")
     out = []
     quiet = not progress or not device.live() or liverun.SESSION.bar is not None  # a page shows one bar of its own
     bar = tqdm(cases, desc=f"{desc} ({device.mode()})", disable=quiet, leave=False)

@@ -387,3 +387,14 @@ def test_every_recorded_measurement_has_a_baseline_name(replay):
 def test_measure_needs_a_kind():
     with pytest.raises(ValueError, match="one or more of all, races"):
         gl.measure()
+
+
+def test_a_page_is_one_of_the_books_and_a_case_has_three_parts(replay):
+    with pytest.raises(ValueError, match="no book page 'ch99'; the pages are intro, "):
+        gl.budget("warp_tiling", upto="ch99")
+    with pytest.raises(ValueError, match="no book page 'ch99_nope'"):
+        gl.banner("ch99_nope")
+    with pytest.raises(ValueError, match=r"\(kernel, params, size\) cases"):
+        gl.bench_all([("naive", 4096)])
+    with pytest.raises(TypeError, match="parameters must be True or False"):
+        gl.measurements_table(gl.measurements("naive"), parameters="no")

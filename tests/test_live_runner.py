@@ -11,6 +11,7 @@ import pytest
 
 from gemm_lab import catalog, device, folders
 from gemm_lab.lab import freshness
+from gemm_lab.pages import book_pages
 
 spec = importlib.util.spec_from_file_location("live", catalog.ROOT / "benchmarks" / "live.py")
 live = sys.modules["live"] = importlib.util.module_from_spec(spec)  # a dataclass finds its module there
@@ -31,7 +32,7 @@ def _write(folder, rows) -> None:
 
 
 def test_pages_in_the_order_of_the_toc():
-    pages = live.pages()
+    pages = book_pages()
     assert pages[0] == "intro" and pages[-1] == "how_this_book_runs" and "glossary" in pages
     assert pages.index("ch08_tensor_cores") < pages.index("ch08a_wgmma") < pages.index("ch08c_data_movers")
     assert not live.has_code(live.notebook("glossary")) and live.has_code(live.notebook("ch00_measuring"))

@@ -17,17 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import catalog, compiler, device, liverun, records
+from ..pages import book_pages
 from ..spec import ROOT
 
 BOOK = ROOT / "book"
 WORKERS = 4  # compile processes a page's plan assumes (a reader's machine; the H100 and H200 hosts have 16 cores)
 PAGE_S = 8.0  # a page's own cost besides its work: starting the kernel, imports, drawing (cold)
-
-
-def pages() -> list[str]:
-    """The book's pages in `_toc.yml` order."""
-    toc = (ROOT / "_toc.yml").read_text().splitlines()
-    return [line.split("book/")[1].strip() for line in toc if "book/" in line]
 
 
 def run_page(page: str) -> dict[str, Any]:
@@ -91,7 +86,7 @@ def write(chosen: list[str] | None = None) -> dict[str, Any]:
     """Run every page (or `chosen`) in replay and write its plan to `liverun.PLAN_FILE`."""
     old = json.loads(liverun.PLAN_FILE.read_text()) if liverun.PLAN_FILE.exists() else {"pages": {}}
     ledgers = {}
-    for page in chosen or pages():
+    for page in chosen or book_pages():
         started = time.perf_counter()
         ledgers[page] = run_page(page)
         print(f"{page}: {len(ledgers[page]['work'])} pieces of work ({time.perf_counter() - started:.0f} s)",
