@@ -398,3 +398,20 @@ def test_a_page_is_one_of_the_books_and_a_case_has_three_parts(replay):
         gl.bench_all([("naive", 4096)])
     with pytest.raises(TypeError, match="parameters must be True or False"):
         gl.measurements_table(gl.measurements("naive"), parameters="no")
+
+
+def test_models_and_pictures_refuse_instances_and_shapes_the_kernels_refuse(replay):
+    from gemm_lab.models import banks, model
+    from gemm_lab.pages import diagrams
+
+    for call in (lambda: diagrams.warp_tiles({"WM": 48}), lambda: diagrams.tma_boxes({"BM": 512}),
+                 lambda: diagrams.outer_product({"TM": 3}), lambda: banks.sites("thread_tile_2d", {"TM": 3}),
+                 lambda: model.reuse("wgmma_ws_tf32", {"CLUSTER": 3})):
+        with pytest.raises(ValueError, match="breaks a rule|must be|not offered|one of"):
+            call()
+    with pytest.raises(ValueError, match="every dimension must be at least 1"):
+        banks.predict("smem_tiled", -4096, 4096, 4096)
+    with pytest.raises(ValueError, match="every dimension must be at least 1"):
+        model.global_load_bytes("smem_tiled", -4096, 4096, 4096)
+    with pytest.raises(ValueError, match="multiple"):
+        model.speed_of_light("mma_tf32_tma", None, (4096, 4094, 4094), gl.ceilings())

@@ -17,7 +17,7 @@ from gemm_lab.spec import ceil_div
 
 SPEC = catalog.get("wgmma_ws_tf32")
 RINGS = [SPEC.full_params(), SPEC.full_params({"STAGES": 3, "CONSUMERS": 1, "CLUSTER": 1}),
-         SPEC.full_params({"STAGES": 6, "BM": 128, "CONSUMERS": 3})]
+         SPEC.full_params({"STAGES": 6, "BM": 64, "CONSUMERS": 2})]
 
 
 def _texts(fig) -> str:

@@ -39,7 +39,7 @@ def _figures():
         "bank_grid": lambda: diagrams.bank_grid(banks.sites("bank_conflicts", {"LAYOUT": 1})[0]),
         "pipeline": lambda: diagrams.pipeline(catalog.get("multistage").full_params()),
         "producer_consumer": lambda: diagrams.producer_consumer(catalog.get("wgmma_ws_tf32").full_params()),
-        "warp_tiles": lambda: diagrams.warp_tiles({"BM": 64, "BN": 128, "WM": 32, "WN": 64, "TM": 4, "TN": 8}),
+        "warp_tiles": lambda: diagrams.warp_tiles({"BM": 64, "BN": 128, "WM": 32, "WN": 64, "TM": 4, "TN": 16}),
         "mma_fragment": lambda: diagrams.mma_fragment(),
         "tma_swizzle": lambda: diagrams.tma_swizzle(),
         "ldmatrix_x4": lambda: diagrams.ldmatrix_x4(),
@@ -222,7 +222,7 @@ def test_wgmma_wait_alternates_fragment_sets_as_kernel_12_runs_its_steps(replay)
         steps = diagrams.wgmma_steps(stages, range(8))
         assert [x["frag"] for x in steps] == [0, 1] * 4
         assert all(x["fills"] == steps[i - 2]["reads"] for i, x in enumerate(steps) if i >= 2)
-        fig = diagrams.wgmma_wait({"STAGES": stages}, step=4)
+        fig = diagrams.wgmma_wait({"STAGES": stages, "BN": 128}, step=4)  # six stages of 256 columns do not fit
         gids = [p.get_gid() for p in fig.axes[0].patches if p.get_gid()]
         loads = sorted((int(g.split()[-1]), g.split()[0]) for g in gids if " loads " in g)
         assert loads == [(3, "frag1"), (4, "frag0"), (5, "frag1")]

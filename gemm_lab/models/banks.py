@@ -87,7 +87,7 @@ def access(name: str, words: list[int], width: int = 4, store: bool = False, per
 def sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access]:
     """The shared-memory loads and stores of the kernel's main loop, as warp 0 issues them first."""
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params)
     lanes = range(32)
     threads = spec.threads(p)
     if spec.name == "smem_tiled":
@@ -129,7 +129,7 @@ def fragment_sites(kernel: str | KernelSpec, params: Params | None = None) -> li
     with the 128-byte swizzle, lane 4g + t reading row t at chunk 0, 0, 4, 4, 1, 1, 5, 5 (by g) XOR t.
     """
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params)
     lanes = range(32)
     if spec.name == "mma_tf32":
         bn, bk = p["BN"], p["BK"]
@@ -155,7 +155,7 @@ def swizzle_sites(params: Params | None = None, kk: int = 0) -> dict[str, tuple[
     64-bit loads, lane 4g + t reading row t at chunk CH[g] (fragment_sites). A box lands dense, 128 bytes a row: TMA
     has no padding, so the swizzle is what keeps these reads free of conflicts."""
     spec = catalog.get("mma_tf32_tma")
-    spec.full_params(params)  # validated; the reads of warp 0 do not depend on the tile sizes
+    catalog.validate(spec, params)  # validated; the reads of warp 0 do not depend on the tile sizes
     lanes = range(32)
 
     def a_word(lane: int, swizzle: bool) -> int:
@@ -212,7 +212,7 @@ def _vectorized_sites(p: dict[str, int], threads: int) -> list[Access]:
 def predict(kernel: str | KernelSpec, m: int, n: int, k: int, params: Params | None = None) -> dict[str, float]:
     """Whole-launch totals the hardware counts: shared instructions and bank conflicts, loads and stores."""
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params, (m, n, k))
     gx, gy, _ = spec.grid(p, m, n)
     warps = gx * gy * math.ceil(spec.threads(p) / 32) * math.ceil(k / p["BK"])
     totals = {"ld_instructions": 0.0, "st_instructions": 0.0, "ld_conflicts": 0.0, "st_conflicts": 0.0}
@@ -233,7 +233,7 @@ def fma_ceiling(kernel: str | KernelSpec, params: Params | None = None, fp32_lan
     and issues fp32_lanes_per_sm / 32 warp FFMAs per clock, so a warp's step costs
     max(FFMAs / (lanes / 32), wavefronts) clocks of the SM's shared pipe and FMA pipes."""
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params)
     ffma_clocks = p["TM"] * p["TN"] * p["BK"] / (fp32_lanes_per_sm / 32)
     return min(1.0, ffma_clocks / wavefronts_per_step(spec, p))
 
@@ -298,7 +298,7 @@ def fragment_loads(kernel: str | KernelSpec, params: Params | None = None) -> li
     lane reads its TM/4 float4s of A at its row of the warp's lane grid and its TN/4 float4s of B at its column
     (`lane_position`), one stride apart from load to load, so every load of an operand reads alike."""
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params)
     if spec.name in ("warp_tiling", "pipelined_warp_tiling"):
         where = [lane_position(lane, p, spec.name) for lane in range(32)]
         return [("A", tuple(m for m, _ in where), p["TM"] // 4), ("B", tuple(n for _, n in where), p["TN"] // 4)]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from .. import catalog
 from ..catalog import KernelSpec, Params
 from ..occupancy import SM_90, SMLimits, occupancy, resident  # noqa: F401 - the paper model of occupancy, for the pages
-from ..spec import ceil_div
+from ..spec import ceil_div, shape_of
 
 WORD = 4  # bytes per float32
 SHARED_BYTES_PER_CLOCK = 32 * WORD  # an SM's shared memory: 32 banks of 4 bytes
@@ -40,7 +40,7 @@ def reuse(kernel: str | KernelSpec, params: Params | None = None) -> tuple[int, 
     multicasts A instead: each element of A serves 2 x BN.
     """
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params)
     if spec.name in ("naive", "coalesced"):
         return (1, 1)
     bm, bn = spec.tile(p)
@@ -55,6 +55,7 @@ def global_load_bytes(kernel: str | KernelSpec, m: int, n: int, k: int, params: 
     The model counts requests, before any cache: the L2 (and L1) may serve many of them, so DRAM
     sees this much only when nothing is reused across blocks.
     """
+    catalog.validate(kernel, params, (m, n, k))
     reuse_a, reuse_b = reuse(kernel, params)
     return tile_read_bytes(m, n, k, reuse_b, reuse_a)
 
@@ -69,7 +70,7 @@ def tile_read_bytes(m: int, n: int, k: int, rows: int, cols: int) -> float:
 def thread_tile(kernel: str | KernelSpec, params: Params | None = None) -> tuple[int, int]:
     """(TM, TN): the outputs one thread computes from registers (1 x 1 without register blocking)."""
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params)
     return (p.get("TM", 1), p.get("TN", 1))
 
 
@@ -156,7 +157,7 @@ def ring(kernel: str | KernelSpec, params: Params | None, ceilings: dict, latenc
     `step_ns`. Its copy brings the bytes this block's producer requests, its box of A and its share of B's boxes
     (multicast splits them among the cluster), at 1/SMs of `bandwidth_gbs`, after `latency_ns`."""
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params)
     bm, bn = spec.tile(p)
     per_sm_gflops = ceilings["wgmma_tf32_gflops"] / ceilings["sms"]
     step_ns = 2 * bm * bn * RING_STEP_K / per_sm_gflops  # FLOP / (GFLOP/s) = ns
@@ -276,8 +277,10 @@ def speed_of_light(kernel: str | KernelSpec, params: Params | None, size: int | 
     from . import sass
 
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
-    m, n, k = (size,) * 3 if isinstance(size, int) else size
+    m, n, k = shape_of(size)
+    p = catalog.validate(spec, params, (m, n, k))  # the shape's rules too (TMA's multiples of 4)
+    if l2_gbs is not None and not l2_gbs > 0:
+        raise ValueError(f"l2_gbs={l2_gbs!r}: the L2 ceiling's bandwidth in GB/s must be positive")
     flop = flops(m, n, k)
     sms, clock_ghz = ceilings["sms"], ceilings["clock_mhz"] / 1e3
     issue_tflops = catalog.SCHEDULERS_PER_SM * sms * clock_ghz / 1e3  # warp instructions per second, in units of 1e12

@@ -313,6 +313,8 @@ class SpeedOfLight:
 def speed_of_light(size: int, moduli: int) -> SpeedOfLight:
     """`SpeedOfLight` from the measurements of cuBLAS's INT8 GEMM and SGEMM at `size`: live, or as recorded on the GPU
     whose records hold the scheme's races (`scheme_gpu`), so that the ceiling and the races are one GPU's."""
+    if moduli not in ozaki.CANDIDATES:
+        raise ValueError(f"moduli={moduli!r}: the scheme runs {', '.join(map(str, ozaki.CANDIDATES))} products")
     k15, sgemm = int8.bench(size), timing.cublas(size)  # measured now where the page is live
     if k15.replayed:
         k15, sgemm = (records.lookup(name, params, size, size, size, gpu=scheme_gpu())

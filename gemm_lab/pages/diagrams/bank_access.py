@@ -79,7 +79,7 @@ def float4_lanes(params: dict[str, int] | None = None) -> Figure:
     TN/4 groups of four spaced BN/(TN/4) apart, so the eight lanes of a quarter-warp read eight neighbouring float4s
     (128 contiguous bytes) of Bs; the lanes that share a row of C read the same float4 of As (a broadcast). Patches
     carry gids ("B lane float4", "A lane float4") so tests can check them against `banks.sites`."""
-    p = catalog.get("vectorized").full_params(params)
+    p = catalog.validate("vectorized", params)
     bm, bn, tm, tn = (p[x] for x in ("BM", "BN", "TM", "TN"))
     cols = bn // tn  # threads along a row of the C tile
     stride = bn // (tn // 4)  # GROUP_STRIDE: columns between a thread's float4 groups

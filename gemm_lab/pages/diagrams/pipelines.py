@@ -61,7 +61,7 @@ def pipeline(params: dict[str, int], steps: int = 3, latency: float | None = Non
     09_multistage.cu.
     """
     kernel = "multistage" if "STAGES" in params else "prefetch"
-    params = catalog.get(kernel).full_params(params)
+    params = catalog.validate(kernel, params)
     occupancy = model.resident(kernel, params)
     blocks_per_sm = occupancy["blocks"]
     latency, origin = (latency, "given") if latency is not None else load_latency()
@@ -194,7 +194,7 @@ def mbarrier_ring(params: dict[str, int], step: int | None = None) -> Figure:
     steady state (which step each stage holds, who waits where); below, the phase parity each side waits for on
     the first two trips round the ring. Stage patches carry a gid ("stage s") so tests can count them. The empty
     barrier's arrival count is left out: an exercise asks for it."""
-    p = catalog.get("wgmma_ws_tf32").full_params(params)
+    p = catalog.validate("wgmma_ws_tf32", params)
     stages, consumers = p["STAGES"], p["CONSUMERS"]
     step = stages + 1 if step is None else step
     held = ring_moment(stages, step)
@@ -280,7 +280,7 @@ def mbarrier_handoff(params: dict[str, int] | None = None, steps: int | None = N
 
         ceil = hardware.ceilings()
         macs_per_clock = ceil["mma_sync_tf32_gflops"] * 1e3 / 2 / (ceil["sms"] * ceil["clock_mhz"])
-    p = catalog.get("mma_tf32_tma").full_params(params)
+    p = catalog.validate("mma_tf32_tma", params)
     stages, cluster = p["STAGES"], p["CLUSTER"]
     warps = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
     steps = 2 * stages + 1 if steps is None else steps

@@ -195,7 +195,7 @@ def warpgroup(params: dict[str, int] | None = None) -> Figure:
     warps of a warpgroup each hold 16 rows of the register operand (64 x 8 of B^T) and of the accumulator (64 x BM of
     C^T, BM / 2 floats per thread), while the tensor cores read the shared-memory operand (8 x BM of A^T, A's tile
     stored K-major) themselves, through a descriptor. Patches carry a gid ("warpgroup g", "<operand> warp w")."""
-    p = catalog.get("wgmma_tf32").full_params(params)
+    p = catalog.validate("wgmma_tf32", params)
     bm, bn = p["BM"], p["BN"]
     groups = bn // 64
     fig = plt.figure(figsize=(WIDTH, 7.4))
@@ -266,7 +266,7 @@ def wgmma_descriptor(params: dict[str, int] | None = None, kk: int = 1, rows: in
     of A's tile in shared memory: 128-byte rows of eight 16-byte chunks (four k each), chunk c of row r stored at
     chunk c XOR (r mod 8). The cells the slice reads are outlined: chunks 2 kk and 2 kk + 1 of every row, wherever the
     swizzle put them. Patches carry a gid ("row r chunk c", "field <name>")."""
-    p = catalog.get("wgmma_tf32").full_params(params)
+    p = catalog.validate("wgmma_tf32", params)
     if not 0 <= kk < catalog.WGMMA_BK // 8:
         raise ValueError(f"kk = {kk}: a 32-deep step has 8-deep slices 0 to {catalog.WGMMA_BK // 8 - 1}")
     desc = k_major_desc(32 * kk)  # the tile at shared-memory byte 0, 1024-aligned as the kernel aligns it
@@ -343,7 +343,7 @@ def wgmma_wait(params: dict[str, int] | None = None, step: int = 4) -> Figure:
     buffers (filled by cp.async, then read by its step until that step's group is done). A schematic: order, not
     durations, drawn where the tensor cores are the slower side, so each wait<1> waits for the group before.
     Patches carry a gid ("frag f group i", "frag f loads i", "stage k read i", "stage k fill j")."""
-    p = catalog.get("wgmma_tf32").full_params(params)
+    p = catalog.validate("wgmma_tf32", params)
     stages = p["STAGES"]
     if step < 1:
         raise ValueError(f"step = {step}: the picture starts at step s - 1 >= 0")
@@ -433,7 +433,7 @@ def tma_boxes(params: dict[str, int] | None = None) -> Figure:
     and the BN / 32 boxes of B (32 x 32), box j issued by the block of rank j % CLUSTER and multicast to all of them.
     Below, one stage of a block's ring in shared memory, in bytes: A's box, then B's boxes, each coloured by the rank
     that issued it. Patches carry a gid ("A box r", "B box j", "stage A", "stage B j")."""
-    p = catalog.get("mma_tf32_tma").full_params(params)
+    p = catalog.validate("mma_tf32_tma", params)
     bm, bn, cluster = p["BM"], p["BN"], p["CLUSTER"]
     depth, cols = tma.STEP, tma.BOX_COLS
     boxes = bn // cols

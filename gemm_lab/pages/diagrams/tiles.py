@@ -99,7 +99,7 @@ def outer_product(params: dict[str, int] | None = None, thread: int | None = Non
     of the A tile and the TN values of row kk of the B tile it loads into registers, and the TM x TN outputs their
     outer product updates. Left, the block's tiles in shared memory and its C tile, to scale; right, the thread's
     registers. Patches carry gids ("a i", "b j", "acc i j") so tests can count what is drawn."""
-    p = catalog.get("thread_tile_2d").full_params(params)
+    p = catalog.validate("thread_tile_2d", params)
     bm, bn, bk, tm, tn = (p[x] for x in ("BM", "BN", "BK", "TM", "TN"))
     rows, cols = bm // tm, bn // tn  # the block's grid of thread tiles
     t = _middle_thread(rows, cols) if thread is None else thread
@@ -150,7 +150,7 @@ def transposed_a(params: dict[str, int] | None = None, thread: int | None = None
     which it reads for its outer product: strided in A, contiguous (TM/4 float4s) in As. Red: one float4 that the
     copy reads along a row of A and writes down a column of As (four scalar stores). Patches carry gids ("read ...",
     "copy ...") so tests can count what is drawn."""
-    p = catalog.get("vectorized").full_params(params)
+    p = catalog.validate("vectorized", params)
     bm, bn, bk, tm, tn = (p[x] for x in ("BM", "BN", "BK", "TM", "TN"))
     t = _middle_thread(bm // tm, bn // tn) if thread is None else thread
     kk = bk // 2 if kk is None else kk
@@ -203,7 +203,7 @@ def loop_nest(params: dict[str, int] | None = None, size: int = 4096, kernel: st
     thread tile, FFMA, each level boxed inside the one above with this instance's numbers at M = N = K = `size`, and
     coloured by where its operands live (global memory, shared memory, registers)."""
     spec = catalog.get(kernel)
-    p = spec.full_params(params)
+    p = catalog.validate(spec, params)
     bm, bn, bk, wm, wn, tm, tn = (p[x] for x in ("BM", "BN", "BK", "WM", "WN", "TM", "TN"))
     tiles_m, tiles_n = ceil_div(size, bm), ceil_div(size, bn)
     where = {"global": "#e6e6e6", "shared": "#d5ecd0", "registers": "#d6e4f5"}
@@ -251,7 +251,7 @@ def warp_tiles(params: dict[str, int] | None = None) -> Figure:
     TN/4 squares of 4 x 4, one stride apart); below, one stride's worth of the warp tile with the lane that owns
     each square. Patches carry a gid ("warp w", "lane l") so tests can count what is drawn.
     """
-    p = catalog.get("warp_tiling").full_params(params)
+    p = catalog.validate("warp_tiling", params)
     bm, bn, wm, wn, tm, tn = (p[x] for x in ("BM", "BN", "WM", "WN", "TM", "TN"))
     stride_m, stride_n = wm // (tm // 4), wn // (tn // 4)
     highlight = {0: "C3", 1: "C1"}
@@ -304,7 +304,7 @@ def stream_k(params: dict[str, int] | None = None, size: int = 4096, slots: int 
     x the blocks of this instance that fit on one), at M = N = K = `size`: the tiles in grouped order, those of whole
     waves and those stream-K cuts along K; and the work of a few blocks over time, one block per tile against stream-K
     (`schedule.stream_k`), a tile's k-steps taking one unit. Patches carry a gid ("tile <t>", "piece <b>")."""
-    p = catalog.get("pipelined_warp_tiling").full_params(params)
+    p = catalog.validate("pipelined_warp_tiling", params)
     if slots is None:
         slots = hardware.ceilings()["sms"] * model.resident("pipelined_warp_tiling", p)["blocks"]
     tiles_m, tiles_n = ceil_div(size, p["BM"]), ceil_div(size, p["BN"])
