@@ -415,3 +415,19 @@ def test_models_and_pictures_refuse_instances_and_shapes_the_kernels_refuse(repl
         model.global_load_bytes("smem_tiled", -4096, 4096, 4096)
     with pytest.raises(ValueError, match="multiple"):
         model.speed_of_light("mma_tf32_tma", None, (4096, 4094, 4094), gl.ceilings())
+
+
+def test_kernel_15_has_no_moduli(replay):
+    from gemm_lab.precision import int8
+
+    with pytest.raises(ValueError, match="has no MODULI"):
+        int8.bench(4096, {"MODULI": 9})
+
+
+def test_gpu_bars_need_recorded_gpus_and_a_size(replay):
+    from gemm_lab.pages import plots
+
+    with pytest.raises(ValueError, match="no records of 'nope'; the recorded GPUs are"):
+        plots.gpu_bars(["naive"], 4096, ["nope"])
+    with pytest.raises(ValueError, match="every dimension must be at least 1"):
+        plots.gpu_bars(["naive"], -4, records.recorded_gpus())

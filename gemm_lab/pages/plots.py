@@ -16,7 +16,7 @@ from matplotlib.patches import Patch
 from .. import catalog, run
 from ..models import model
 from ..records import CUBLAS, CUBLAS_KERNELS, Measurement, date_span
-from ..spec import ceil_div
+from ..spec import ceil_div, shape_of
 from .style import TEXT, TITLE, WIDTH, renderer, stamp, wrap
 from .tables import baseline_name, counters_provenance, ozaki_label, params_text, provenance, shape_text
 
@@ -388,6 +388,13 @@ def gpu_bars(kernels: Sequence[str], size: int, gpus: Sequence[str]) -> Figure:
     """% of cuBLAS (same run) of each kernel's default tile at one size, one bar per recorded GPU."""
     from .. import records
 
+    if unknown := [g for g in gpus if g not in records.recorded_gpus()]:
+        raise ValueError(f"no records of {', '.join(map(repr, unknown))}; the recorded GPUs are "
+                         f"{', '.join(records.recorded_gpus())}")
+    m, n, k = shape_of(size)
+    if not m == n == k:
+        raise ValueError(f"size {size!r}: the bars stand at one cube, M = N = K")
+    size = m
     fig, ax = plt.subplots(figsize=(WIDTH, 3.4))
     width = 0.8 / len(gpus)
     found: list[Measurement] = []
