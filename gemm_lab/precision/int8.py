@@ -26,7 +26,7 @@ CUDA_R_8I, CUDA_R_32I = 3, 10  # cudaDataType_t values of int8 and int32 (CuPy's
 def full_params(params: dict[str, int] | None = None) -> dict[str, int]:
     """Defaults filled in and validated by the ozaki spec's rules (MODULI aside)."""
     spec = catalog.get("ozaki")
-    if params and "MODULI" in params:
+    if params and params.get("MODULI", spec.defaults["MODULI"]) != spec.defaults["MODULI"]:  # the ozaki spec's dicts
         raise ValueError(f"{PROBE.name} (kernel 15) is one INT8 product: it has no MODULI; its parameters are "
                          f"{', '.join(PROBE.params)}")
     p = catalog.validate(spec, {**(params or {}), "MODULI": spec.defaults["MODULI"]})
