@@ -251,15 +251,15 @@ def save(measurements: Iterable[Measurement]) -> None:
 def measurements(kernel: str | None = None, gpu: str | None = None) -> list[Measurement]:
     """Every recorded measurement of a GPU (default: the replay GPU), optionally of one kernel."""
     folder = gpu_dir(gpu)
-    if kernel and kernel not in catalog.KERNELS and not any(folders.RECORDS_DIR.glob(f"*/{kernel}.json")):
-        raise ValueError(f"no kernel {kernel!r} in the catalog or the records; the catalog has "
-                         f"{', '.join(catalog.KERNELS)}")
     names = [kernel] if kernel else [p.stem for p in sorted(folder.glob("*.json")) if is_bench(p)]
     out = []
     for name in names:
         path = folder / f"{name}.json"
         if path.exists():
             out.extend(Measurement.from_row(r, str(path)) for r in read_rows(path))
+    if not out and kernel and kernel not in catalog.KERNELS and not any(folders.RECORDS_DIR.glob(f"*/{kernel}.json")):
+        raise ValueError(f"no kernel {kernel!r} in the catalog or the records; the catalog has "
+                         f"{', '.join(catalog.KERNELS)}")  # checked only when nothing was found: this path is hot
     return out
 
 

@@ -17,3 +17,10 @@ def check_page(page: str) -> str:
     if page not in book_pages():
         raise ValueError(f"no book page {page!r}; the pages are {', '.join(book_pages())}")
     return page
+
+
+def check_flag(name: str, value: object) -> bool:
+    """`value` if it is a bool; else a TypeError ("no" or 0 would count as true or false in silence)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value

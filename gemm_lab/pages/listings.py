@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .. import catalog
 from ..spec import as_integer
+from . import check_flag
 
 KERNELS_DIR = catalog.ROOT / "kernels"
 CSS_CLASS = "gl-listing"
@@ -131,8 +132,7 @@ def changes(kernel: str, against: str | None = None, *, function: str | None = N
     """
     spec = catalog.get(kernel)
     _check_markers(function=function, against_function=against_function)
-    if not isinstance(whole_file, bool):
-        raise TypeError(f"whole_file must be True or False, not {whole_file!r}")
+    check_flag("whole_file", whole_file)
     context = as_integer("context (unchanged lines around a change)", context)
     if context < 0:
         raise ValueError(f"context={context}: the unchanged lines shown around a change are 0 or more")

@@ -9,9 +9,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import catalog, device, pages, turns
+from .. import catalog, device, turns
 from ..models.gpus import card_of
 from ..records import CUBLAS_KERNELS, Measurement, date_span
+from . import check_flag, check_page
 
 if TYPE_CHECKING:
     from ..models import model
@@ -298,8 +299,7 @@ def measurements_table(ms: Sequence[Measurement], *, parameters: bool = True) ->
     tensor cores have their own peak). What every row shares (the shape; the kernel and the parameters its rows
     share) goes to the caption, leaving the columns to what differs, so parameter cells stay short. `parameters=False`
     leaves the parameters out (rows of several kernels at their defaults, shown elsewhere), for a narrower table."""
-    if not isinstance(parameters, bool):
-        raise TypeError(f"parameters must be True or False, not {parameters!r}")
+    check_flag("parameters", parameters)
     kernels = list(dict.fromkeys(x.kernel for x in ms))
     shapes = {shape_text(x.m, x.n, x.k) for x in ms}
     show_shape = len(shapes) != 1
@@ -508,7 +508,7 @@ def banner(page: str = "") -> Banner:
     from .. import liverun, records
     from . import warmup
 
-    plan = liverun.page(pages.check_page(page)) if page else ""
+    plan = liverun.page(check_page(page)) if page else ""
     if plan:  # the page's kernels compile in the background while its first cells run
         warmup.compile_all(liverun.to_compile(), on_done=liverun.compiled_in_background)
     if device.live():
@@ -705,7 +705,7 @@ def budget(kernel: str, params: dict[str, int] | None = None, size: int = 4096, 
     if ceilings.get("gpu", measured.gpu) != measured.gpu:
         raise ValueError(f"the ceilings are {ceilings['gpu']}'s and the measurement {measured.gpu}'s: pass one GPU's")
     b = model.speed_of_light(spec, p, shape, ceilings, l2_gbs or _recorded_l2_gbs())
-    page = upto if upto in (None, "all") else pages.check_page(upto)
+    page = upto if upto in (None, "all") else check_page(upto)
     page = page or spec.chapter or "all"
     return BudgetView(b if page == "all" else b.upto(page), measured)
 

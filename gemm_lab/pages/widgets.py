@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from .. import catalog, compiler, device, records, timing, turns
 from ..records import Measurement
 from ..spec import as_integer
-from . import diagrams, explorers, grids, plots, style, warmup
+from . import check_flag, diagrams, explorers, grids, plots, style, warmup
 from .tables import params_text, provenance, replay_reason
 
 
@@ -39,8 +39,7 @@ def tile_explorer(kernel: str = "smem_tiled", size: int = grids.EXPLORER_SIZE,
     over the recorded grid (a notebook without a GPU).
     """
     spec = catalog.get(kernel)
-    if not isinstance(sliders_in_replay, bool):
-        raise TypeError(f"sliders_in_replay must be True or False, not {sliders_in_replay!r}")
+    check_flag("sliders_in_replay", sliders_in_replay)
     if extra is not None and not callable(extra):
         raise TypeError(f"extra must be a function of the parameters that returns a Figure, not {extra!r}")
     named = (x, y) != (None, None)
