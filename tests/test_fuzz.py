@@ -106,7 +106,8 @@ def test_kernel_15_int8_products_are_exact_on_random_shapes():
 
     if catalog.unsupported(int8.PROBE, device.gpu().cc):
         pytest.skip(catalog.unsupported(int8.PROBE, device.gpu().cc))
-    grid = sorted({tuple(int8.full_params(p).items()) for p in catalog.legal_grid("ozaki")})
+    grid = sorted({tuple(int8.full_params({k: v for k, v in p.items() if k != "MODULI"}).items())
+                   for p in catalog.legal_grid("ozaki")})
 
     @settings(FUZZ, max_examples=CASES)
     @given(params=st.sampled_from(grid), shape=shapes())
