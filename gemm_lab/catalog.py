@@ -95,19 +95,12 @@ def get(kernel: str | KernelSpec) -> KernelSpec:
         raise ValueError(f"unknown kernel {kernel!r}; the catalog has {', '.join(KERNELS)}") from None
 
 
-def instance(
-    kernel: str | KernelSpec,
-    params: Params | None = None,
-    shape: Shape | None = None,
-    *,
-    smem_limit: int | None = None,
-    cc: tuple[int, int] | None = None,
-) -> Instance:
+def instance(kernel: str | KernelSpec, params: Params | None = None, shape: Shape | None = None, *,
+             smem_limit: int | None = None, cc: tuple[int, int] | None = None) -> Instance:
     """The validated `Instance`: parameters (and a problem shape) checked against the kernel's rules before anything
     compiles; a `ValueError` names the broken rule and its values. `smem_limit`, `cc`: the device, if known."""
     spec = get(kernel)
-    why = unsupported(spec, cc) if cc is not None else None
-    if why:
+    if why := unsupported(spec, cc) if cc is not None else None:
         raise ValueError(why)
     p = spec.full_params(params)
     for rule in spec.rules:
@@ -131,19 +124,12 @@ def check_smem(spec: KernelSpec, params: dict[str, int], smem_limit: int) -> Non
     """Refuse full `params` that need more shared memory per block than a GPU allows (`smem_limit` bytes); for an
     instance validated before the GPU was known."""
     if spec.smem_bytes(params) > smem_limit:
-        raise ValueError(
-            f"{spec.describe(params)} needs {spec.smem_bytes(params)} bytes of shared memory per block; "
-            f"this GPU allows {smem_limit}"
-        )
+        raise ValueError(f"{spec.describe(params)} needs {spec.smem_bytes(params)} bytes of shared memory per block; "
+                         f"this GPU allows {smem_limit}")
 
 
-def validate(
-    kernel: str | KernelSpec,
-    params: Params | None = None,
-    shape: Shape | None = None,
-    smem_limit: int | None = None,
-    cc: tuple[int, int] | None = None,
-) -> dict[str, int]:
+def validate(kernel: str | KernelSpec, params: Params | None = None, shape: Shape | None = None,
+             smem_limit: int | None = None, cc: tuple[int, int] | None = None) -> dict[str, int]:
     """`instance()`'s checks, returning the full parameter set (defaults filled in)."""
     return instance(kernel, params, shape, smem_limit=smem_limit, cc=cc).params
 

@@ -180,6 +180,11 @@ def resources(kernel: str | KernelSpec, params: Params | None = None) -> Resourc
     counts the static arrays and the dynamic shared memory a launch asks for."""
     spec = catalog.get(kernel)
     p = spec.full_params(params)
+    if chosen := [q for q in spec.runs(p) if q != p]:  # the Ozaki default: its own instance launches nothing
+        name = next(n for n in p if chosen[0][n] != p[n])
+        options = ", ".join(str(q[name]) for q in chosen)
+        raise ValueError(f"{spec.name} {p}: each call chooses the instance it launches ({name} = {options}); ask for "
+                         f"the resources of one, e.g. gl.resources({spec.name!r}, {{{name!r}: {chosen[0][name]}}})")
     if device.live():
         fn = load(spec, p)
         return Resources(fn.num_regs, fn.shared_size_bytes + spec.launch_smem(p), fn.local_size_bytes,

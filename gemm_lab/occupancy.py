@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from . import catalog, compiler, device
 from .catalog import KernelSpec, Params
-from .spec import ceil_div, round_up
+from .spec import MAX_REGISTERS_PER_THREAD, MAX_THREADS_PER_BLOCK, as_integer, ceil_div, round_up
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,12 @@ def occupancy(threads: int, registers: int, smem_bytes: int, sm: SMLimits | None
     """Resident blocks per SM, the warps they hold and what limits them: registers, shared memory, threads or the
     block cap (`limits`: the blocks each would allow). `sm`: default, the GPU's own (`sm_limits`)."""
     sm = sm or sm_limits()
+    tops = {"threads": (1, min(MAX_THREADS_PER_BLOCK, sm.threads)), "registers": (1, MAX_REGISTERS_PER_THREAD),
+            "smem_bytes": (0, sm.smem_bytes - sm.smem_reserved_per_block)}  # a block's, a thread's, a block's
+    threads, registers, smem_bytes = (as_integer(what, v) for what, v in zip(tops, (threads, registers, smem_bytes)))
+    for (what, (low, top)), v in zip(tops.items(), (threads, registers, smem_bytes)):
+        if not low <= v <= top:
+            raise ValueError(f"{what} {v}: from {low} to {top} ({'a thread' if what == 'registers' else 'a block'})")
     regs = round_up(registers, sm.register_unit)
     warps = ceil_div(threads, 32)
     limits = {

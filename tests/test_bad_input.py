@@ -431,3 +431,38 @@ def test_gpu_bars_need_recorded_gpus_and_a_size(replay):
         plots.gpu_bars(["naive"], 4096, ["nope"])
     with pytest.raises(ValueError, match="every dimension must be at least 1"):
         plots.gpu_bars(["naive"], -4, records.recorded_gpus())
+
+
+@pytest.mark.parametrize("words,kw,message", [
+    ([1.5], {}, "word offset must be an integer, not 1.5"), ([], {}, "0 lanes; a warp has 1 to 32"),
+    (list(range(33)), {}, "33 lanes"), ([-1], {}, "word offset -1"), ([0], {"width": 12}, "width 12 bytes"),
+    ([2], {"width": 16}, "word offset 2 is not aligned to 16-byte"), ([0], {"per_step": 0}, "per_step 0"),
+    ([0], {"store": 1}, "store must be True or False")])
+def test_a_bank_access_is_one_warps_aligned_request(words, kw, message):
+    from gemm_lab.models import banks
+
+    with pytest.raises((ValueError, TypeError), match=message):
+        banks.access("x", words, **kw)
+
+
+@pytest.mark.parametrize("args,message", [((0, 32, 0), r"threads 0: from 1 to 1024 \(a block\)"),
+                                          ((2048, 32, 0), "threads 2048"), ((256, 256, 0), "registers 256"),
+                                          ((256, 32, -1), "smem_bytes -1"), ((256, 32, 10**6), "smem_bytes 1000000"),
+                                          ((256.5, 32, 0), "threads must be an integer")])
+def test_occupancy_takes_a_block_the_sm_can_hold(args, message):
+    from gemm_lab.models import model
+
+    with pytest.raises(ValueError, match=message):
+        model.occupancy(*args)
+
+
+def test_the_quarter_warp_picture_names_a_parameter_neither_kernel_has():
+    from gemm_lab.pages import diagrams
+
+    with pytest.raises(ValueError, match="BMX is not a parameter of kernel 10 or 10b"):
+        diagrams.quarter_warps({"BMX": 64})
+
+
+def test_the_ozaki_defaults_resources_ask_for_the_instance_a_call_launches():
+    with pytest.raises(ValueError, match=r"chooses the instance it launches \(MODULI = 6, 7, 8, 9\)"):
+        gl.resources("ozaki")

@@ -15,7 +15,7 @@ import pytest
 
 import gemm_lab as gl
 from gemm_lab import catalog, compiler, device, run, timing
-from gemm_lab.pages import exercises, variants
+from gemm_lab.pages import exercises, submissions, variants
 
 SOURCE = (catalog.ROOT / "kernels" / "03_smem_tiling.cu").read_text()
 
@@ -120,7 +120,20 @@ def test_diagnose_names_what_usually_causes_each_pattern(case, expected):
 
 def test_the_scoreboard_lives_beside_the_compile_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(compiler.CACHE_ENV, str(tmp_path))
-    assert exercises.scoreboard_path() == tmp_path / "scoreboard.json" and exercises.scoreboard() == []
+    assert submissions.scoreboard_path() == tmp_path / "scoreboard.json" and submissions.scoreboard() == []
+
+
+def test_an_unreadable_scoreboard_is_named_and_kept_aside_not_overwritten(tmp_path, monkeypatch):
+    monkeypatch.setenv(compiler.CACHE_ENV, str(tmp_path))
+    submissions.scoreboard_path().write_text('[{"like": "smem_tiled"')  # cut short
+    with pytest.raises(ValueError, match="scoreboard.json is not the scoreboard's JSON"):
+        submissions.scoreboard()
+    x = type("X", (), {"params": {}, "m": 64, "gflops": 1.0, "cublas_gflops": 2.0, "gpu": "test"})()
+    with pytest.warns(UserWarning, match="kept it as .*unreadable"):
+        submissions.remember(x, "smem_tiled")
+    aside = [f for f in tmp_path.iterdir() if "unreadable" in f.name]
+    assert len(aside) == 1 and aside[0].read_text() == '[{"like": "smem_tiled"'
+    assert [r["like"] for r in submissions.scoreboard()] == ["smem_tiled"]
 
 
 def _emulated(column_major=(), store_row_major=False):
@@ -353,7 +366,7 @@ BROKEN = {
 def test_the_books_kernel_passes_and_is_timed():
     attempt = gl.submit(SOURCE, "smem_tiled", size=1024)
     assert attempt.ok and len(attempt.checked) >= 5 and len(attempt.timed) == 2
-    assert attempt.timed[0].gflops > 0 and exercises.scoreboard()[-1]["like"] == "smem_tiled"
+    assert attempt.timed[0].gflops > 0 and submissions.scoreboard()[-1]["like"] == "smem_tiled"
 
 
 @pytest.mark.gpu

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from .. import catalog
 from ..catalog import KernelSpec, Params
+from ..spec import as_integer
 
 BANKS = 32
 WORD = 4
@@ -80,8 +81,24 @@ class Access:
 
 
 def access(name: str, words: list[int], width: int = 4, store: bool = False, per_step: int = 1) -> Access:
-    """An access from per-lane word offsets (float indices) into shared memory."""
-    return Access(name, tuple(WORD * w for w in words), width, store, per_step)
+    """An access from per-lane word offsets (float indices) into shared memory: one offset per active lane (1 to 32,
+    each at least 0), `width` bytes per lane (4, 8 or 16, aligned to it), issued `per_step` >= 1 times per BK tile."""
+    offsets = [as_integer(f"{name}: a lane's word offset", w) for w in words]
+    width, per_step = as_integer(f"{name}: width", width), as_integer(f"{name}: per_step", per_step)
+    if not 1 <= len(offsets) <= 32:
+        raise ValueError(f"{name}: {len(offsets)} lanes; a warp has 1 to 32 active lanes")
+    if min(offsets) < 0:
+        raise ValueError(f"{name}: word offset {min(offsets)}; shared memory starts at offset 0")
+    if width not in (4, 8, 16):
+        raise ValueError(f"{name}: width {width} bytes; a lane reads 4, 8 or 16")
+    if misaligned := [w for w in offsets if WORD * w % width]:
+        raise ValueError(f"{name}: word offset {misaligned[0]} is not aligned to {width}-byte accesses "
+                         f"(a multiple of {width // WORD} words)")
+    if per_step < 1:
+        raise ValueError(f"{name}: per_step {per_step}; an access is issued at least once per tile")
+    if not isinstance(store, bool):
+        raise TypeError(f"{name}: store must be True or False, not {store!r}")
+    return Access(name, tuple(WORD * w for w in offsets), width, store, per_step)
 
 
 def sites(kernel: str | KernelSpec, params: Params | None = None) -> list[Access]:

@@ -27,22 +27,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from .. import catalog, compiler, device, records, run, timing, turns
+from .. import catalog, compiler, device, run, timing, turns
 from ..catalog import KernelSpec, Params, Shape
 from ..records import Measurement
 from ..spec import as_integer, round_up
-from . import listings
+from . import listings, submissions
 from .tables import Markdown
 from .variants import VARIANTS
 
@@ -251,7 +249,7 @@ def submit(source: KernelText, like: str, params: Params | None = None, *, size:
     if not attempt.wrong:  # checked at the timing size too: the timing finds nothing new to refuse
         at_size = catalog.instance(sub, inst.params, (size,) * 3)
         attempt.timed = [timing.raced(at_size, attempt.checked[-1][1], method=METHOD), _book(like, size, inst.params)]
-        _remember(attempt.timed[0], like)
+        submissions.remember(attempt.timed[0], like)
     return attempt
 
 
@@ -502,26 +500,6 @@ def report(attempt: Attempt) -> Markdown:
         text.append(f"At {yours.m}: yours {yours.gflops / 1e3:.1f} TFLOP/s ({yours.pct_cublas:.0f} % of cuBLAS), the "
                     f"book's {book.gflops / 1e3:.1f} TFLOP/s ({book.pct_cublas:.0f} %), timed in the same run.")
     return Markdown("\n\n".join(text))
-
-
-def scoreboard_path() -> Path:
-    """Where the personal scoreboard is kept: beside the compile cache (GEMM_LAB_CACHE, else ~/.cache/gemm_lab)."""
-    return Path(os.environ.get(compiler.CACHE_ENV) or Path.home() / ".cache" / "gemm_lab") / "scoreboard.json"
-
-
-def scoreboard() -> list[dict[str, Any]]:
-    """Every timed submission so far on this machine, oldest first."""
-    path = scoreboard_path()
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def _remember(x: Measurement, like: str) -> None:
-    path = scoreboard_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = scoreboard() + [{"like": like, "params": x.params, "size": x.m, "gflops": x.gflops,
-                            "cublas_gflops": x.cublas_gflops, "gpu": x.gpu,
-                            "at": records.utc_now()}]
-    path.write_text(json.dumps(rows, indent=1))
 
 
 @dataclass(frozen=True)

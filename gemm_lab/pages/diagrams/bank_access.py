@@ -122,6 +122,10 @@ def quarter_warps(params: dict[str, int] | None = None) -> Figure:
     them from this picture and Nsight Compute's counts (`banks.lds128_wavefronts`). `params`: either kernel's tiles
     (10b's other options are ignored). Patches carry gids ("<kernel> lane <l>", "<kernel> <A|B> q<q> float4 <f>")."""
     spec = catalog.get("warp_tiling")
+    ours = set(spec.choices) | set(catalog.get("pipelined_warp_tiling").choices)
+    if unknown := sorted(set(params or {}) - ours):
+        raise ValueError(f"quarter_warps: {', '.join(unknown)} is not a parameter of kernel 10 or 10b "
+                         f"(they take {', '.join(sorted(ours))})")
     p = spec.full_params({k: v for k, v in (params or {}).items() if k in spec.choices})
     rows, cols = p["WM"] // p["TM"], p["WN"] // p["TN"]
     kernels = (("warp_tiling", "kernel 10 (chapter 7)"), ("pipelined_warp_tiling", "kernel 10b"))
