@@ -179,7 +179,7 @@ def test_the_primer_prose_reads_right_once_recorded(sandbox):
                      "issue 1.05 trillion warp instructions per second, and the FP32 peak is 66.9 TFLOP/s: at most "
                      "1.05 trillion warp FFMAs per second, × 32 lanes, × 2 FLOP",
                      "(fused multiply-add) in almost every issue slot of every scheduler.",
-                     "From DRAM: 3.0 TB/s × 485 ns is 1.5 MB in flight across the GPU, 11 KiB per SM: 22 warp-wide",
+                     "From DRAM: 3.0 TB/s × 485 ns is 1.5 MB in flight across the GPU, 10.8 KiB per SM: 22 warp-wide",
                      "threads fit 2 blocks", "The smallest cap wins: 2 blocks, 16 warps, an occupancy of 25%, limited "
                      "by registers.", "put 64 KiB on the way, 5.9 times what DRAM needs",
                      "16 KiB stays in L1, 8 MiB is too large for L1 but fits in L2, and 512 MiB fits in neither"):

@@ -278,7 +278,8 @@ def prose_numbers(rec: MemoryRecord | None, ceilings: dict, kernel: str = OCCUPA
             bytes_ = in_flight(rec, level)
             per_sm = bytes_ / p["sms"]
             out.update({f"bw_{level}": f"{rec.bandwidth_of(level)['gbs'] / 1e3:.1f} TB/s",
-                        f"inflight_{level}": f"{bytes_ / 1e6:.1f} MB", f"inflight_sm_{level}": size_text(per_sm),
+                        f"inflight_{level}": f"{bytes_ / 1e6:.1f} MB",
+                        f"inflight_sm_{level}": f"{per_sm / 1024:.1f} KiB",
                         f"loads_sm_{level}": f"{per_sm / WARP_FLOAT4:.0f}"})
     out.update(_occupancy(kernel, rec))
     return {k: v if isinstance(v, str) else f"{v:,}" for k, v in out.items()}

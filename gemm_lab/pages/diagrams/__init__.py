@@ -21,6 +21,7 @@ from .ozaki_scheme import crt, outlier_channel, ozaki_pipeline
 from .package import package_layers
 from .pipelines import (
                         RING_STATES,
+                        block_steps,
                         handoff_schedule,
                         load_latency,
                         mbarrier_handoff,
@@ -50,8 +51,8 @@ from .tensor_cores import (
 from .tiles import loop_nest, outer_product, stream_k, tiling, transposed_a, warp_access, warp_tiles
 
 __all__ = [
-    "DESCRIPTOR_FIELDS", "RING_STATES", "bank_grid", "cluster_reads", "crt", "descriptor_fields", "float4_lanes",
-    "gpu_diagram", "handoff_schedule", "k_major_desc", "lane_position", "ldmatrix_rows", "ldmatrix_x4",
+    "DESCRIPTOR_FIELDS", "RING_STATES", "bank_grid", "block_steps", "cluster_reads", "crt", "descriptor_fields",
+    "float4_lanes", "gpu_diagram", "handoff_schedule", "k_major_desc", "lane_position", "ldmatrix_rows", "ldmatrix_x4",
     "lds128_cases", "lds128_passes", "levels",
     "load_latency", "loop_nest", "mbarrier_handoff", "mbarrier_ring", "mma_fragment", "mma_fragments",
     "outer_product", "outlier_channel", "ozaki_pipeline", "package_layers", "pipeline", "producer_consumer",

@@ -8,7 +8,7 @@ the rings (`ring_moment`, `handoff_schedule`) that chapters 6, 8c and 9 and thei
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -50,16 +50,32 @@ def _timeline(ax, bars: list[tuple], rows: tuple[str, ...], right: float = 0) ->
     return end
 
 
-def pipeline(params: dict[str, int], steps: int = 3, latency: float | None = None) -> Figure:
-    """A schematic timeline of main-loop steps of one block: when tiles travel and when FFMAs run.
+class Steps(NamedTuple):
+    """One block's modelled main loop (`steps`): its bars, lanes and title, the clock where the loop starts and where
+    its last step ends, a step's FFMA clocks, the occupancy it assumed and the load latency with its origin."""
 
-    One lane per kind of work; each bar is numbered and coloured by the tile (the BK-deep slice of A and B) it works
-    on, so one tile can be followed from its load to its FFMAs. Durations are a model, not a measurement: a step's
-    FFMAs take BM*BN*BK / (128 / blocks) clocks (the SM's 128 FP32 lanes shared by the blocks resident on it, as the
-    occupancy model `model.resident` counts them for this instance), a global load `latency` clocks (by default
-    `load_latency()`), a shared store and a __syncthreads a few dozen. PREFETCH 0/1 is 08_prefetch.cu, STAGES is
-    09_multistage.cu.
-    """
+    bars: list[tuple]
+    rows: tuple[str, ...]
+    title: str
+    count: int
+    loop: float
+    end: float
+    compute: float
+    occupancy: dict
+    latency: float
+    origin: str
+
+    @property
+    def busy(self) -> float:
+        """The share of the steps' clocks the block's FFMAs run: its FFMA busy share in the model."""
+        return self.count * self.compute / (self.end - self.loop)
+
+
+def block_steps(params: dict[str, int], count: int = 3, latency: float | None = None) -> Steps:
+    """The model behind `pipeline`: a step's FFMAs take BM*BN*BK / (128 / blocks) clocks (the SM's 128 FP32 lanes
+    shared by the blocks resident on it, as the occupancy model `model.resident` counts them for this instance), a
+    global load `latency` clocks (by default `load_latency()`), a shared store and a __syncthreads a few dozen.
+    PREFETCH 0/1 is 08_prefetch.cu, STAGES is 09_multistage.cu."""
     kernel = "multistage" if "STAGES" in params else "prefetch"
     params = catalog.validate(kernel, params)
     occupancy = model.resident(kernel, params)
@@ -83,7 +99,7 @@ def pipeline(params: dict[str, int], steps: int = 3, latency: float | None = Non
         for n in range(ahead):  # the prologue issues the first STAGES - 1 copies back to back
             bars.append(tile(n, n * store, latency, n))
             landed[n] = n * store + latency
-        for s in range(steps):  # wait for tile s, sync, refill the buffer step s - 1 read, multiply
+        for s in range(count):  # wait for tile s, sync, refill the buffer step s - 1 read, multiply
             start = max(t, landed[s])
             n = s + ahead
             bars += [barrier(stages, start), tile(n % stages, start + sync, latency, n),
@@ -96,32 +112,43 @@ def pipeline(params: dict[str, int], steps: int = 3, latency: float | None = Non
         rows = ("loads of tile n", "registers → shared", "__syncthreads", "FFMAs on tile n")
         if params.get("PREFETCH"):
             bars += [tile(0, -latency - store - sync, latency, 0), tile(1, -store - sync, store, 0), barrier(2, -sync)]
-            for s in range(steps):
+            for s in range(count):
                 step = max(compute, latency)
                 bars += [tile(0, t, latency, s + 1), tile(3, t, compute, s), tile(1, t + step, store, s + 1),
                          barrier(2, t + step + store)]
                 t += step + store + sync
             title = "PREFETCH=1: the next tile loads during the FFMAs; one __syncthreads per step"
         else:
-            for s in range(steps):
+            for s in range(count):
                 bars += [tile(0, t, latency, s), tile(1, t + latency, store, s), barrier(2, t + latency + store),
                          tile(3, t + latency + store + sync, compute, s),
                          barrier(2, t + latency + store + sync + compute)]
                 t += latency + store + 2 * sync + compute
             title = "PREFETCH=0: load, wait, store, sync, multiply, sync: the FFMAs wait for every tile"
-    fig, ax = plt.subplots(figsize=(WIDTH, 1.9 + 0.4 * len(rows)))
-    first = min(b[1] for b in bars)  # the clock starts with the first load
-    bars = [(row, start - first, *rest) for row, start, *rest in bars]
-    _timeline(ax, bars, rows, right=t - first)
+    return Steps(bars, rows, title, count, loop, t, compute, occupancy, latency, origin)
+
+
+def pipeline(params: dict[str, int], steps: int = 3, latency: float | None = None) -> Figure:
+    """A schematic timeline of main-loop steps of one block: when tiles travel and when FFMAs run.
+
+    One lane per kind of work; each bar is numbered and coloured by the tile (the BK-deep slice of A and B) it works
+    on, so one tile can be followed from its load to its FFMAs. Durations are a model, not a measurement
+    (`block_steps`)."""
+    m = block_steps(params, steps, latency)
+    p = m.occupancy
+    fig, ax = plt.subplots(figsize=(WIDTH, 1.9 + 0.4 * len(m.rows)))
+    first = min(b[1] for b in m.bars)  # the clock starts with the first load
+    bars = [(row, start - first, *rest) for row, start, *rest in m.bars]
+    _timeline(ax, bars, m.rows, right=m.end - first)
     ax.set_xlim(left=0)
     ax.set_xlabel("time in SM clock cycles (model durations)")
-    ax.set_title(wrap(title, style.TITLE), fontsize=style.TITLE)
-    busy = steps * compute / (t - loop)
+    ax.set_title(wrap(m.title, style.TITLE), fontsize=style.TITLE)
     fig.tight_layout()
-    return stamp(fig, f"Bars are numbered and coloured by tile n (grey: a barrier). Model: FFMAs {compute:.0f} clk per "
-                      f"step ({params['BM']}x{params['BN']}x{params['BK']} tile, {blocks_per_sm} blocks/SM by the "
-                      f"occupancy model, limited by {occupancy['limited_by']}), load latency {latency:.0f} clk "
-                      f"({origin}); FFMA busy {busy:.0%} of the steps shown")
+    q = catalog.validate("multistage" if "STAGES" in params else "prefetch", params)
+    return stamp(fig, f"Bars are numbered and coloured by tile n (grey: a barrier). Model: FFMAs {m.compute:.0f} clk "
+                      f"per step ({q['BM']}x{q['BN']}x{q['BK']} tile, {p['blocks']} blocks/SM by the "
+                      f"occupancy model, limited by {p['limited_by']}), load latency {m.latency:.0f} clk "
+                      f"({m.origin}); FFMA busy {m.busy:.0%} of the steps shown")
 
 
 def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, latency: int = 1200,
