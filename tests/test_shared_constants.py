@@ -376,7 +376,9 @@ def ozaki_call(monkeypatch, shape: tuple[int, int, int]) -> tuple:
     planes: list = []
     monkeypatch.setattr(int8, "planes_map", lambda x, rows, k0, k1: planes.append((x.shape, rows, k0, k1)))
     monkeypatch.setattr(device, "gpu", lambda: types.SimpleNamespace(cc=(9, 0), sms=132, arch="sm_90"))  # an H100's
-    pipeline = ozaki_pipeline.Pipeline(inst, None, None, alpha=1.0, beta=0.0, out=None, slots=132)
+    # an H100's SMs, one block each, asked of an instance a call launches (the default's own launches nothing)
+    monkeypatch.setattr(run, "slots", lambda spec, p: 132 if p["MODULI"] else pytest.fail("slots of MODULI = 0"))
+    pipeline = ozaki_pipeline.Pipeline(inst, None, None, alpha=1.0, beta=0.0, out=None)
     pipeline.verdict[:] = 0
     pipeline.verdict[0] = CHOSEN  # ozaki_decide's choice
     pipeline.verdict[2 + 2 * len(ozaki.CANDIDATES)] = 1  # ... and its first flag: an infinity or a NaN

@@ -256,8 +256,7 @@ def _stage_ms(inst: catalog.Instance, runs: int) -> dict[str, float]:
 
     a, b = run.random_inputs(size, size, size, run.CHECK_SEED)
     c = cupy.empty((size, size), cupy.float32)
-    slots = run.slots(inst.spec, inst.params)
-    parts = ozaki_pipeline.Pipeline(inst, a, b, alpha=1.0, beta=0.0, out=c, slots=slots).stages()
+    parts = ozaki_pipeline.Pipeline(inst, a, b, alpha=1.0, beta=0.0, out=c).stages()
     for _ in range(turns.WARMUP):  # the estimate's choice, kept by the later stages
         for _, part in parts:
             part()

@@ -62,6 +62,7 @@ class Compiled(NamedTuple):
     maps: list[tuple[Any, Any]]
     consts: Any
     ruling: Any
+    slots: int  # the products' persistent grid: the blocks of this instance the GPU holds at once (`run.slots`)
 
 
 class Pipeline:
@@ -76,10 +77,10 @@ class Pipeline:
     replays a captured graph and returns at once (`capture`, `settle`).
     `report` is the last call's `Estimate`; `stages()` the same work as separately launched parts, for timing each."""
 
-    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any, slots: int):
+    def __init__(self, inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any):
         import cupy
 
-        self.inst, self.a, self.b, self.alpha, self.beta, self.out, self.slots = inst, a, b, alpha, beta, out, slots
+        self.inst, self.a, self.b, self.alpha, self.beta, self.out = inst, a, b, alpha, beta, out
         m, n, k = inst.shape
         self.pinned = inst.params["MODULI"]
         most = self.pinned or ozaki.CANDIDATES[-1]
@@ -231,7 +232,7 @@ class Pipeline:
         spec, p = self.inst.spec, {**self.inst.params, "MODULI": moduli}
         cupy.cuda.get_current_stream().wait_event(self.estimated)  # they run only where the verdict names `moduli`
         for chunk, ((k0, k1), (map_a, map_b)) in enumerate(zip(self.chunks, c.maps)):
-            c.products(spec.grid(p, m, n, self.slots), (spec.threads(p),),
+            c.products(spec.grid(p, m, n, c.slots), (spec.threads(p),),
                        (np.int32(m), np.int32(n), np.int32(k1 - k0), np.int32(self.np), c.consts, self.r[chunk], map_a,
                         map_b, self.verdict), shared_mem=spec.launch_smem(p))
 
@@ -436,7 +437,8 @@ class Pipeline:
                      int8.planes_map(self.planes_b, bn // inst.params["CLUSTER"], k0, k1)) for k0, k1 in self.chunks]
             self._instances[moduli] = Compiled(compiler.load(inst), compiler.companions(inst), maps,
                                                cupy.asarray(ozaki.constants(moduli, self.inst.shape[2])),
-                                               cupy.asarray(np.array([moduli] + [0] * 15, np.float64)))
+                                               cupy.asarray(np.array([moduli] + [0] * 15, np.float64)),
+                                               run.slots(inst.spec, inst.params))
         return self._instances[moduli]
 
     def _warn_lines(self, report: Estimate) -> None:
@@ -543,7 +545,7 @@ def _check_kernels() -> dict[str, Any]:
 
 def launcher(inst: Instance, a: Any, b: Any, *, alpha: float, beta: float, out: Any) -> Pipeline:
     """`run.launcher` for the ozaki spec: a call that launches the whole pipeline (`Pipeline`) and returns C."""
-    return Pipeline(inst, a, b, alpha=alpha, beta=beta, out=out, slots=run.slots(inst.spec, inst.params))
+    return Pipeline(inst, a, b, alpha=alpha, beta=beta, out=out)
 
 
 def warn_recorded(x: Any) -> None:
