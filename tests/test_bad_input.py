@@ -466,3 +466,17 @@ def test_the_quarter_warp_picture_names_a_parameter_neither_kernel_has():
 def test_the_ozaki_defaults_resources_ask_for_the_instance_a_call_launches():
     with pytest.raises(ValueError, match=r"chooses the instance it launches \(MODULI = 6, 7, 8, 9\)"):
         gl.resources("ozaki")
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda d: d.lane_position(40, gl.KERNELS["warp_tiling"].full_params()), "lane = 40: a warp has lanes 0 to 31"),
+    (lambda d: d.ldmatrix_rows(2.5), "lane must be an integer, not 2.5"),
+    (lambda d: d.swizzle_offset(-16), "offset = -16"),
+    (lambda d: d.pipeline(gl.KERNELS["prefetch"].full_params(), steps=0), "steps = 0: a timeline shows at least one"),
+    (lambda d: d.pipeline(gl.KERNELS["prefetch"].full_params(), latency=-5), "a duration of -5 clocks"),
+    (lambda d: d.handoff_schedule(gl.KERNELS["mma_tf32_tma"].full_params(), 4, 100, True), "a duration of True")])
+def test_the_diagrams_lanes_offsets_and_timelines_are_checked(call, message):
+    from gemm_lab.pages import diagrams
+
+    with pytest.raises(ValueError, match=message):
+        call(diagrams)

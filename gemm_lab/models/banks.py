@@ -292,12 +292,21 @@ def lds128_wavefronts(float4s: Sequence[int], rule: str = "h100") -> int:
     raise ValueError(f"no model {rule!r}: {', '.join(LDS128_MODELS)}")
 
 
+def check_lane(lane: object) -> int:
+    """A lane of a warp, 0 to 31, as an int."""
+    lane = as_integer("lane", lane)
+    if not 0 <= lane < 32:
+        raise ValueError(f"lane = {lane}: a warp has lanes 0 to 31")
+    return lane
+
+
 def lane_position(lane: int, params: dict[str, int], kernel: str = "warp_tiling") -> tuple[int, int]:
     """(lane_m, lane_n) of a lane in its warp's lane grid, numbered as the kernel's source numbers them.
 
     warp_tiling (10_warp_tiling.cu): along the wide side of the grid by lane % 8, along the narrow one diagonally,
     so that every quarter-warp covers all 8 x all 4. pipelined_warp_tiling (10b): a quarter-warp is 4 lanes along the
     wide side by 2 along the narrow one."""
+    lane = check_lane(lane)
     if kernel == "warp_tiling":
         wide, narrow = lane % 8, (lane // 8 + lane % 8) % 4
     elif kernel == "pipelined_warp_tiling":

@@ -7,6 +7,7 @@ the rings (`ring_moment`, `handoff_schedule`) that chapters 6, 8c and 9 and thei
 """
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -18,6 +19,7 @@ from matplotlib.patches import Ellipse, FancyArrowPatch, Patch, Rectangle
 
 from ... import catalog
 from ...models import memory, model
+from ...spec import as_integer
 from .. import style
 from ..style import TEXT, WIDTH, stamp, wrap
 
@@ -50,6 +52,15 @@ def _timeline(ax, bars: list[tuple], rows: tuple[str, ...], right: float = 0) ->
     return end
 
 
+def check_timeline(steps: object, *clocks: object) -> None:
+    """A timeline's steps (a whole number, at least 1) and durations (clocks, more than 0)."""
+    if as_integer("steps", steps) < 1:
+        raise ValueError(f"steps = {steps}: a timeline shows at least one step")
+    for clk in clocks:
+        if isinstance(clk, bool) or not isinstance(clk, numbers.Real) or not clk > 0:
+            raise ValueError(f"a duration of {clk!r} clocks: durations are numbers of clocks above 0")
+
+
 class Steps(NamedTuple):
     """One block's modelled main loop (`steps`): its bars, lanes and title, the clock where the loop starts and where
     its last step ends, a step's FFMA clocks, the occupancy it assumed and the load latency with its origin."""
@@ -78,6 +89,7 @@ def block_steps(params: dict[str, int], count: int = 3, latency: float | None = 
     PREFETCH 0/1 is 08_prefetch.cu, STAGES is 09_multistage.cu."""
     kernel = "multistage" if "STAGES" in params else "prefetch"
     params = catalog.validate(kernel, params)
+    check_timeline(count, 1 if latency is None else latency)
     occupancy = model.resident(kernel, params)
     blocks_per_sm = occupancy["blocks"]
     latency, origin = (latency, "given") if latency is not None else load_latency()
@@ -275,6 +287,7 @@ def handoff_schedule(params: dict[str, int], steps: int, latency: float, step_cl
     start step i when it has landed and step i - 1 is done, take `step_clk` clocks, and release step i's stage (its
     empty barrier) as step i + 1 begins. Each step: its stage, trip round the ring, the parities each side waits for
     (kernel 13's own formulas) and the times of issue, landing, start, end and release."""
+    check_timeline(steps, latency, step_clk)
     stages = params["STAGES"]
     out: list[dict] = []
     issued = {i: 40.0 * i for i in range(min(stages - 1, steps))}

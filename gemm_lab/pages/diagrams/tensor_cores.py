@@ -19,7 +19,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from ... import catalog, tma
-from ...spec import ceil_div
+from ...models import banks
+from ...spec import as_integer, ceil_div
 from .. import style
 from ..style import TEXT, WIDTH, stamp, wrap
 
@@ -52,8 +53,7 @@ def mma_fragment(k: int = 8, lane: int = 5) -> Figure:
     """The fragments of one mma.sync m16n8kK (TF32), laid out as the product reads: B (K x 8) above C (16 x 8), A
     (16 x K) to C's left. Each element is labelled with the lane that holds it and coloured by which of that lane's
     registers holds it; `lane`'s elements are outlined. Patches carry a gid ("A lane 5") so tests can count them."""
-    if not 0 <= lane < 32:
-        raise ValueError(f"lane = {lane}: a warp has lanes 0 to 31")
+    lane = banks.check_lane(lane)
     layout = mma_fragments(k)
     shapes = {"A": (MMA_M, k), "B": (k, MMA_N), "C": (MMA_M, MMA_N)}
     row_in = 0.27  # inches per row: cells are wider than tall, so two-digit lanes fit at body size
@@ -96,6 +96,7 @@ def ldmatrix_rows(lane: int) -> tuple[int, int]:
     """(row, first k) of the 16-byte row of A's 16 x 8 mma tile whose address `lane` gives to ldmatrix.x4, as kernel
     11 computes it (11_tf32_mma.cu's lm_row, lm_col): lanes 0-7 rows 0-7 and 8-15 rows 8-15 at k 0-3, lanes 16-31 the
     same rows at k 4-7. Block i (lanes 8i to 8i + 7) fills register i of every lane."""
+    lane = banks.check_lane(lane)
     return lane % 8 + 8 * (lane // 8 % 2), 4 * (lane // 16)
 
 
@@ -138,6 +139,8 @@ def swizzle_offset(offset: int, span: int = 128) -> int:
     c XOR (r mod 8), the rule of kernels/wgmma.cuh's `swizzled` and 13_tf32_mma_tma.cu's `b_at`."""
     if span not in (0, 32, 64, 128):
         raise ValueError(f"span = {span}: TMA swizzles 32, 64 or 128 bytes (0: none)")
+    if as_integer("offset", offset) < 0:
+        raise ValueError(f"offset = {offset}: a byte of a box is at offset 0 or more")
     mask = span // CHUNK - 1 if span else 0
     return offset ^ (((offset // LINE) & mask) * CHUNK)
 
