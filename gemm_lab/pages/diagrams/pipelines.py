@@ -129,7 +129,7 @@ def block_steps(params: dict[str, int], count: int = 3, latency: float | None = 
                 bars += [tile(0, t, latency, s + 1), tile(3, t, compute, s), tile(1, t + step, store, s + 1),
                          barrier(2, t + step + store)]
                 t += step + store + sync
-            title = "PREFETCH=1: the next tile loads during the FFMAs; one __syncthreads per step"
+            title = "PREFETCH=1: the next tile loads during the FFMAs, into the other buffer"
         else:
             for s in range(count):
                 bars += [tile(0, t, latency, s), tile(1, t + latency, store, s), barrier(2, t + latency + store),
