@@ -62,9 +62,11 @@ def check_timeline(steps: object, *clocks: object) -> None:
 
 
 class Steps(NamedTuple):
-    """One block's modelled main loop (`steps`): its bars, lanes and title, the clock where the loop starts and where
-    its last step ends, a step's FFMA clocks, the occupancy it assumed and the load latency with its origin."""
+    """One block's modelled main loop (`block_steps`): the validated parameters, its bars, lanes and title, the clock
+    where the loop starts and where its last step ends, a step's FFMA clocks, the occupancy it assumed and the load
+    latency with its origin."""
 
+    params: dict[str, int]
     bars: list[tuple]
     rows: tuple[str, ...]
     title: str
@@ -89,10 +91,10 @@ def block_steps(params: dict[str, int], count: int = 3, latency: float | None = 
     PREFETCH 0/1 is 08_prefetch.cu, STAGES is 09_multistage.cu."""
     kernel = "multistage" if "STAGES" in params else "prefetch"
     params = catalog.validate(kernel, params)
-    check_timeline(count, 1 if latency is None else latency)
+    latency, origin = (latency, "given") if latency is not None else load_latency()
+    check_timeline(count, latency)
     occupancy = model.resident(kernel, params)
     blocks_per_sm = occupancy["blocks"]
-    latency, origin = (latency, "given") if latency is not None else load_latency()
     compute = params["BM"] * params["BN"] * params["BK"] / (128 / blocks_per_sm)
     store, sync = 40, 30
     bars: list[tuple] = []
@@ -137,7 +139,7 @@ def block_steps(params: dict[str, int], count: int = 3, latency: float | None = 
                          barrier(2, t + latency + store + sync + compute)]
                 t += latency + store + 2 * sync + compute
             title = "PREFETCH=0: load, wait, store, sync, multiply, sync: the FFMAs wait for every tile"
-    return Steps(bars, rows, title, count, loop, t, compute, occupancy, latency, origin)
+    return Steps(params, bars, rows, title, count, loop, t, compute, occupancy, latency, origin)
 
 
 def pipeline(params: dict[str, int], steps: int = 3, latency: float | None = None) -> Figure:
@@ -156,7 +158,7 @@ def pipeline(params: dict[str, int], steps: int = 3, latency: float | None = Non
     ax.set_xlabel("time in SM clock cycles (model durations)")
     ax.set_title(wrap(m.title, style.TITLE), fontsize=style.TITLE)
     fig.tight_layout()
-    q = catalog.validate("multistage" if "STAGES" in params else "prefetch", params)
+    q = m.params
     return stamp(fig, f"Bars are numbered and coloured by tile n (grey: a barrier). Model: FFMAs {m.compute:.0f} clk "
                       f"per step ({q['BM']}x{q['BN']}x{q['BK']} tile, {p['blocks']} blocks/SM by the "
                       f"occupancy model, limited by {p['limited_by']}), load latency {m.latency:.0f} clk "
