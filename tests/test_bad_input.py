@@ -480,3 +480,11 @@ def test_the_diagrams_lanes_offsets_and_timelines_are_checked(call, message):
 
     with pytest.raises(ValueError, match=message):
         call(diagrams)
+
+
+@pytest.mark.parametrize("kernel", ["mma_tf32", "wgmma_ws_3xtf32", "ozaki"])
+def test_the_levels_figure_refuses_a_tensor_core_kernel(kernel):
+    from gemm_lab.pages import diagrams
+
+    with pytest.raises(ValueError, match=f"levels draws FFMA kernels.*{kernel}"):
+        diagrams.levels(kernel, {}, {}, 128)

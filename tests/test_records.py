@@ -137,6 +137,11 @@ def test_a_mistyped_field_is_named_on_load_and_in_check(sandbox):
     assert [p for p in freshness.problems(sandbox) if str(path) in p and "'gflops'" in p]
 
 
+def test_an_unknown_gpu_is_named_with_the_recorded_ones():
+    with pytest.raises(ValueError, match="no records for a GPU named 'nope'; recorded GPUs: .*H200"):
+        records.measurements(gpu="nope")
+
+
 def test_a_missing_field_is_named(sandbox):
     row = _row()
     del row["max_rel_err"]

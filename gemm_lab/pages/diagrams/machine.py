@@ -73,7 +73,11 @@ def gpu_diagram(params: dict[str, Any]) -> Figure:
 
 def levels(kernel: str, params: dict[str, int], ceilings: dict, registers: int, size: int = 4096) -> Figure:
     """Arithmetic intensity at the global and shared levels against each level's ridge point, and
-    the register budget of one thread (accumulators, fragments, the rest) as the compiler reports it."""
+    the register budget of one thread (accumulators, fragments, the rest) as the compiler reports it. FFMA kernels
+    only: a tensor-core kernel's ridge is set by its tensor-core peak, and its registers by its fragments."""
+    if (precision := catalog.get(kernel).precision) != "fp32":
+        raise ValueError(f"levels draws FFMA kernels (a thread's TM x TN tile against FP32's peak); {kernel} computes "
+                         f"in {precision} on the tensor cores: see hardware.tensor_core_ceilings")
     n = size
     flop = model.flops(n, n, n)
     peak = ceilings["peak_gflops"]
