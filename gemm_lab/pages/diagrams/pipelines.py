@@ -21,7 +21,7 @@ from ... import catalog
 from ...models import memory, model
 from ...spec import as_integer
 from .. import style
-from ..style import TEXT, WIDTH, stamp, wrap
+from ..style import TEXT, WIDTH, counted, stamp, wrap
 
 
 def load_latency() -> tuple[float, str]:
@@ -121,7 +121,7 @@ def block_steps(params: dict[str, int], count: int = 3, latency: float | None = 
             landed[n] = start + sync + latency
             t = start + sync + compute
         loop = landed[0]
-        title = f"cp.async, {stages} stages: copies run {ahead} step(s) ahead, straight into shared memory"
+        title = f"cp.async, {stages} stages: copies run {counted(ahead, 'step')} ahead, straight into shared memory"
     else:
         rows = ("loads of tile n", "registers → shared", "__syncthreads", "FFMAs on tile n")
         if params.get("PREFETCH"):
@@ -202,8 +202,9 @@ def producer_consumer(params: dict[str, int], tiles: int = 2, steps: int = 5, la
     end = _timeline(ax, bars, rows)
     ax.set_xlabel(wrap("clock cycles on one SM (model durations); a bar's number: the 32-deep step it copies or "
                        f"multiplies ({steps} steps per tile)", TEXT))
-    ax.set_title(wrap(f"Warp specialisation: {stages} stages, {consumers} consumer warpgroup(s), BM = {params['BM']}: "
-                      "copies run ahead while the tensor cores work", style.TITLE), fontsize=style.TITLE)
+    ax.set_title(wrap(f"Warp specialisation: {stages} stages, {counted(consumers, 'consumer warpgroup')}, "
+                      f"BM = {params['BM']}: copies run ahead while the tensor cores work", style.TITLE),
+                 fontsize=style.TITLE)
     busy = total * consumers * step_clk / (end - first_landing)
     fig.tight_layout()
     return stamp(fig, f"model: {step_clk:.0f} clk per consumer step, copy latency {latency} clk and epilogue "
@@ -267,7 +268,7 @@ def mbarrier_ring(params: dict[str, int], step: int | None = None) -> Figure:
     ring.legend(handles=[Patch(facecolor=c, edgecolor="black", label=k) for k, c in RING_STATES.items()],
                 loc="lower center", ncol=2, frameon=False, handlelength=1.2, columnspacing=1.0)
     ring.set_title(wrap(f"The ring while the consumers run step {step}: {stages} stages of {landing_kib:.0f} KiB, "
-                        f"{consumers} consumer warpgroup(s)", style.TITLE), fontsize=style.TITLE)
+                        + counted(consumers, "consumer warpgroup"), style.TITLE), fontsize=style.TITLE)
     rows = (("step i", lambda i: i), ("stage i % S", lambda i: i % stages), ("trip i / S", lambda i: i // stages),
             ("producer: empty parity", lambda i: (i // stages & 1) ^ 1),
             ("consumers: full parity", lambda i: i // stages & 1))
@@ -364,8 +365,8 @@ def mbarrier_handoff(params: dict[str, int] | None = None, steps: int | None = N
     label_w = 2.9
     _parity_table(table, [(name, lambda c, of=of: of(plan_[c])) for name, of in table_rows], columns, stages, label_w)
     table.set_title(wrap(f"Who waits for which parity (S = STAGES = {stages}). full: 1 arrival + {full_bytes // 1024} "
-                         f"KiB; empty: one arrival per warp of the cluster ({warps} warps in each of {cluster} "
-                         "block(s))", TEXT),
+                         f"KiB; empty: one arrival per warp of the cluster ({warps} warps in "
+                         f"{f'each of {cluster} blocks' if cluster > 1 else 'its one block'})", TEXT),
                     fontsize=TEXT)
     fig.suptitle(wrap(f"Kernel 13's ring of {stages} stages: thread 0 refills a stage once the warps released it",
                       style.TITLE), fontsize=style.TITLE)
