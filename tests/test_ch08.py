@@ -226,10 +226,24 @@ def test_the_swizzle_is_what_keeps_kernel_13s_reads_free_of_conflicts():
 
 
 def test_the_questions_agree_with_the_pictures():
+    import math
+
+    from gemm_lab.models import hardware
     from gemm_lab.pages import questions
 
-    assert questions.QUESTIONS["fragment_lane"].solve()[0] == \
-        diagrams.mma_fragments(8)["A"][questions.FRAGMENT_ELEMENT][0]
+    # the lane question asks about an element of a warp's A block outside the one tile the picture labels: its lane
+    # is the picture's for the same place in that tile (kernel 11 steps its ldmatrix by 16 rows, its slices by 8)
+    row, col = questions.FRAGMENT_ELEMENT
+    p = catalog.get("mma_tf32").full_params()
+    assert row < p["WM"] and col < p["BK"] and (row, col) not in diagrams.mma_fragments(8)["A"]
+    assert questions.QUESTIONS["fragment_lane"].solve()[0] == diagrams.mma_fragments(8)["A"][row % 16, col % 8][0]
+    assert "as + 16 * i * lda" in (KERNELS / "11_tf32_mma.cu").read_text()
+    # the mma question's clocks: the measured peak's FLOP per clock over the SM quarters' tensor cores
+    ceil = hardware.ceilings()
+    clocks = questions.QUESTIONS["mma_flop"].solve()[0]
+    assert math.isclose(clocks * ceil["mma_sync_tf32_gflops"] * 1e3,
+                        2 * 16 * 8 * 8 * ceil["sms"] * catalog.SCHEDULERS_PER_SM * ceil["clock_mhz"])
+    assert clocks > 1  # several clocks a tensor core for each mma.sync: issue (one a clock) is not the limit
     p = catalog.get("mma_tf32_tma").full_params()
     row = diagrams.handoff_schedule(p, questions.FULL_PARITY_STEP + 1, 1500, 2048)[-1]
     assert questions.QUESTIONS["full_parity"].solve()[0] == row["full_parity"]

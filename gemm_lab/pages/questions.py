@@ -17,6 +17,7 @@ from ..models import banks, hardware, memory, model
 from ..precision import ozaki
 from ..spec import ceil_div
 from . import prose
+from .style import counted
 from .tables import Markdown
 
 
@@ -274,15 +275,57 @@ def _mma_flop(m: int, n: int, k: int, what: str) -> tuple[float, str]:
                            f"{m * n * k:,} multiply-adds of 2 FLOP each, {2 * m * n * k:,} FLOP.")
 
 
-FRAGMENT_ELEMENT = (13, 6)  # the element of A whose lane chapter 8's question asks for
+MMA_M, MMA_K = 16, 8  # an mma.sync m16n8k8's A operand: 16 rows, 8 deep
+
+
+def _mma_clocks() -> tuple[float, str]:
+    """Clocks a tensor core spends on one mma.sync m16n8k8 at the measured peak (timed at the boost clock)."""
+    ceil, (flop, work) = hardware.ceilings(), _mma_flop(16, 8, 8, "One mma.sync.m16n8k8")
+    cores = ceil["sms"] * catalog.SCHEDULERS_PER_SM
+    per_clock = ceil["mma_sync_tf32_gflops"] * 1e9 / (cores * ceil["clock_mhz"] * 1e6)
+    return flop / per_clock, (
+        f"{work} At {ceil['mma_sync_tf32_gflops'] / 1e3:.1f} TFLOP/s over {ceil['sms']} x "
+        f"{catalog.SCHEDULERS_PER_SM} = {cores} tensor cores at {ceil['clock_mhz']:,.0f} MHz, a tensor core does "
+        f"{per_clock:.0f} FLOP a clock: {flop:,} / {per_clock:.0f} = {flop / per_clock:.1f} clocks per mma.sync.")
+
+
+def _mma_clocks_ask() -> str:
+    ceil = hardware.ceilings()
+    return (f"The peak probe ran mma.sync.m16n8k8 at {ceil['mma_sync_tf32_gflops'] / 1e3:.1f} TFLOP/s on {ceil['sms']} "
+            f"SMs at {ceil['clock_mhz']:,.0f} MHz; an SM has {catalog.SCHEDULERS_PER_SM} tensor cores, one per "
+            "quarter. How many clocks does a tensor core spend on one mma.sync?")
+
+
+FRAGMENT_ELEMENT = (43, 21)  # chapter 8's question: an element of a warp's A block, outside the one tile drawn
+
+
+def _fragment_block() -> tuple[int, int]:
+    """The A block a warp of kernel 11 multiplies per BK-deep step: its WM rows, BK deep."""
+    p = _spec("mma_tf32")[1]
+    row, col = FRAGMENT_ELEMENT
+    if not (row < p["WM"] and col < p["BK"] and (row >= MMA_M or col >= MMA_K)):
+        raise ValueError(f"A[{row}][{col}] must lie in kernel 11's {p['WM']} x {p['BK']} block, outside its first "
+                         "tile (the one the picture labels)")
+    return p["WM"], p["BK"]
 
 
 def _fragment_lane() -> tuple[float, str]:
     row, col = FRAGMENT_ELEMENT
-    g, t = row % 8, col % 4
-    return 4 * g + t, (f"Row {row} is g + 8 with g = {g}, column {col} is t + 4 with t = {t} (rows g and g + 8, "
-                       f"columns t and t + 4 belong to lane 4g + t): lane 4 x {g} + {t} = {4 * g + t}, in its register "
-                       f"{(row // 8) + 2 * (col // 4)} (the picture above has it).")
+    r, c = row % MMA_M, col % MMA_K
+    g, t = r % 8, c % 4
+    return 4 * g + t, (f"Row {row} lies in the tile of rows {row - r} to {row - r + MMA_M - 1}, as its row {r}; "
+                       f"column {col} in the tile of columns {col - c} to {col - c + MMA_K - 1}, as its column {c}. "
+                       f"Row {r} is "
+                       f"{'g + 8' if r >= 8 else 'g'} with g = {g}, column {c} is {'t + 4' if c >= 4 else 't'} with "
+                       f"t = {t}: lane 4 x {g} + {t} = {4 * g + t}, in its register {(r // 8) + 2 * (c // 4)} for "
+                       "that tile.")
+
+
+def _fragment_lane_ask() -> str:
+    (rows, cols), (row, col) = _fragment_block(), FRAGMENT_ELEMENT
+    return (f"Per {cols}-deep step a warp of kernel 11 multiplies a {rows} x {cols} block of A as "
+            f"{rows // MMA_M} x {cols // MMA_K} mma tiles of {MMA_M} x {MMA_K}, each laid out as in the fragment "
+            f"picture. Which lane holds the block's A[{row}][{col}]?")
 
 
 WGMMA_ACCUMULATORS_BM = max(catalog.WGMMA_N)  # chapter 8a draws its defaults; the question asks for the largest
@@ -325,7 +368,8 @@ def _full_parity() -> tuple[float, str]:
     i, stages = FULL_PARITY_STEP, p["STAGES"]
     return (i // stages) & 1, (f"Step {i} uses stage {i} % {stages} = {i % stages} on trip {i} / {stages} = "
                                f"{i // stages} round the ring (trips count from 0): that stage's full barrier has "
-                               f"completed {i // stages} phase(s) before this one, so the warps wait for phase "
+                               f"completed {counted(i // stages, 'phase')} before this one, so the warps wait for "
+                               f"phase "
                                f"{i // stages}, parity {i // stages} mod 2 = {(i // stages) & 1}.")
 
 
@@ -366,11 +410,19 @@ def _stages_fit() -> tuple[float, str]:
                  f"{spec.smem_bytes({**p, 'STAGES': fit + 1}):,}.")
 
 
+def _empty_arrivals_ask() -> str:
+    p = _instance("wgmma_ws_tf32", EMPTY_ARRIVALS_INSTANCE)[1]
+    return (f"With {counted(p['CONSUMERS'], 'consumer warpgroup')} and clusters of {p['CLUSTER']} blocks (the picture "
+            "above has the defaults' two consumers), how many arrivals does a stage's empty barrier count before the "
+            "producer may refill it?")
+
+
 def _empty_arrivals() -> tuple[float, str]:
     _, p = _instance("wgmma_ws_tf32", EMPTY_ARRIVALS_INSTANCE)
     count = p["CONSUMERS"] * 4 * p["CLUSTER"]
     return count, (f"Every consumer warp of every block of the cluster reads the stage (B arrives by multicast in "
-                   f"both): {p['CONSUMERS']} consumers x 4 warps x {p['CLUSTER']} blocks = {count} arrivals.")
+                   f"both): {counted(p['CONSUMERS'], 'consumer')} x 4 warps x {p['CLUSTER']} blocks = {count} "
+                   "arrivals.")
 
 
 def _crt() -> tuple[float, str]:
@@ -464,11 +516,8 @@ QUESTIONS = {q.name: q for q in (
         "With one buffer the block meets at two __syncthreads per BK-deep step. How many does it need with two?"),
         "barriers", lambda: (1, "The buffer written in step t was last read in step t - 1, so one barrier after "
                             "the stores suffices: it both publishes the new tiles and retires the old ones."), 0),
-    Question("mma_flop", "ch08_tensor_cores", lambda: "How many FLOP does one mma.sync.m16n8k8 do?", "FLOP",
-             lambda: _mma_flop(16, 8, 8, "mma.sync.m16n8k8"), 0),
-    Question("fragment_lane", "ch08_tensor_cores", lambda: (
-        "In mma.sync m16n8k8, lane 4g + t holds A[g][t], A[g + 8][t], A[g][t + 4] and A[g + 8][t + 4]. Which lane "
-        "holds A[{}][{}]?").format(*FRAGMENT_ELEMENT), "", _fragment_lane, 0),
+    Question("mma_flop", "ch08_tensor_cores", _mma_clocks_ask, "clocks", _mma_clocks, 0.03),
+    Question("fragment_lane", "ch08_tensor_cores", _fragment_lane_ask, "", _fragment_lane, 0),
     Question("wgmma_accumulators", "ch08a_wgmma", lambda: (
         f"With BM = {WGMMA_ACCUMULATORS_BM}, kernel 12 issues wgmma m64n{WGMMA_ACCUMULATORS_BM}k8. How many FP32 "
         "accumulators does each thread of a warpgroup hold?"), "accumulators", _wgmma_accumulators, 0),
@@ -500,11 +549,7 @@ QUESTIONS = {q.name: q for q in (
         bn=catalog.get("wgmma_ws_tf32").tile(_instance("wgmma_ws_tf32", KERNEL14_STAGE_INSTANCE)[1])[1]),
         "bytes", _kernel14_stage, 0),
     Question("stages_fit", "ch09_hopper_pipeline", _stages_fit_ask, "stages", _stages_fit, 0),
-    Question("empty_arrivals", "ch09_hopper_pipeline", lambda: (
-        "With {CONSUMERS} consumer warpgroup(s) and clusters of {CLUSTER} blocks (the picture above has the "
-        "defaults' two consumers), how many arrivals does a stage's empty barrier count before the producer may "
-        "refill it?").format(**_instance("wgmma_ws_tf32", EMPTY_ARRIVALS_INSTANCE)[1]), "arrivals",
-        _empty_arrivals, 0),
+    Question("empty_arrivals", "ch09_hopper_pipeline", _empty_arrivals_ask, "arrivals", _empty_arrivals, 0),
     Question("crt_by_hand", "ch10_ozaki", lambda: (
         "An integer between 0 and 104 leaves 2 after division by 3, 3 after division by 5 and 2 after division by "
         "7. Which is it?"), "", _crt, 0),
