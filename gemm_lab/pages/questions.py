@@ -342,7 +342,6 @@ def _wgmma_accumulators() -> tuple[float, str]:
 
 # The instances the stage and arrival questions ask about: not the defaults, whose answers the chapters' pictures show.
 TMA_STAGE_INSTANCE = {"BN": 128}  # kernel 13 (chapter 8c draws BN = 256)
-KERNEL14_STAGE_INSTANCE = {"BM": 128}  # kernel 14 (chapter 9 draws BM = 256)
 EMPTY_ARRIVALS_INSTANCE = {"CONSUMERS": 1}  # kernel 14 (chapter 9 draws two consumer warpgroups)
 
 
@@ -378,11 +377,28 @@ def _tf32_roundoff() -> tuple[float, str]:
                       "errs by at most half a unit in the last place: 2⁻¹¹, about 4.9e-4 of the value.")
 
 
-def _kernel14_stage() -> tuple[float, str]:
-    spec, p = _instance("wgmma_ws_tf32", KERNEL14_STAGE_INSTANCE)
-    bm, bn = spec.tile(p)
-    return 4 * 32 * (bm + bn), (f"A's box is BM x 32 floats = {bm * 128:,} bytes and B's boxes 32 x BN floats = "
-                                f"{bn * 128:,} bytes: {4 * 32 * (bm + bn):,} bytes land per 32-deep stage.")
+THIRD_CONSUMER = 3  # chapter 9's register question: kernel 14 with a third consumer warpgroup (it draws two)
+
+
+def _consumer_registers_ask() -> str:
+    return (f"setmaxnreg leaves kernel 14's producer warpgroup {catalog.PRODUCER_REGISTERS} registers a thread and "
+            f"gives the consumers the rest of the SM's {catalog.REGISTERS_PER_SM:,}, in multiples of 8 a thread. With "
+            f"{THIRD_CONSUMER} consumer warpgroups of 128 threads, how many registers does each consumer thread get?")
+
+
+def _consumer_registers() -> tuple[float, str]:
+    spec, p = _instance("wgmma_ws_tf32", {"CONSUMERS": THIRD_CONSUMER})
+    regs = catalog.consumer_registers(THIRD_CONSUMER)
+    share = (catalog.REGISTERS_PER_SM / 128 - catalog.PRODUCER_REGISTERS) / THIRD_CONSUMER
+    try:
+        catalog.validate(spec, p)
+        verdict = f"which fit in {regs}."
+    except ValueError:
+        verdict = (f"more than {regs}: the catalog refuses the instance before anything compiles (ptxas would spill "
+                   "them).")
+    return regs, (f"({catalog.REGISTERS_PER_SM:,} / 128 - {catalog.PRODUCER_REGISTERS}) / {THIRD_CONSUMER} = "
+                  f"{share:.1f}, down to a multiple of 8: {regs}. At BM = {p['BM']} a consumer thread needs its "
+                  f"{p['BM'] // 2} accumulators, two sets of B's fragments and its addresses, {verdict}")
 
 
 def _stages(spec: catalog.KernelSpec, p: dict[str, int]) -> tuple[int, int]:
@@ -541,13 +557,8 @@ QUESTIONS = {q.name: q for q in (
         "can it reach on the same tensor cores?"), "", lambda: (1 / 3, "Three tensor-core products for every one of "
                                                                 "TF32: a third of its speed, before any cost of "
                                                                 "splitting the operands."), 0.05),
-    Question("stage_bytes", "ch09_hopper_pipeline", lambda: (
-        "Kernel 14 with BM = {bm} in place of its default {default} has BM = {bm} rows of A and BN = {bn} columns of "
-        "B per tile. How many bytes land in one 32-deep stage?").format(
-        default=_spec("wgmma_ws_tf32")[1]["BM"],
-        bm=catalog.get("wgmma_ws_tf32").tile(_instance("wgmma_ws_tf32", KERNEL14_STAGE_INSTANCE)[1])[0],
-        bn=catalog.get("wgmma_ws_tf32").tile(_instance("wgmma_ws_tf32", KERNEL14_STAGE_INSTANCE)[1])[1]),
-        "bytes", _kernel14_stage, 0),
+    Question("consumer_registers", "ch09_hopper_pipeline", _consumer_registers_ask, "registers",
+             _consumer_registers, 0),
     Question("stages_fit", "ch09_hopper_pipeline", _stages_fit_ask, "stages", _stages_fit, 0),
     Question("empty_arrivals", "ch09_hopper_pipeline", _empty_arrivals_ask, "arrivals", _empty_arrivals, 0),
     Question("crt_by_hand", "ch10_ozaki", lambda: (
