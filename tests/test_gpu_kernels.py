@@ -120,7 +120,8 @@ def test_the_tf32_baseline_is_cublas_on_tensor_cores():
     assert tf32.gflops > 4 * fp32.gflops, (tf32.gflops, fp32.gflops)  # data-center GPUs: 5 to 8 times
     assert tf32.max_rel_err > 1e-4 > 1e-5 > fp32.max_rel_err
     assert linalg.get_compute_type(numpy.float32) == linalg.COMPUTE_TYPE_DEFAULT  # FP32 again for everything else
-    assert timing.cublas(4096).gflops < 2 * fp32.gflops
+    assert timing.cublas(4096).max_rel_err < 1e-5  # FP32's accuracy again (a speed would compare races that other
+    # tests, sharing the GPU under pytest -n, may slow)
     x = timing.bench("mma_tf32", 4096)  # a TF32 kernel races the TF32 baseline
     assert x.precision == "tf32" and x.cublas_gflops > 4 * fp32.gflops
 
