@@ -52,6 +52,12 @@ def _pasted(name: str, value: object) -> str | int | float:
     return number
 
 
+def counted(n: int, noun: str) -> str:
+    """A count with its noun in the number it takes ("1 stage", "2 stages"), for text drawn from parameters (a
+    figure's title, a question)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def share(x) -> str:
     """A measurement's share of cuBLAS as a headline quotes it: for tensor-core kernels the median of the rounds of
     turns, with the rounds' range beside it (so a headline never hides how far the rounds spread), else the ratio.

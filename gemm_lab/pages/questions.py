@@ -17,7 +17,7 @@ from ..models import banks, hardware, memory, model
 from ..precision import ozaki
 from ..spec import ceil_div
 from . import prose
-from .style import counted
+from .prose import counted
 from .tables import Markdown
 
 

@@ -33,11 +33,6 @@ mpl.rcParams.update({
 })
 
 
-def counted(n: int, noun: str) -> str:
-    """A count with its noun in the number it takes ("1 stage", "2 stages"), for text drawn from parameters."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def wrap(text: str, size: float = TEXT, width: float = WIDTH) -> str:
     """`text` broken into lines that fit `width` inches at `size` points (about 0.55 em per character)."""
     return textwrap.fill(text, max(20, int(width * 72 / (0.55 * size))))

@@ -21,7 +21,8 @@ from ... import catalog
 from ...models import memory, model
 from ...spec import as_integer
 from .. import style
-from ..style import TEXT, WIDTH, counted, stamp, wrap
+from ..prose import counted
+from ..style import TEXT, WIDTH, stamp, wrap
 
 
 def load_latency() -> tuple[float, str]:
