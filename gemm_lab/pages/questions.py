@@ -216,7 +216,7 @@ def _predicted_speed() -> tuple[float, str]:
         f"If every instruction were an FFMA: 4 x 32 x 2 FLOP x {c['sms']} SMs x {c['clock_mhz']:,.0f} MHz = "
         f"{all_ffma:.1f} TFLOP/s, the FP32 peak. Only {ffma:,} of {total:,} are: a share of {ffma / total:.3f}, so "
         f"issue caps the kernel at {all_ffma:.1f} x {ffma / total:.3f} = {issue.tflops:.1f} TFLOP/s (its issue "
-        f"ceiling). Issuing in {100 * busy:.0f}\u00a0% of the slots: {issue.tflops:.1f} x {busy:.2f} = "
+        f"ceiling). Issuing in {100 * busy:.0f}\u00a0% of the slots: {issue.tflops:.1f} x {busy:.3f} = "
         f"{issue.tflops * busy:.1f} TFLOP/s.")
 
 
