@@ -46,3 +46,17 @@ def test_wgmma_runs_only_on_hopper_and_mma_on_anything_since_ampere(live_t4, mon
                                          rf"{gpu.cc[0]}.{gpu.cc[1]} \({gpu.name}\)"):
         assert not device.runs_here("wgmma_tf32")
     assert device.runs_here("mma_3xtf32")
+
+
+def test_tensor_core_peaks_a_gpu_lacks_are_read_back_with_a_warning(live_t4, monkeypatch):
+    """A T4 measures its own FP32 peak and DRAM copy, and reads the tensor-core peaks (no TF32 mma.sync below 8.0,
+    no wgmma off Hopper) from the records, so chapter 8's budget still has its rows."""
+    own = {"gpu": T4.name, "peak_gflops": 8100.0, "dram_gbs": 250.0, "sms": 40, "clock_mhz": 1590.0}
+    monkeypatch.setattr(hardware, "_measured_ceilings", lambda: dict(own))
+    with pytest.warns(UserWarning, match=r"Tesla T4 \(compute capability 7.5\) lacks mma.sync and wgmma: its "
+                                         r"tensor-core peak is read back from the records of NVIDIA H100"):
+        ceil = hardware.ceilings()
+    recorded = hardware.records.read_kind("device", device.DEFAULT_REPLAY_GPU)[0]
+    assert ceil["peak_gflops"] == own["peak_gflops"] and ceil["gpu"] == T4.name
+    assert ceil["mma_sync_tf32_gflops"] == recorded["mma_sync_tf32_gflops"]
+    assert ceil["wgmma_tf32_gflops"] == recorded["wgmma_tf32_gflops"]

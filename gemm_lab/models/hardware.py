@@ -167,7 +167,7 @@ def ceilings() -> dict:
     """FP32 peak (from the device) and DRAM bandwidth (measured, read + write bytes of a copy)."""
     with liverun.work("probes", "ceilings", CEILINGS_S) as task:
         if task.live:
-            task.result = task.result or _measured_ceilings()
+            task.result = task.result or _with_recorded_peaks(_measured_ceilings())
             return task.result
     rows = records.read_kind("device")
     if not rows:
@@ -188,6 +188,23 @@ def _measured_ceilings() -> dict:
         "dram_gbs": 2 * src.nbytes / (ms * 1e-3) / 1e9, **tensor_core_ceilings(),
         "versions": records.versions(gpu),
     }
+
+
+TENSOR_PEAKS = {"mma_sync_tf32_gflops": "mma.sync", "wgmma_tf32_gflops": "wgmma"}  # probed where the GPU has them
+
+
+def _with_recorded_peaks(row: dict) -> dict:
+    """A live GPU's ceilings with the tensor-core peaks it cannot probe (mma.sync before compute capability 8.0, wgmma
+    off Hopper) read back from the records the pages read its missing kernels from, with a warning, as for kernels:
+    a chapter's budget then has every row, and says whose it is."""
+    missing = [key for key in TENSOR_PEAKS if key not in row]
+    if not missing:
+        return row
+    recorded = records.read_kind("device", device.DEFAULT_REPLAY_GPU)[0]
+    warnings.warn(f"{row['gpu']} (compute capability {'.'.join(map(str, device.gpu().cc))}) lacks "
+                  f"{' and '.join(TENSOR_PEAKS[k] for k in missing)}: its tensor-core peak is read back from the "
+                  f"records of {recorded['gpu']}", stacklevel=3)
+    return {**row, **{key: recorded[key] for key in missing}}
 
 
 PEAK_ITERS = 2048
