@@ -13,9 +13,10 @@ writes them all as JSON to --out.
 """
 import argparse
 import json
-import math
 import time
 from typing import Any
+
+import retime  # benchmarks/retime.py, beside this file
 
 from gemm_lab import catalog, timing, yardstick
 from gemm_lab.precision import ozaki_pipeline
@@ -33,27 +34,12 @@ VARIANTS = {  # the kernels each variant leaves out (names before any template a
 
 
 def block_ms(launches: list, seconds: float = BLOCK_S) -> float:
-    """Milliseconds per launch over `seconds` of back-to-back launches, after LEAD_S untimed."""
-    import cupy
-
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    lead_until = time.perf_counter() + LEAD_S
-    count = 0
+    """Milliseconds per launch over `seconds` of back-to-back launches (retime.py's blocks), after LEAD_S untimed."""
+    lead_until, count = time.perf_counter() + LEAD_S, 0
     while time.perf_counter() < lead_until:
         launches[count % len(launches)]()
         count += 1
-    start.record()
-    for i in range(8):
-        launches[i % len(launches)]()
-    end.record()
-    end.synchronize()
-    count = max(8, math.ceil(seconds * 1e3 * 8 / cupy.cuda.get_elapsed_time(start, end)))
-    start.record()
-    for i in range(count):
-        launches[i % len(launches)]()
-    end.record()
-    end.synchronize()
-    return cupy.cuda.get_elapsed_time(start, end) / count
+    return retime.block_ms(launches, seconds, retime.block_ms(launches, 0.0, 1.0))
 
 
 def noop(*args: Any, **kwargs: Any) -> None:
