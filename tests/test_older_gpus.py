@@ -52,7 +52,7 @@ def test_tensor_core_peaks_a_gpu_lacks_are_read_back_with_a_warning(live_t4, mon
     """A T4 measures its own FP32 peak and DRAM copy, and reads the tensor-core peaks (no TF32 mma.sync below 8.0,
     no wgmma off Hopper) from the records, so chapter 8's budget still has its rows."""
     own = {"gpu": T4.name, "peak_gflops": 8100.0, "dram_gbs": 250.0, "sms": 40, "clock_mhz": 1590.0}
-    monkeypatch.setattr(hardware, "_measured_ceilings", lambda: dict(own))
+    monkeypatch.setattr(hardware, "measured_ceilings", lambda: dict(own))
     with pytest.warns(UserWarning, match=r"Tesla T4 \(compute capability 7.5\) lacks mma.sync and wgmma: its "
                                          r"tensor-core peak is read back from the records of NVIDIA H100"):
         ceil = hardware.ceilings()
@@ -60,3 +60,5 @@ def test_tensor_core_peaks_a_gpu_lacks_are_read_back_with_a_warning(live_t4, mon
     assert ceil["peak_gflops"] == own["peak_gflops"] and ceil["gpu"] == T4.name
     assert ceil["mma_sync_tf32_gflops"] == recorded["mma_sync_tf32_gflops"]
     assert ceil["wgmma_tf32_gflops"] == recorded["wgmma_tf32_gflops"]
+    with pytest.raises(ValueError, match="read back from another GPU's records"):  # never saved as the T4's own
+        hardware.save_ceilings(ceil)

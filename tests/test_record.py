@@ -17,7 +17,7 @@ def recorder(monkeypatch):
     """A live stand-in GPU on which `record` measures nothing: the returned dict collects what it was asked for."""
     asked = {"cases": [], "cublas": [], "sweeps": [], "methods": {}, "pins": 0}  # methods: each case's race
     monkeypatch.setattr(device, "live", lambda: True)
-    monkeypatch.setattr(cli.hardware, "ceilings", lambda: {})
+    monkeypatch.setattr(cli.hardware, "measured_ceilings", lambda: {})
     monkeypatch.setattr(cli.hardware, "save_ceilings", lambda ceilings: None)
     monkeypatch.setattr(records, "save", lambda ms: list(ms))
     monkeypatch.setattr(timing, "cublas", lambda size, math="fp32", method=turns.SUSTAINED:

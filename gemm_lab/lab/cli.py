@@ -128,7 +128,7 @@ def _record(args: argparse.Namespace) -> int:
     _require_live("record")
     parts = args.only or PARTS
     if "device" in parts:
-        hardware.save_ceilings(hardware.ceilings())
+        hardware.save_ceilings(hardware.measured_ceilings())
         records.save(timing.cublas(size, math) for size in (*plan.SIZES, plan.ODD_SHAPE)
                      for math in plan.CUBLAS_PRECISIONS
                      if args.fresh or not _timed_today(records.lookup_or_none(

@@ -167,7 +167,7 @@ def ceilings() -> dict:
     """FP32 peak (from the device) and DRAM bandwidth (measured, read + write bytes of a copy)."""
     with liverun.work("probes", "ceilings", CEILINGS_S) as task:
         if task.live:
-            task.result = task.result or _with_recorded_peaks(_measured_ceilings())
+            task.result = task.result or _with_recorded_peaks(measured_ceilings())
             return task.result
     rows = records.read_kind("device")
     if not rows:
@@ -175,7 +175,8 @@ def ceilings() -> dict:
     return rows[0]
 
 
-def _measured_ceilings() -> dict:
+def measured_ceilings() -> dict:
+    """The live GPU's own ceilings, measured now (what `gemm-lab record` saves): no value read back from records."""
     import cupy
 
     src = cupy.ones(256 * 2**20, dtype=cupy.float32)  # 1 GiB, far beyond L2
@@ -204,7 +205,7 @@ def _with_recorded_peaks(row: dict) -> dict:
     warnings.warn(f"{row['gpu']} (compute capability {'.'.join(map(str, device.gpu().cc))}) lacks "
                   f"{' and '.join(TENSOR_PEAKS[k] for k in missing)}: its tensor-core peak is read back from the "
                   f"records of {recorded['gpu']}", stacklevel=3)
-    return {**row, **{key: recorded[key] for key in missing}}
+    return {**row, **{key: recorded[key] for key in missing}, "read_back": missing}
 
 
 PEAK_ITERS = 2048
@@ -245,6 +246,9 @@ def peak_launches(iters: int, blocks_per_sm: int | None = None) -> list[tuple[st
 
 
 def save_ceilings(row: dict) -> None:
+    if row.get("read_back"):
+        raise ValueError(f"{', '.join(row['read_back'])} of {row['gpu']} were read back from another GPU's records: "
+                         "save measured_ceilings(), the GPU's own")
     records.upsert(records.gpu_dir(row["gpu"]) / "device.json", [row], ("gpu",))
 
 
