@@ -257,8 +257,7 @@ def measurements(kernel: str | None = None, gpu: str | None = None) -> list[Meas
         path = folder / f"{name}.json"
         if path.exists():
             out.extend(Measurement.from_row(r, str(path)) for r in read_rows(path))
-    live_gpu = device.gpu().name if device.live() else None
-    if not out and gpu and not folder.is_dir() and gpu not in (*fallbacks(), live_gpu):  # a mistyped name
+    if not out and gpu and not folder.is_dir() and gpu not in (*fallbacks(), device.live() and device.gpu().name):
         raise ValueError(f"no records for a GPU named {gpu!r}; recorded GPUs: {', '.join(recorded_gpus())}")
     if not out and kernel and kernel not in catalog.KERNELS and not any(folders.RECORDS_DIR.glob(f"*/{kernel}.json")):
         raise ValueError(f"no kernel {kernel!r} in the catalog or the records; the catalog has "

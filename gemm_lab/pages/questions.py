@@ -275,12 +275,12 @@ def _mma_flop(m: int, n: int, k: int, what: str) -> tuple[float, str]:
                            f"{m * n * k:,} multiply-adds of 2 FLOP each, {2 * m * n * k:,} FLOP.")
 
 
-MMA_M, MMA_K = 16, 8  # an mma.sync m16n8k8's A operand: 16 rows, 8 deep
+MMA_M, MMA_N, MMA_K = 16, 8, 8  # mma.sync m16n8k8: A's tile is MMA_M rows, MMA_K deep
 
 
 def _mma_clocks() -> tuple[float, str]:
     """Clocks a tensor core spends on one mma.sync m16n8k8 at the measured peak (timed at the boost clock)."""
-    ceil, (flop, work) = hardware.ceilings(), _mma_flop(16, 8, 8, "One mma.sync.m16n8k8")
+    ceil, (flop, work) = hardware.ceilings(), _mma_flop(MMA_M, MMA_N, MMA_K, "One mma.sync.m16n8k8")
     cores = ceil["sms"] * catalog.SCHEDULERS_PER_SM
     per_clock = ceil["mma_sync_tf32_gflops"] * 1e9 / (cores * ceil["clock_mhz"] * 1e6)
     return flop / per_clock, (
@@ -315,8 +315,8 @@ def _fragment_lane() -> tuple[float, str]:
     g, t = r % 8, c % 4
     return 4 * g + t, (f"Row {row} lies in the tile of rows {row - r} to {row - r + MMA_M - 1}, as its row {r}; "
                        f"column {col} in the tile of columns {col - c} to {col - c + MMA_K - 1}, as its column {c}. "
-                       f"Row {r} is "
-                       f"{'g + 8' if r >= 8 else 'g'} with g = {g}, column {c} is {'t + 4' if c >= 4 else 't'} with "
+                       f"Row {r} is {'g + 8' if r >= 8 else 'g'} with g = {g}, column {c} is "
+                       f"{'t + 4' if c >= 4 else 't'} with "
                        f"t = {t}: lane 4 x {g} + {t} = {4 * g + t}, in its register {(r // 8) + 2 * (c // 4)} for "
                        "that tile.")
 
@@ -368,8 +368,7 @@ def _full_parity() -> tuple[float, str]:
     return (i // stages) & 1, (f"Step {i} uses stage {i} % {stages} = {i % stages} on trip {i} / {stages} = "
                                f"{i // stages} round the ring (trips count from 0): that stage's full barrier has "
                                f"completed {counted(i // stages, 'phase')} before this one, so the warps wait for "
-                               f"phase "
-                               f"{i // stages}, parity {i // stages} mod 2 = {(i // stages) & 1}.")
+                               f"phase {i // stages}, parity {i // stages} mod 2 = {(i // stages) & 1}.")
 
 
 def _tf32_roundoff() -> tuple[float, str]:
